@@ -1,0 +1,45 @@
+// A key/value cache for incremental decoding: keys and values are appended a step (or
+// several) at a time and new queries attend to everything stored so far, causally,
+// without recomputing the past.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "attention.hpp"
+
+namespace qkv {
+
+class KVCache {
+ public:
+  // Storage for `capacity` positions of B x Hkv heads (GQA-shaped when Hkv < query heads).
+  KVCache(int64_t batch, int64_t kv_heads, int64_t capacity, int64_t head_dim, int64_t value_dim);
+
+  // Appends n positions: key [B, Hkv, n, D], value [B, Hkv, n, Dv].
+  // Throws std::length_error when length() + n would exceed capacity().
+  void append(const float* key, const float* value, int64_t n);
+
+  // Attends query [B, H, Lq, D] to the cached positions (Lk = length()). With
+  // options.causal the last Lq cached positions are the queries' own (bottom-right).
+  // output [B, H, Lq, Dv]; weights [B, H, Lq, length()] if not null.
+  void attend(const float* query, int64_t heads, int64_t lq, const AttentionOptions& options, float* output,
+              float* weights = nullptr) const;
+
+  void clear() { length_ = 0; }
+  int64_t length() const { return length_; }
+  int64_t capacity() const { return capacity_; }
+  int64_t batch() const { return batch_; }
+  int64_t kv_heads() const { return kv_heads_; }
+  int64_t head_dim() const { return head_dim_; }
+  int64_t value_dim() const { return value_dim_; }
+  const float* keys() const { return keys_.data(); }      // [B, Hkv, capacity, D]
+  const float* values() const { return values_.data(); }  // [B, Hkv, capacity, Dv]
+
+ private:
+  int64_t batch_, kv_heads_, capacity_, head_dim_, value_dim_;
+  int64_t length_ = 0;
+  std::vector<float> keys_;    // (B, Hkv, capacity, D)
+  std::vector<float> values_;  // (B, Hkv, capacity, Dv)
+};
+
+}  // namespace qkv

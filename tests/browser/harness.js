@@ -1,0 +1,65 @@
+// Shared by every browser test: a static file server over the repository root (optionally
+// with the COOP/COEP headers that make a page crossOriginIsolated, so wasm threads can run)
+// and headless Debian Chromium with SwiftShader WebGPU, driven by playwright-core.
+import { createServer } from 'node:http';
+import { readFile, stat } from 'node:fs/promises';
+import { extname, join, normalize, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+export const ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)));
+
+const TYPES = {
+  '.html': 'text/html', '.js': 'text/javascript', '.mjs': 'text/javascript', '.json': 'application/json',
+  '.wasm': 'application/wasm', '.wgsl': 'text/plain', '.css': 'text/css', '.png': 'image/png',
+  '.safetensors': 'application/octet-stream', '.bin': 'application/octet-stream', '.txt': 'text/plain',
+};
+
+/** Serves `root` on 127.0.0.1 (random port). isolated: send COOP/COEP. Returns { url, close }. */
+export async function serve({ root = ROOT, isolated = true } = {}) {
+  const server = createServer(async (req, res) => {
+    const path = normalize(decodeURIComponent(new URL(req.url, 'http://x').pathname));
+    const file = join(root, path.endsWith('/') ? path + 'index.html' : path);
+    if (!file.startsWith(root)) { res.writeHead(403).end(); return; }
+    try {
+      if (!(await stat(file)).isFile()) throw new Error('not a file');
+      const headers = { 'Content-Type': TYPES[extname(file)] ?? 'application/octet-stream', 'Cache-Control': 'no-store' };
+      if (isolated) {
+        headers['Cross-Origin-Opener-Policy'] = 'same-origin';
+        headers['Cross-Origin-Embedder-Policy'] = 'require-corp';
+      }
+      res.writeHead(200, headers).end(await readFile(file));
+    } catch {
+      res.writeHead(404).end('not found');
+    }
+  });
+  await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
+  const { port } = server.address();
+  return { url: `http://127.0.0.1:${port}`, close: () => new Promise((ok) => server.close(ok)) };
+}
+
+export const CHROMIUM_ARGS = [
+  '--headless=new', '--no-sandbox', '--disable-gpu-sandbox', '--no-first-run', '--disable-quic',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync',
+  '--enable-unsafe-webgpu', '--enable-features=Vulkan', '--use-vulkan=swiftshader',
+  '--use-webgpu-adapter=swiftshader',
+];
+
+/** Launches headless Debian Chromium with SwiftShader WebGPU. extraArgs are appended. */
+export async function launch(extraArgs = []) {
+  return chromium.launch({
+    executablePath: process.env.QKV_CHROMIUM ?? '/usr/bin/chromium',
+    headless: true,
+    args: [...CHROMIUM_ARGS, ...extraArgs],
+  });
+}
+
+/** Opens `url` in a new page and collects console errors/warnings and page errors into page.problems. */
+export async function openPage(browser, url, { viewport } = {}) {
+  const page = await browser.newPage(viewport ? { viewport } : {});
+  page.problems = [];
+  page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') page.problems.push(`${m.type()}: ${m.text()}`); });
+  page.on('pageerror', (e) => page.problems.push(`pageerror: ${e.message}`));
+  await page.goto(url);
+  return page;
+}

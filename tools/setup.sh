@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Installs what building and testing qkv needs on Debian 12: the toolchain from Debian's
+# packages (as root: apt-get; otherwise prints the exact command and stops), then the npm
+# packages from package-lock.json (npm ci, skipped when node_modules already matches).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# package -> a file it installs (cheap presence check without dpkg-query per package)
+declare -A NEEDS=(
+  [cmake]=/usr/bin/cmake
+  [g++]=/usr/bin/g++
+  [clang]=/usr/bin/clang
+  [libclang-rt-14-dev]=/usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a
+  [libxsimd-dev]=/usr/include/xsimd/xsimd.hpp
+  [doctest-dev]=/usr/include/doctest/doctest.h
+  [emscripten]=/usr/bin/emcc
+  [wabt]=/usr/bin/wasm-objdump
+  [chromium]=/usr/bin/chromium
+  [nodejs]=/usr/bin/node
+  [npm]=/usr/bin/npm
+)
+missing=()
+for pkg in "${!NEEDS[@]}"; do
+  [ -e "${NEEDS[$pkg]}" ] || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  cmd="apt-get install -y --no-install-recommends ${missing[*]}"
+  if [ "$(id -u)" = 0 ]; then
+    echo "setup: installing Debian packages: ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    $cmd
+  else
+    echo "setup: missing Debian packages. Run as root:" >&2
+    echo "  apt-get update && $cmd" >&2
+    exit 1
+  fi
+fi
+
+# npm packages: reinstall only when package-lock.json changed since the last install.
+stamp=node_modules/.qkv-lock-sha
+want=$(sha256sum package-lock.json | cut -d' ' -f1)
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  echo "setup: npm ci"
+  npm ci --no-audit --no-fund
+  echo "$want" > "$stamp"
+fi
