@@ -1,0 +1,52 @@
+#include "kv_cache.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace qkv {
+
+KVCache::KVCache(int64_t batch, int64_t kv_heads, int64_t capacity, int64_t head_dim, int64_t value_dim)
+    : batch_(batch), kv_heads_(kv_heads), capacity_(capacity), head_dim_(head_dim), value_dim_(value_dim) {
+  if (batch < 1 || kv_heads < 1 || capacity < 1 || head_dim < 1 || value_dim < 1) {
+    throw std::invalid_argument("KVCache: batch, kv_heads, capacity, head_dim and value_dim must be >= 1, got [" +
+                                std::to_string(batch) + ", " + std::to_string(kv_heads) + ", " +
+                                std::to_string(capacity) + ", " + std::to_string(head_dim) + ", " +
+                                std::to_string(value_dim) + "]");
+  }
+  keys_.assign(batch * kv_heads * capacity * head_dim, 0.0f);
+  values_.assign(batch * kv_heads * capacity * value_dim, 0.0f);
+}
+
+void KVCache::append(const float* key, const float* value, int64_t n) {
+  if (n < 1 || length_ + n > capacity_) {
+    throw std::length_error("KVCache.append: cannot append " + std::to_string(n) + " positions to a cache holding " +
+                            std::to_string(length_) + " of capacity " + std::to_string(capacity_));
+  }
+  for (int64_t bg = 0; bg < batch_ * kv_heads_; ++bg) {  // each (batch, kv head)
+    std::copy(key + bg * n * head_dim_, key + (bg + 1) * n * head_dim_,
+              keys_.data() + (bg * capacity_ + length_) * head_dim_);
+    std::copy(value + bg * n * value_dim_, value + (bg + 1) * n * value_dim_,
+              values_.data() + (bg * capacity_ + length_) * value_dim_);
+  }
+  length_ += n;
+}
+
+void KVCache::attend(const float* query, int64_t heads, int64_t lq, const AttentionOptions& options, float* output,
+                     float* weights) const {
+  AttentionShape shape;
+  shape.B = batch_;
+  shape.H = heads;
+  shape.Hkv = kv_heads_;
+  shape.Lq = lq;
+  shape.Lk = length_;
+  shape.D = head_dim_;
+  shape.Dv = value_dim_;
+  shape.kv_rows = capacity_;  // read the cache in place: each head holds `capacity` rows
+  if (length_ == 0) {
+    throw std::invalid_argument("KVCache.attend: the cache is empty; append keys and values first");
+  }
+  attention(shape, query, keys_.data(), values_.data(), options, output, weights);
+}
+
+}  // namespace qkv

@@ -1,0 +1,91 @@
+// The batch type the kernels are written over, and the few operations they use.
+// Kernels are templates over V: xsimd::batch<float> (SSE/AVX natively, SIMD128 in wasm
+// through Emscripten's SSE headers) or plain float when built with QKV_NO_SIMD (the
+// scalar baseline). Everything here is a thin, inlined mapping.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+
+#ifndef QKV_NO_SIMD
+#include <xsimd/xsimd.hpp>
+#endif
+
+namespace qkv::simd {
+
+template <class V>
+struct Lanes;
+template <>
+struct Lanes<float> {
+  static constexpr int value = 1;
+};
+
+inline float load(const float* p, float) { return *p; }
+inline void store(float* p, float v) { *p = v; }
+inline float splat(float x, float) { return x; }
+inline float exp(float x) { return std::exp(x); }
+inline float max(float a, float b) { return std::max(a, b); }
+inline float sum(float v) { return v; }
+inline float reduce_max(float v) { return v; }
+// p = (s == m) ? 1 : exp(s - m): exact at the maximum, and 1 (not NaN) when s == m == +inf.
+inline float exp_shifted(float s, float m) { return s == m ? 1.0f : std::exp(s - m); }
+
+#ifndef QKV_NO_SIMD
+using Batch = xsimd::batch<float>;
+template <class A>
+struct Lanes<xsimd::batch<float, A>> {
+  static constexpr int value = static_cast<int>(xsimd::batch<float, A>::size);
+};
+template <class A>
+inline xsimd::batch<float, A> load(const float* p, xsimd::batch<float, A>) {
+  return xsimd::batch<float, A>::load_unaligned(p);
+}
+template <class A>
+inline void store(float* p, xsimd::batch<float, A> v) {
+  v.store_unaligned(p);
+}
+template <class A>
+inline xsimd::batch<float, A> splat(float x, xsimd::batch<float, A>) {
+  return xsimd::batch<float, A>(x);
+}
+template <class A>
+inline xsimd::batch<float, A> exp(xsimd::batch<float, A> x) {
+  return xsimd::exp(x);
+}
+template <class A>
+inline xsimd::batch<float, A> max(xsimd::batch<float, A> a, xsimd::batch<float, A> b) {
+  return xsimd::max(a, b);
+}
+template <class A>
+inline float sum(xsimd::batch<float, A> v) {
+  return xsimd::hadd(v);
+}
+template <class A>
+inline float reduce_max(xsimd::batch<float, A> v) {
+  alignas(64) float lanes[xsimd::batch<float, A>::size];
+  v.store_aligned(lanes);
+  return *std::max_element(lanes, lanes + xsimd::batch<float, A>::size);
+}
+template <class A>
+inline xsimd::batch<float, A> exp_shifted(xsimd::batch<float, A> s, xsimd::batch<float, A> m) {
+  return xsimd::select(s == m, xsimd::batch<float, A>(1.0f), xsimd::exp(s - m));
+}
+#else
+using Batch = float;
+#endif
+
+template <class V>
+constexpr int lanes = Lanes<V>::value;
+
+// Loads/stores taking the batch type as a template argument: load<V>(p).
+template <class V>
+inline V load(const float* p) {
+  return load(p, V{});
+}
+template <class V>
+inline V splat(float x) {
+  return splat(x, V{});
+}
+
+}  // namespace qkv::simd

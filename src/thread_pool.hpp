@@ -1,0 +1,17 @@
+// A small persistent pool of worker threads. parallel_for hands out item indices from an
+// atomic counter; each item is computed by exactly one thread, so a kernel whose items are
+// independent gives the same bits in any thread count. Threads are started once and
+// reused (thread start-up is slow, in wasm especially).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+namespace qkv {
+
+// Runs body(item, worker) for item in [0, items) on up to `threads` threads (the caller is
+// worker 0). worker < threads identifies per-thread scratch. Exceptions from body are
+// rethrown in the caller after all items finish.
+void parallel_for(int64_t items, int threads, const std::function<void(int64_t item, int worker)>& body);
+
+}  // namespace qkv
