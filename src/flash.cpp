@@ -6,10 +6,12 @@
 // accumulator o that is rescaled whenever m grows (the online softmax). Only O(tile)
 // scratch is used, never an Lq x Lk matrix (unless the caller asks for the weights).
 //
-// Inner loops are register-blocked micro-kernels over the batch type V (simd.hpp):
-//   scores:  S[r, j] = sum_d Q[r, d] Kt[d, j]   vectorised over keys j (K tile transposed)
-//   values:  O[r, e] += sum_j P[r, j] V[j, e]   vectorised over value columns e (accumulate.hpp)
-// each a block of kRows rows x kVecs batches = 12 independent mul+add chains.
+// Scores are kept transposed, St[key, row], so that every step is vectorised without
+// transposing keys: St = K Qᵀ broadcasts key elements against rows of the (once per item)
+// transposed queries, the softmax runs across query rows a batch at a time, and P V
+// broadcasts St elements against value rows. Both products are the register-blocked
+// micro-kernel in accumulate.hpp (4 x 3 batches = 12 independent mul+add chains).
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -24,91 +26,47 @@ namespace qkv {
 namespace {
 
 using simd::Batch;
-using simd::lanes;
 
-constexpr int64_t kQueryTile = 32;  // query rows per work item
-constexpr int64_t kKeyTile = 48;    // keys per tile: a multiple of kVecs * lanes for 1, 4, 8 and 16 lanes
-constexpr int kRows = 4;            // rows per register block
-constexpr int kVecs = 3;            // batches per register block
+constexpr int64_t kQueryTile = 64;  // query rows per work item
+constexpr int64_t kKeyTile = 64;    // keys per tile
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-static_assert(kKeyTile % (kVecs * lanes<Batch>) == 0, "key tile must hold whole register blocks");
 
 // Per-worker scratch, reused across the items a worker computes.
 struct Scratch {
-  std::vector<float> q;   // (kQueryTile, D)        query rows, pre-multiplied by scale
-  std::vector<float> kt;  // (D, kKeyTile)          key tile, transposed, zero-padded
-  std::vector<float> p;   // (kQueryTile, kKeyTile) scores, then exp(score - m)
+  std::vector<float> qt;  // (D, kQueryTile)        queries, transposed and multiplied by scale
+  std::vector<float> st;  // (kKeyTile, kQueryTile) scores of one key tile, then exp(score - m)
   std::vector<float> o;   // (kQueryTile, Dv)       unnormalised output
   std::vector<float> m;   // (kQueryTile)           running max of the scores
   std::vector<float> l;   // (kQueryTile)           running sum of exp(score - m)
+  std::vector<float> alpha;  // (kQueryTile)        rescale factor of this tile, exp(m_old - m_new)
 
-  Scratch(const AttentionShape& s)
-      : q(kQueryTile * s.D), kt(s.D * kKeyTile), p(kQueryTile * kKeyTile), o(kQueryTile * s.Dv),
-        m(kQueryTile), l(kQueryTile) {}
+  explicit Scratch(const AttentionShape& s)
+      : qt(s.D * kQueryTile), st(kKeyTile * kQueryTile), o(kQueryTile * s.Dv), m(kQueryTile), l(kQueryTile),
+        alpha(kQueryTile) {}
 };
 
-// p[r, 0 : kVecs*W] = q[r, :] . kt[:, 0 : kVecs*W] for r < R.
-template <class V, int R>
-inline void score_block(const float* q, int64_t D, const float* kt, float* p) {
-  constexpr int W = lanes<V>;
-  V acc[R][kVecs];
-  for (int r = 0; r < R; ++r)
-    for (int v = 0; v < kVecs; ++v) acc[r][v] = simd::splat<V>(0.0f);
-  for (int64_t d = 0; d < D; ++d) {
-    V k[kVecs];
-    for (int v = 0; v < kVecs; ++v) k[v] = simd::load<V>(kt + d * kKeyTile + v * W);
-    for (int r = 0; r < R; ++r) {
-      const V qd = simd::splat<V>(q[r * D + d]);
-      for (int v = 0; v < kVecs; ++v) acc[r][v] += qd * k[v];
-    }
+// Online softmax over one key tile for the query rows [r, r + lanes<V>): st[j, r] holds
+// masked scores (-inf = hidden) for j < n. Replaces them by p = exp(s - m_new) (0 where
+// nothing is visible yet), updates m and l, and writes alpha = exp(m_old - m_new).
+template <class V>
+inline void softmax_rows(float* st, int64_t n, int64_t r, float* m, float* l, float* alpha) {
+  const V neg_inf = simd::splat<V>(kNegInf);
+  V tile_max = neg_inf;
+  for (int64_t j = 0; j < n; ++j) tile_max = simd::max(tile_max, simd::load<V>(st + j * kQueryTile + r));
+  const V m_old = simd::load<V>(m + r);
+  const V m_new = simd::max(m_old, tile_max);
+  const auto nothing_visible = m_new == neg_inf;
+  const V zero = simd::splat<V>(0.0f);
+  V sum = zero;
+  for (int64_t j = 0; j < n; ++j) {
+    const V p = simd::select(nothing_visible, zero, simd::exp_shifted(simd::load<V>(st + j * kQueryTile + r), m_new));
+    simd::store(st + j * kQueryTile + r, p);
+    sum += p;
   }
-  for (int r = 0; r < R; ++r)
-    for (int v = 0; v < kVecs; ++v) simd::store(p + r * kKeyTile + v * W, acc[r][v]);
-}
-
-// Scores of R rows against the whole key tile.
-template <int R>
-inline void score_rows(const float* q, int64_t D, const float* kt, float* p) {
-  for (int64_t j = 0; j < kKeyTile; j += kVecs * lanes<Batch>) score_block<Batch, R>(q, D, kt + j, p + j);
-}
-
-// Masks row r's scores in the tile [j0, j0 + n): keys outside its visible range, keys the
-// bool mask hides and the zero padding past n become -inf; the float mask is added.
-inline void mask_row(float* p, int64_t j0, int64_t n, detail::KeyRange range, const uint8_t* allow,
-                     int64_t allow_stride, const float* add, int64_t add_stride) {
-  for (int64_t jj = 0; jj < kKeyTile; ++jj) {
-    const int64_t j = j0 + jj;
-    if (jj >= n || j < range.begin || j >= range.end || (allow && !allow[j * allow_stride])) {
-      p[jj] = kNegInf;
-    } else if (add) {
-      p[jj] += add[j * add_stride];
-    }
-  }
-}
-
-// Online softmax update of one row over a tile of scores p[0, kKeyTile) (masked: -inf).
-// Replaces p by exp(p - m_new), rescales the row's accumulator, updates m and l.
-// Returns false when nothing in the row is visible yet (p left all -inf, nothing to add).
-inline bool softmax_update(float* p, float& m, float& l, float* o, int64_t Dv) {
-  constexpr int W = lanes<Batch>;
-  Batch tile_max = simd::splat<Batch>(kNegInf);
-  for (int64_t j = 0; j < kKeyTile; j += W) tile_max = simd::max(tile_max, simd::load<Batch>(p + j));
-  const float m_new = std::max(m, simd::reduce_max(tile_max));
-  if (m_new == kNegInf) return false;
-  const float alpha = m == m_new ? 1.0f : std::exp(m - m_new);  // m = -inf gives 0: nothing to keep
-  const Batch mb = simd::splat<Batch>(m_new);
-  Batch sum = simd::splat<Batch>(0.0f);
-  for (int64_t j = 0; j < kKeyTile; j += W) {
-    const Batch e = simd::exp_shifted(simd::load<Batch>(p + j), mb);
-    simd::store(p + j, e);
-    sum += e;
-  }
-  if (alpha != 1.0f) {
-    for (int64_t e = 0; e < Dv; ++e) o[e] *= alpha;
-  }
-  l = l * alpha + simd::sum(sum);
-  m = m_new;
-  return true;
+  const V a = simd::select(nothing_visible, simd::splat<V>(1.0f), simd::exp_shifted(m_old, m_new));
+  simd::store(alpha + r, a);
+  simd::store(l + r, simd::load<V>(l + r) * a + sum);
+  simd::store(m + r, m_new);
 }
 
 struct Call {
@@ -125,12 +83,14 @@ struct Call {
 };
 
 void Call::run_item(int64_t item, Scratch& w) const {
+  constexpr int W = simd::lanes<Batch>;
+  constexpr int64_t QT = kQueryTile;
   const int64_t bh = item / q_tiles;
   const int64_t tile = q_tiles - 1 - item % q_tiles;  // last tiles first: under causal they are the longest
   const int64_t b = bh / s.H, h = bh % s.H;
   const int64_t g = h / (s.H / s.Hkv);  // kv head read by query head h
-  const int64_t i0 = tile * kQueryTile;
-  const int64_t rows = std::min(kQueryTile, s.Lq - i0);
+  const int64_t i0 = tile * QT;
+  const int64_t rows = std::min(QT, s.Lq - i0);
   const int64_t kv_rows = s.kv_rows_per_head();
   const float* k_head = key + (b * s.Hkv + g) * kv_rows * s.D;    // (Lk, D)
   const float* v_head = value + (b * s.Hkv + g) * kv_rows * s.Dv;  // (Lk, Dv)
@@ -138,8 +98,9 @@ void Call::run_item(int64_t item, Scratch& w) const {
   float* out_rows = output + (bh * s.Lq + i0) * s.Dv;              // (rows, Dv)
   float* w_rows = weights ? weights + (bh * s.Lq + i0) * s.Lk : nullptr;  // (rows, Lk)
 
-  // 1. scaled queries; m = -inf, l = 0, o = 0; weights start at -inf (= not visible)
-  for (int64_t x = 0; x < rows * s.D; ++x) w.q[x] = scale * q_rows[x];
+  // 1. Qt = scale * Q transposed; m = -inf, l = 0, o = 0; weights start at -inf (hidden)
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t d = 0; d < s.D; ++d) w.qt[d * QT + r] = scale * q_rows[r * s.D + d];
   std::fill(w.m.begin(), w.m.end(), kNegInf);
   std::fill(w.l.begin(), w.l.end(), 0.0f);
   std::fill(w.o.begin(), w.o.end(), 0.0f);
@@ -148,36 +109,46 @@ void Call::run_item(int64_t item, Scratch& w) const {
   // 2. the key tiles any row of this item may see
   const detail::KeyRange first = detail::visible_keys(s, o, i0);
   const detail::KeyRange last = detail::visible_keys(s, o, i0 + rows - 1);
-  const int64_t k_begin = first.begin / kKeyTile * kKeyTile;
-  const int64_t k_end = last.end;
   const bool plain = !allow.data && !add.data;
-
-  for (int64_t j0 = k_begin; j0 < k_end; j0 += kKeyTile) {
-    const int64_t n = std::min(kKeyTile, s.Lk - j0);
-    // 2a. Kt = transpose of the tile's keys, zero-padded to kKeyTile columns
-    for (int64_t d = 0; d < s.D; ++d) {
-      float* row = w.kt.data() + d * kKeyTile;
-      for (int64_t jj = 0; jj < n; ++jj) row[jj] = k_head[(j0 + jj) * s.D + d];
-      for (int64_t jj = n; jj < kKeyTile; ++jj) row[jj] = 0.0f;
-    }
-    // 2b. S = (scale Q) Kt, in blocks of kRows rows
-    int64_t r = 0;
-    for (; r + kRows <= rows; r += kRows) score_rows<kRows>(&w.q[r * s.D], s.D, w.kt.data(), &w.p[r * kKeyTile]);
-    for (; r < rows; ++r) score_rows<1>(&w.q[r * s.D], s.D, w.kt.data(), &w.p[r * kKeyTile]);
-    // 2c. masks, then the online softmax per row
-    for (r = 0; r < rows; ++r) {
-      float* p = &w.p[r * kKeyTile];
+  for (int64_t j0 = first.begin; j0 < last.end; j0 += kKeyTile) {
+    const int64_t n = std::min(kKeyTile, last.end - j0);
+    // 2a. St = K Qt over the tile's n keys
+    std::fill(w.st.begin(), w.st.begin() + n * QT, 0.0f);
+    detail::accumulate(k_head + j0 * s.D, {s.D, 1}, w.qt.data(), QT, n, s.D, rows, w.st.data(), QT);
+    // 2b. masks: keys outside a row's range or hidden by the bool mask become -inf; float mask added
+    for (int64_t r = 0; r < rows; ++r) {
       const detail::KeyRange range = detail::visible_keys(s, o, i0 + r);
-      if (!plain || n < kKeyTile || j0 < range.begin || j0 + n > range.end) {
-        mask_row(p, j0, n, range, allow.row(b, h, i0 + r), allow.k_stride, add.row(b, h, i0 + r), add.k_stride);
-      }
-      if (w_rows) std::copy(p, p + n, w_rows + r * s.Lk + j0);
-      if (!softmax_update(p, w.m[r], w.l[r], &w.o[r * s.Dv], s.Dv)) {
-        std::fill(p, p + kKeyTile, 0.0f);
+      if (plain && j0 >= range.begin && j0 + n <= range.end) continue;
+      const uint8_t* allow_row = allow.row(b, h, i0 + r);
+      const float* add_row = add.row(b, h, i0 + r);
+      for (int64_t jj = 0; jj < n; ++jj) {
+        const int64_t j = j0 + jj;
+        float& score = w.st[jj * QT + r];
+        if (j < range.begin || j >= range.end || (allow_row && !allow_row[j * allow.k_stride])) {
+          score = kNegInf;
+        } else if (add_row) {
+          score += add_row[j * add.k_stride];
+        }
       }
     }
-    // 2d. O += P V
-    detail::accumulate(w.p.data(), kKeyTile, v_head + j0 * s.Dv, s.Dv, rows, n, s.Dv, w.o.data(), s.Dv);
+    if (w_rows) {
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t jj = 0; jj < n; ++jj) w_rows[r * s.Lk + j0 + jj] = w.st[jj * QT + r];
+    }
+    // 2c. online softmax, a batch of rows at a time, then a scalar tail
+    int64_t r = 0;
+    for (; r + W <= rows; r += W) softmax_rows<Batch>(w.st.data(), n, r, w.m.data(), w.l.data(), w.alpha.data());
+    for (; r < rows; ++r) softmax_rows<float>(w.st.data(), n, r, w.m.data(), w.l.data(), w.alpha.data());
+    // 2d. o = alpha * o + P V
+    for (r = 0; r < rows; ++r) {
+      if (w.alpha[r] == 1.0f) continue;
+      const Batch a = simd::splat<Batch>(w.alpha[r]);
+      float* o_row = &w.o[r * s.Dv];
+      int64_t e = 0;
+      for (; e + W <= s.Dv; e += W) simd::store(o_row + e, simd::load<Batch>(o_row + e) * a);
+      for (; e < s.Dv; ++e) o_row[e] *= w.alpha[r];
+    }
+    detail::accumulate(w.st.data(), {1, QT}, v_head + j0 * s.Dv, s.Dv, rows, n, s.Dv, w.o.data(), s.Dv);
   }
 
   // 3. output = o / l (0 for a row with nothing visible); weights = exp(s - m) / l
@@ -197,7 +168,7 @@ void Call::run_item(int64_t item, Scratch& w) const {
 int64_t attention_workspace_bytes(const AttentionShape& s, const AttentionOptions& o) {
   const int64_t items = s.B * s.H * ((s.Lq + kQueryTile - 1) / kQueryTile);
   const int64_t workers = std::max<int64_t>(1, std::min<int64_t>(o.threads, items));
-  const int64_t floats = kQueryTile * s.D + s.D * kKeyTile + kQueryTile * kKeyTile + kQueryTile * s.Dv + 2 * kQueryTile;
+  const int64_t floats = s.D * kQueryTile + kKeyTile * kQueryTile + kQueryTile * s.Dv + 3 * kQueryTile;
   return workers * floats * static_cast<int64_t>(sizeof(float));
 }
 

@@ -24,7 +24,7 @@ void linear(const float* x, int64_t M, int64_t K, const float* W, int64_t N, con
       for (int64_t k = 0; k < K; ++k) transposed[k * N + n] = W[n * K + k];
     W = transposed.data();
   }
-  detail::accumulate(x, K, W, N, M, K, N, y, N);
+  detail::accumulate(x, {K, 1}, W, N, M, K, N, y, N);
 }
 
 void linear_reference(const float* x, int64_t M, int64_t K, const float* W, int64_t N, const float* bias, float* y,

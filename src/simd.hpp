@@ -12,6 +12,10 @@
 #include <xsimd/xsimd.hpp>
 #endif
 
+// Fully unroll a loop over register-block indices, so the accumulators live in registers
+// whatever the optimisation level (GCC and clang both read this pragma).
+#define QKV_UNROLL _Pragma("GCC unroll 16")
+
 namespace qkv::simd {
 
 template <class V>
@@ -28,6 +32,7 @@ inline float exp(float x) { return std::exp(x); }
 inline float max(float a, float b) { return std::max(a, b); }
 inline float sum(float v) { return v; }
 inline float reduce_max(float v) { return v; }
+inline float select(bool c, float a, float b) { return c ? a : b; }
 // p = (s == m) ? 1 : exp(s - m): exact at the maximum, and 1 (not NaN) when s == m == +inf.
 inline float exp_shifted(float s, float m) { return s == m ? 1.0f : std::exp(s - m); }
 
@@ -66,6 +71,11 @@ inline float reduce_max(xsimd::batch<float, A> v) {
   alignas(64) float lanes[xsimd::batch<float, A>::size];
   v.store_aligned(lanes);
   return *std::max_element(lanes, lanes + xsimd::batch<float, A>::size);
+}
+template <class A>
+inline xsimd::batch<float, A> select(xsimd::batch_bool<float, A> c, xsimd::batch<float, A> a,
+                                     xsimd::batch<float, A> b) {
+  return xsimd::select(c, a, b);
 }
 template <class A>
 inline xsimd::batch<float, A> exp_shifted(xsimd::batch<float, A> s, xsimd::batch<float, A> m) {

@@ -1,0 +1,511 @@
+#include "model/gpt2.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+
+#include "attention.hpp"
+#include "linear.hpp"
+#include "simd.hpp"
+#include "model/json.hpp"
+
+namespace qkv {
+
+// ----------------------------------------------------------------------------- config
+
+namespace {
+
+[[noreturn]] void config_error(const std::string& msg) { throw std::invalid_argument("GPT2Config: " + msg); }
+
+int64_t get_int(const json::Value& root, const char* key, bool required, int64_t fallback) {
+  const json::Value* v = root.find(key);
+  if (!v || v->is_null()) {
+    if (required) config_error(std::string("config.json lacks \"") + key + "\"");
+    return fallback;
+  }
+  if (!v->is_integer()) config_error(std::string("\"") + key + "\" must be an integer");
+  return v->as_integer();
+}
+
+}  // namespace
+
+GPT2Config GPT2Config::from_json(std::string_view text) {
+  json::Value root;
+  try {
+    root = json::parse(text);
+  } catch (const std::invalid_argument& e) {
+    config_error(std::string("config.json is not valid JSON (") + e.what() + ")");
+  }
+  if (!root.is_object()) config_error("config.json must hold a JSON object");
+
+  if (const json::Value* mt = root.find("model_type"); mt && !mt->is_null()) {
+    if (!mt->is_string() || mt->as_string() != "gpt2") {
+      config_error("model_type must be \"gpt2\", got " +
+                   (mt->is_string() ? "\"" + mt->as_string() + "\"" : std::string(json::Value::kind_name(mt->kind()))));
+    }
+  }
+  if (const json::Value* af = root.find("activation_function"); af && !af->is_null()) {
+    if (!af->is_string() || (af->as_string() != "gelu_new" && af->as_string() != "gelu_pytorch_tanh")) {
+      config_error("activation_function must be \"gelu_new\" (GPT-2's tanh GELU)" +
+                   (af->is_string() ? ", got \"" + af->as_string() + "\"" : std::string()));
+    }
+  }
+  for (const char* unsupported : {"scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn", "add_cross_attention"}) {
+    if (const json::Value* v = root.find(unsupported); v && v->is_bool() && v->as_bool()) {
+      config_error(std::string("\"") + unsupported + "\": true is not supported");
+    }
+  }
+
+  GPT2Config c;
+  c.n_layer = get_int(root, "n_layer", true, 0);
+  c.n_head = get_int(root, "n_head", true, 0);
+  c.n_embd = get_int(root, "n_embd", true, 0);
+  c.vocab_size = get_int(root, "vocab_size", true, 0);
+  c.n_positions = get_int(root, "n_positions", false, -1);
+  if (c.n_positions == -1) c.n_positions = get_int(root, "n_ctx", false, -1);
+  if (c.n_positions == -1) config_error("config.json lacks \"n_positions\" (and \"n_ctx\")");
+  c.n_inner = get_int(root, "n_inner", false, 0);
+  if (const json::Value* n_inner = root.find("n_inner"); n_inner && !n_inner->is_null() && c.n_inner <= 0) {
+    config_error("\"n_inner\" must be positive or null, got " + std::to_string(c.n_inner));
+  }
+  if (const json::Value* eps = root.find("layer_norm_epsilon"); eps && !eps->is_null()) {
+    if (!eps->is_number()) config_error("\"layer_norm_epsilon\" must be a number");
+    c.layer_norm_epsilon = static_cast<float>(eps->as_number());
+  }
+  if (const json::Value* s = root.find("scale_attn_weights"); s && !s->is_null()) {
+    if (!s->is_bool()) config_error("\"scale_attn_weights\" must be a boolean");
+    c.scale_attn_weights = s->as_bool();
+  }
+  c.validate();
+  return c;
+}
+
+void GPT2Config::validate() const {
+  auto in_range = [](const char* key, int64_t v, int64_t hi) {
+    if (v < 1 || v > hi) {
+      config_error(std::string("\"") + key + "\" must be in [1, " + std::to_string(hi) + "], got " + std::to_string(v));
+    }
+  };
+  in_range("n_layer", n_layer, 1024);
+  in_range("n_head", n_head, 1024);
+  in_range("n_embd", n_embd, 1 << 16);
+  in_range("n_positions", n_positions, 1 << 20);
+  in_range("vocab_size", vocab_size, 1 << 24);
+  if (n_inner != 0) in_range("n_inner", n_inner, 1 << 18);
+  if (n_embd % n_head != 0) {
+    config_error("n_embd (" + std::to_string(n_embd) + ") must be divisible by n_head (" + std::to_string(n_head) + ")");
+  }
+  if (!(layer_norm_epsilon > 0.0f) || !std::isfinite(layer_norm_epsilon)) {
+    config_error("\"layer_norm_epsilon\" must be a positive finite number, got " + std::to_string(layer_norm_epsilon));
+  }
+}
+
+// ----------------------------------------------------------------------------- weights
+
+namespace {
+
+std::string shape_str(const std::vector<int64_t>& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+class TensorReader {
+ public:
+  TensorReader(const safetensors::File& f) : f_(f) {
+    // a checkpoint uses the "transformer." prefix (GPT2LMHeadModel) or not (GPT2Model)
+    prefixed_ = f.find("wte.weight") == nullptr && f.find("transformer.wte.weight") != nullptr;
+  }
+
+  std::vector<float> get(const std::string& name, std::vector<int64_t> want) const {
+    const std::string full = prefixed_ ? "transformer." + name : name;
+    const safetensors::TensorInfo* t = f_.find(full);
+    if (!t) throw std::invalid_argument("GPT2: missing tensor \"" + full + "\" (expected shape " + shape_str(want) + ")");
+    if (t->shape != want) {
+      throw std::invalid_argument("GPT2: tensor \"" + full + "\" has shape " + shape_str(t->shape) +
+                                  ", but the config needs " + shape_str(want));
+    }
+    return f_.to_f32(*t);
+  }
+
+ private:
+  const safetensors::File& f_;
+  bool prefixed_ = false;
+};
+
+}  // namespace
+
+GPT2Weights GPT2Weights::from_safetensors(const GPT2Config& c, const safetensors::File& file) {
+  c.validate();
+  const int64_t E = c.n_embd, I = c.inner(), V = c.vocab_size, P = c.n_positions;
+  TensorReader r(file);
+  GPT2Weights w;
+  w.wte = r.get("wte.weight", {V, E});
+  w.wpe = r.get("wpe.weight", {P, E});
+  w.h.resize(static_cast<size_t>(c.n_layer));
+  for (int64_t l = 0; l < c.n_layer; ++l) {
+    const std::string p = "h." + std::to_string(l) + ".";
+    GPT2LayerWeights& L = w.h[static_cast<size_t>(l)];
+    L.ln_1_weight = r.get(p + "ln_1.weight", {E});
+    L.ln_1_bias = r.get(p + "ln_1.bias", {E});
+    L.attn_c_attn_weight = r.get(p + "attn.c_attn.weight", {E, 3 * E});
+    L.attn_c_attn_bias = r.get(p + "attn.c_attn.bias", {3 * E});
+    L.attn_c_proj_weight = r.get(p + "attn.c_proj.weight", {E, E});
+    L.attn_c_proj_bias = r.get(p + "attn.c_proj.bias", {E});
+    L.ln_2_weight = r.get(p + "ln_2.weight", {E});
+    L.ln_2_bias = r.get(p + "ln_2.bias", {E});
+    L.mlp_c_fc_weight = r.get(p + "mlp.c_fc.weight", {E, I});
+    L.mlp_c_fc_bias = r.get(p + "mlp.c_fc.bias", {I});
+    L.mlp_c_proj_weight = r.get(p + "mlp.c_proj.weight", {I, E});
+    L.mlp_c_proj_bias = r.get(p + "mlp.c_proj.bias", {E});
+  }
+  w.ln_f_weight = r.get("ln_f.weight", {E});
+  w.ln_f_bias = r.get("ln_f.bias", {E});
+  return w;
+}
+
+// ----------------------------------------------------------------------------- model
+
+GPT2::GPT2(GPT2Config config, GPT2Weights weights) : config_(config), weights_(std::move(weights)) {
+  config_.validate();
+  const size_t E = size_t(config_.n_embd), I = size_t(config_.inner()), V = size_t(config_.vocab_size),
+               P = size_t(config_.n_positions);
+  auto check = [](const char* name, const std::vector<float>& v, size_t want) {
+    if (v.size() != want) {
+      throw std::invalid_argument(std::string("GPT2: weight ") + name + " holds " + std::to_string(v.size()) +
+                                  " floats, the config needs " + std::to_string(want));
+    }
+  };
+  check("wte", weights_.wte, V * E);
+  check("wpe", weights_.wpe, P * E);
+  if (weights_.h.size() != size_t(config_.n_layer)) {
+    throw std::invalid_argument("GPT2: " + std::to_string(weights_.h.size()) + " layers of weights, the config needs " +
+                                std::to_string(config_.n_layer));
+  }
+  for (const auto& L : weights_.h) {
+    check("ln_1.weight", L.ln_1_weight, E);
+    check("ln_1.bias", L.ln_1_bias, E);
+    check("attn.c_attn.weight", L.attn_c_attn_weight, E * 3 * E);
+    check("attn.c_attn.bias", L.attn_c_attn_bias, 3 * E);
+    check("attn.c_proj.weight", L.attn_c_proj_weight, E * E);
+    check("attn.c_proj.bias", L.attn_c_proj_bias, E);
+    check("ln_2.weight", L.ln_2_weight, E);
+    check("ln_2.bias", L.ln_2_bias, E);
+    check("mlp.c_fc.weight", L.mlp_c_fc_weight, E * I);
+    check("mlp.c_fc.bias", L.mlp_c_fc_bias, I);
+    check("mlp.c_proj.weight", L.mlp_c_proj_weight, I * E);
+    check("mlp.c_proj.bias", L.mlp_c_proj_bias, E);
+  }
+  check("ln_f.weight", weights_.ln_f_weight, E);
+  check("ln_f.bias", weights_.ln_f_bias, E);
+  // the tied LM head: logits = x wte^T, kept as wte^T [E, V] (linear() would transpose [V, E] on every call)
+  lm_head_.resize(E * V);
+  for (size_t v = 0; v < V; ++v) {
+    for (size_t e = 0; e < E; ++e) lm_head_[e * V + v] = weights_.wte[v * E + e];
+  }
+}
+
+GPT2 GPT2::load(std::string_view config_json, const uint8_t* bytes, size_t size) {
+  GPT2Config config = GPT2Config::from_json(config_json);
+  safetensors::File file = safetensors::File::parse(bytes, size);
+  return GPT2(config, GPT2Weights::from_safetensors(config, file));
+}
+
+namespace {
+
+// out[r, :] = (x[r, :] - mean) / sqrt(var + eps) * w + b, for rows r < n (biased variance, as torch)
+void layernorm(float* out, const float* x, const float* w, const float* b, int64_t n, int64_t E, float eps) {
+  for (int64_t r = 0; r < n; ++r) {
+    const float* xr = x + r * E;
+    float* o = out + r * E;
+    double mean = 0.0;
+    for (int64_t i = 0; i < E; ++i) mean += xr[i];
+    mean /= double(E);
+    double var = 0.0;
+    for (int64_t i = 0; i < E; ++i) {
+      double d = xr[i] - mean;
+      var += d * d;
+    }
+    var /= double(E);
+    const float inv = float(1.0 / std::sqrt(var + double(eps)));
+    const float m = float(mean);
+    for (int64_t i = 0; i < E; ++i) o[i] = (xr[i] - m) * inv * w[i] + b[i];
+  }
+}
+
+// GPT-2's gelu_new: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), in place (xsimd's tanh:
+// a libm call per element would cost as much as the matmuls in wasm)
+void gelu_tanh(float* x, int64_t n) {
+  const float c = 0.7978845608028654f;  // sqrt(2 / pi)
+  int64_t i = 0;
+#ifndef QKV_NO_SIMD
+  using V = simd::Batch;
+  constexpr int64_t W = simd::lanes<V>;
+  const V vc(c), va(0.044715f), half(0.5f), one(1.0f);
+  for (; i + W <= n; i += W) {
+    const V v = V::load_unaligned(x + i);
+    const V r = half * v * (one + xsimd::tanh(vc * (v + va * v * v * v)));
+    r.store_unaligned(x + i);
+  }
+#endif
+  for (; i < n; ++i) {
+    const float v = x[i];
+    x[i] = 0.5f * v * (1.0f + std::tanh(c * (v + 0.044715f * v * v * v)));
+  }
+}
+
+void ensure(std::vector<float>& v, size_t n) {
+  if (v.size() < n) v.resize(n);
+}
+
+}  // namespace
+
+void GPT2::check_ids(const char* fn, const int32_t* ids, int64_t L, int64_t pos0) const {
+  if (L < 1) throw std::invalid_argument(std::string(fn) + ": ids is empty (need at least 1 token)");
+  if (pos0 + L > config_.n_positions) {
+    throw std::length_error(std::string(fn) + ": " + std::to_string(pos0 + L) + " positions (" + std::to_string(pos0) +
+                            " already + " + std::to_string(L) + " new) exceed n_positions = " +
+                            std::to_string(config_.n_positions));
+  }
+  for (int64_t i = 0; i < L; ++i) {
+    if (ids[i] < 0 || ids[i] >= config_.vocab_size) {
+      throw std::invalid_argument(std::string(fn) + ": ids[" + std::to_string(i) + "] = " + std::to_string(ids[i]) +
+                                  " is out of range [0, " + std::to_string(config_.vocab_size) + ")");
+    }
+  }
+}
+
+void GPT2::forward(const int32_t* ids, int64_t L, float* logits, float* attentions) const {
+  check_ids("GPT2::forward", ids, L, 0);
+  GPT2Scratch scratch;
+  run(ids, L, 0, nullptr, scratch, logits, true, attentions);
+}
+
+void GPT2::run(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache>* caches, GPT2Scratch& s,
+               float* logits, bool all_logits, float* attentions) const {
+  const GPT2Config& c = config_;
+  const int64_t E = c.n_embd, H = c.n_head, D = c.head_dim(), I = c.inner(), V = c.vocab_size;
+  const int64_t Lk = pos0 + L;  // keys visible to the last query
+  check_ids("GPT2::run", ids, L, pos0);
+  if (pos0 < 0) throw std::invalid_argument("GPT2::run: pos0 must be >= 0, got " + std::to_string(pos0));
+  if (!caches && pos0 != 0) throw std::invalid_argument("GPT2::run: pos0 must be 0 without KV caches");
+  if (caches) {
+    if (int64_t(caches->size()) != c.n_layer) {
+      throw std::invalid_argument("GPT2::run: " + std::to_string(caches->size()) + " KV caches, the model has " +
+                                  std::to_string(c.n_layer) + " layers");
+    }
+    for (const KVCache& cache : *caches) {
+      if (cache.length() != pos0 || cache.batch() != 1 || cache.kv_heads() != H || cache.head_dim() != D ||
+          cache.value_dim() != D || cache.capacity() < pos0 + L) {
+        throw std::invalid_argument("GPT2::run: a KV cache of length " + std::to_string(cache.length()) +
+                                    " (capacity " + std::to_string(cache.capacity()) + ", " +
+                                    std::to_string(cache.kv_heads()) + " heads of " + std::to_string(cache.head_dim()) +
+                                    ") does not fit pos0 = " + std::to_string(pos0) + ", L = " + std::to_string(L));
+      }
+    }
+  }
+
+  const size_t n = size_t(L);
+  ensure(s.x, n * E);        // x   [L, E]   the residual stream
+  ensure(s.xb, n * E);       // xb  [L, E]   layernormed input of a sub-block
+  ensure(s.xb2, n * E);      // xb2 [L, E]   output of a sub-block, before the residual add
+  ensure(s.qkv, n * 3 * E);  // qkv [L, 3E]  c_attn output: q | k | v, each [L, H, D]
+  ensure(s.q, n * E);        // q   [H, L, D]
+  ensure(s.k, n * E);        // k   [H, L, D]
+  ensure(s.v, n * E);        // v   [H, L, D]
+  ensure(s.att, n * E);      // att [H, L, D]  attention output per head
+  ensure(s.hb, n * I);       // hb  [L, I]   MLP hidden
+  float *x = s.x.data(), *xb = s.xb.data(), *xb2 = s.xb2.data(), *qkv = s.qkv.data();
+  float *q = s.q.data(), *k = s.k.data(), *v = s.v.data(), *att = s.att.data(), *hb = s.hb.data();
+
+  // token embedding + learned position: x[t] = wte[ids[t]] + wpe[pos0 + t]
+  for (int64_t t = 0; t < L; ++t) {
+    const float* te = weights_.wte.data() + int64_t(ids[t]) * E;
+    const float* pe = weights_.wpe.data() + (pos0 + t) * E;
+    for (int64_t i = 0; i < E; ++i) x[t * E + i] = te[i] + pe[i];
+  }
+
+  AttentionOptions opt;
+  opt.causal = true;  // query t sees keys j <= pos0 + t (bottom-right aligned)
+  opt.threads = threads_;
+  if (!c.scale_attn_weights) opt.scale = 1.0f;
+
+  for (int64_t l = 0; l < c.n_layer; ++l) {
+    const GPT2LayerWeights& w = weights_.h[size_t(l)];
+
+    // xb [L, E] = ln_1(x)
+    layernorm(xb, x, w.ln_1_weight.data(), w.ln_1_bias.data(), L, E, c.layer_norm_epsilon);
+    // qkv [L, 3E] = xb @ c_attn.weight [E, 3E] + c_attn.bias
+    linear(xb, L, E, w.attn_c_attn_weight.data(), 3 * E, w.attn_c_attn_bias.data(), qkv, WeightLayout::InOut);
+    // split heads: q/k/v [H, L, D] from qkv [L, (3, H, D)]
+    for (int64_t t = 0; t < L; ++t) {
+      for (int64_t h = 0; h < H; ++h) {
+        const float* src = qkv + t * 3 * E + h * D;
+        std::copy(src, src + D, q + (h * L + t) * D);
+        std::copy(src + E, src + E + D, k + (h * L + t) * D);
+        std::copy(src + 2 * E, src + 2 * E + D, v + (h * L + t) * D);
+      }
+    }
+    // att [H, L, D] = softmax(q k^T / sqrt(D), causal) v; probabilities [H, L, Lk] if asked
+    float* probs = attentions ? attentions + l * H * L * Lk : nullptr;
+    if (caches) {
+      KVCache& cache = (*caches)[size_t(l)];
+      cache.append(k, v, L);  // cache now holds Lk positions [1, H, Lk, D]
+      cache.attend(q, H, L, opt, att, probs);
+    } else {
+      AttentionShape shape;
+      shape.B = 1, shape.H = H, shape.Hkv = H, shape.Lq = L, shape.Lk = L, shape.D = D, shape.Dv = D;
+      attention(shape, q, k, v, opt, att, probs);
+    }
+    // merge heads: xb [L, E] from att [H, L, D]
+    for (int64_t h = 0; h < H; ++h) {
+      for (int64_t t = 0; t < L; ++t) std::copy(att + (h * L + t) * D, att + (h * L + t + 1) * D, xb + t * E + h * D);
+    }
+    // xb2 [L, E] = xb @ attn.c_proj.weight [E, E] + bias
+    linear(xb, L, E, w.attn_c_proj_weight.data(), E, w.attn_c_proj_bias.data(), xb2, WeightLayout::InOut);
+    // residual: x += xb2
+    for (size_t i = 0; i < n * size_t(E); ++i) x[i] += xb2[i];
+
+    // xb [L, E] = ln_2(x)
+    layernorm(xb, x, w.ln_2_weight.data(), w.ln_2_bias.data(), L, E, c.layer_norm_epsilon);
+    // hb [L, I] = gelu(xb @ mlp.c_fc.weight [E, I] + bias)
+    linear(xb, L, E, w.mlp_c_fc_weight.data(), I, w.mlp_c_fc_bias.data(), hb, WeightLayout::InOut);
+    gelu_tanh(hb, L * I);
+    // xb2 [L, E] = hb @ mlp.c_proj.weight [I, E] + bias
+    linear(hb, L, I, w.mlp_c_proj_weight.data(), E, w.mlp_c_proj_bias.data(), xb2, WeightLayout::InOut);
+    // residual: x += xb2
+    for (size_t i = 0; i < n * size_t(E); ++i) x[i] += xb2[i];
+  }
+
+  // final layernorm, only the rows whose logits are wanted: xb [rows, E] = ln_f(x[first..])
+  const int64_t first = all_logits ? 0 : L - 1;
+  const int64_t rows = L - first;
+  layernorm(xb, x + first * E, weights_.ln_f_weight.data(), weights_.ln_f_bias.data(), rows, E, c.layer_norm_epsilon);
+  // logits [rows, V] = xb @ wte^T (tied embeddings; lm_head_ = wte^T [E, V])
+  linear(xb, rows, E, lm_head_.data(), V, nullptr, logits, WeightLayout::InOut);
+}
+
+// ----------------------------------------------------------------------------- session
+
+GPT2Session::GPT2Session(const GPT2& model) : model_(model) {
+  const GPT2Config& c = model.config();
+  caches_.reserve(size_t(c.n_layer));
+  for (int64_t l = 0; l < c.n_layer; ++l) caches_.emplace_back(1, c.n_head, c.n_positions, c.head_dim(), c.head_dim());
+}
+
+void GPT2Session::reset() {
+  for (auto& cache : caches_) cache.clear();
+  position_ = 0;
+}
+
+void GPT2Session::prefill(const int32_t* ids, int64_t L, float* logits, float* attentions) {
+  if (L >= 1 && position_ + L > model_.config().n_positions) {
+    throw std::length_error("GPT2Session: " + std::to_string(position_) + " cached + " + std::to_string(L) +
+                            " new tokens exceed n_positions = " + std::to_string(model_.config().n_positions));
+  }
+  model_.run(ids, L, position_, &caches_, scratch_, logits, false, attentions);
+  position_ += L;
+}
+
+void GPT2Session::step(int32_t id, float* logits, float* attentions) { prefill(&id, 1, logits, attentions); }
+
+// ----------------------------------------------------------------------------- sampling
+
+Rng::Rng(uint64_t seed) {
+  // pcg32_srandom(seed, 54): the reference seeding
+  inc_ = (uint64_t(54) << 1u) | 1u;
+  state_ = 0;
+  next_u32();
+  state_ += seed;
+  next_u32();
+}
+
+uint32_t Rng::next_u32() {
+  uint64_t old = state_;
+  state_ = old * 6364136223846793005ULL + inc_;
+  uint32_t xorshifted = uint32_t(((old >> 18u) ^ old) >> 27u);
+  uint32_t rot = uint32_t(old >> 59u);
+  return (xorshifted >> rot) | (xorshifted << ((32u - rot) & 31u));
+}
+
+double Rng::next_double() {
+  uint64_t hi = next_u32() >> 5;  // 27 bits
+  uint64_t lo = next_u32() >> 6;  // 26 bits
+  return double((hi << 26) | lo) * (1.0 / 9007199254740992.0);
+}
+
+int32_t argmax(const float* logits, int64_t n) {
+  if (n < 1) throw std::invalid_argument("argmax: empty logits");
+  int64_t best = 0;
+  for (int64_t i = 1; i < n; ++i) {
+    if (logits[i] > logits[best]) best = i;
+  }
+  return int32_t(best);
+}
+
+int32_t sample(const float* logits, int64_t n, const SamplingOptions& o, Rng& rng) {
+  if (n < 1) throw std::invalid_argument("sample: empty logits");
+  if (!(o.temperature > 0.0f)) return argmax(logits, n);
+  if (o.top_k < 0) throw std::invalid_argument("sample: top_k must be >= 0, got " + std::to_string(o.top_k));
+  const int64_t k = (o.top_k == 0 || o.top_k > n) ? n : o.top_k;
+  std::vector<int32_t> idx(static_cast<size_t>(n));
+  std::iota(idx.begin(), idx.end(), 0);
+  auto before = [logits](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
+  if (k < n) {
+    std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), before);
+  } else {
+    std::sort(idx.begin(), idx.end(), before);
+  }
+  // probabilities of the k candidates: softmax(logit / T), in double
+  const double maxl = double(logits[idx[0]]);
+  std::vector<double> p(static_cast<size_t>(k));
+  double sum = 0.0;
+  for (int64_t i = 0; i < k; ++i) {
+    p[size_t(i)] = std::exp((double(logits[idx[size_t(i)]]) - maxl) / double(o.temperature));
+    sum += p[size_t(i)];
+  }
+  const double r = rng.next_double() * sum;
+  double acc = 0.0;
+  for (int64_t i = 0; i < k; ++i) {
+    acc += p[size_t(i)];
+    if (r < acc) return idx[size_t(i)];
+  }
+  return idx[size_t(k - 1)];
+}
+
+std::vector<int32_t> generate(const GPT2& model, const std::vector<int32_t>& prompt, int64_t n_new,
+                              const SamplingOptions& options, uint64_t seed, bool use_cache) {
+  const GPT2Config& c = model.config();
+  if (prompt.empty()) throw std::invalid_argument("generate: the prompt is empty");
+  if (n_new < 0) throw std::invalid_argument("generate: n_new must be >= 0");
+  if (int64_t(prompt.size()) + n_new > c.n_positions) {
+    throw std::length_error("generate: prompt (" + std::to_string(prompt.size()) + ") + n_new (" + std::to_string(n_new) +
+                            ") exceed n_positions = " + std::to_string(c.n_positions));
+  }
+  Rng rng(seed);
+  std::vector<int32_t> ids = prompt;
+  std::vector<float> logits(size_t(c.vocab_size));
+  if (use_cache) {
+    GPT2Session session(model);
+    session.prefill(ids.data(), int64_t(ids.size()), logits.data());
+    for (int64_t i = 0; i < n_new; ++i) {
+      int32_t next = sample(logits.data(), c.vocab_size, options, rng);
+      ids.push_back(next);
+      if (i + 1 < n_new) session.step(next, logits.data());
+    }
+  } else {
+    std::vector<float> all;
+    for (int64_t i = 0; i < n_new; ++i) {
+      const int64_t L = int64_t(ids.size());
+      all.resize(size_t(L * c.vocab_size));
+      model.forward(ids.data(), L, all.data());
+      int32_t next = sample(all.data() + (L - 1) * c.vocab_size, c.vocab_size, options, rng);
+      ids.push_back(next);
+    }
+  }
+  return ids;
+}
+
+}  // namespace qkv

@@ -1,0 +1,161 @@
+// GPT-2 on qkv's own kernels, in the style of llama2.c's run.c: a config, the weights, a
+// forward pass (prefill through the tiled attention kernel), incremental decoding through
+// the KV cache, and sampling helpers.
+//
+// Weights follow the Hugging Face GPT-2 layout (tensor names as GPT2Model, with an optional
+// "transformer." prefix; Conv1D weights are [in, out]); the LM head is tied to wte.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kv_cache.hpp"
+#include "model/safetensors.hpp"
+
+namespace qkv {
+
+struct GPT2Config {
+  int64_t n_layer = 0;
+  int64_t n_head = 0;
+  int64_t n_embd = 0;
+  int64_t n_positions = 0;
+  int64_t vocab_size = 0;
+  int64_t n_inner = 0;  // 0 = 4 * n_embd (config.json: null or absent)
+  float layer_norm_epsilon = 1e-5f;
+  bool scale_attn_weights = true;
+
+  int64_t inner() const { return n_inner > 0 ? n_inner : 4 * n_embd; }
+  int64_t head_dim() const { return n_embd / n_head; }
+
+  // Parses a Hugging Face GPT-2 config.json (n_ctx is read when n_positions is absent) and
+  // validates it. Throws std::invalid_argument("GPT2Config: ...") naming the key.
+  static GPT2Config from_json(std::string_view text);
+  void validate() const;
+};
+
+struct GPT2LayerWeights {
+  std::vector<float> ln_1_weight, ln_1_bias;            // [E], [E]
+  std::vector<float> attn_c_attn_weight, attn_c_attn_bias;  // [E, 3E], [3E]
+  std::vector<float> attn_c_proj_weight, attn_c_proj_bias;  // [E, E], [E]
+  std::vector<float> ln_2_weight, ln_2_bias;            // [E], [E]
+  std::vector<float> mlp_c_fc_weight, mlp_c_fc_bias;    // [E, I], [I]
+  std::vector<float> mlp_c_proj_weight, mlp_c_proj_bias;  // [I, E], [E]
+};
+
+struct GPT2Weights {
+  std::vector<float> wte;  // [V, E] token embeddings, also the LM head
+  std::vector<float> wpe;  // [P, E] learned positions
+  std::vector<GPT2LayerWeights> h;
+  std::vector<float> ln_f_weight, ln_f_bias;  // [E], [E]
+
+  // Reads every tensor GPT-2 needs from a parsed safetensors file, converting to float32.
+  // Accepts names with or without the "transformer." prefix; other tensors (attn.bias
+  // buffers, lm_head.weight) are ignored. Throws std::invalid_argument for a missing tensor
+  // or a shape that does not match the config, naming the tensor and both shapes.
+  static GPT2Weights from_safetensors(const GPT2Config& config, const safetensors::File& file);
+};
+
+// Per-call scratch buffers, sized for up to `rows` positions.
+struct GPT2Scratch {
+  std::vector<float> x, xb, xb2, qkv, q, k, v, att, hb, logits_rows;
+  int64_t rows = 0;
+};
+
+class GPT2 {
+ public:
+  // Checks every weight's size against the config (std::invalid_argument otherwise).
+  GPT2(GPT2Config config, GPT2Weights weights);
+
+  // config.json text + safetensors bytes -> model. The bytes are only read during the call.
+  static GPT2 load(std::string_view config_json, const uint8_t* safetensors_bytes, size_t size);
+
+  const GPT2Config& config() const { return config_; }
+  const GPT2Weights& weights() const { return weights_; }
+
+  // Worker threads for the attention kernel (results do not depend on it).
+  void set_threads(int threads) { threads_ = threads < 1 ? 1 : threads; }
+  int threads() const { return threads_; }
+
+  // Full forward pass without a cache: ids [L] -> logits [L, V].
+  // attentions, if not null: [n_layer, H, L, L], the softmax probabilities of every head.
+  // Throws std::invalid_argument for an empty sequence, L > n_positions or an id out of range.
+  void forward(const int32_t* ids, int64_t L, float* logits, float* attentions = nullptr) const;
+
+  // The core both forward() and Session use: runs L tokens at positions [pos0, pos0 + L).
+  // With caches (one per layer, holding pos0 positions) the new keys/values are appended and
+  // the queries attend through the cache; without, pos0 must be 0 and attention is computed
+  // over these L tokens directly. logits: [L, V] when all_logits, else [1, V] for the last
+  // token. attentions, if not null: [n_layer, H, L, pos0 + L].
+  void run(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache>* caches, GPT2Scratch& scratch,
+           float* logits, bool all_logits, float* attentions) const;
+
+ private:
+  void check_ids(const char* fn, const int32_t* ids, int64_t L, int64_t pos0) const;
+
+  GPT2Config config_;
+  GPT2Weights weights_;
+  std::vector<float> lm_head_;  // [E, V]: wte transposed once, so the LM head is a Conv1D-layout matmul
+  int threads_ = 1;
+};
+
+// Incremental decoding: one KV cache per layer, positions 0 .. n_positions - 1.
+class GPT2Session {
+ public:
+  explicit GPT2Session(const GPT2& model);
+
+  // Runs ids [L] at the next positions (the prompt, or more of it) and returns the logits of
+  // the last one [V]. attentions, if not null: [n_layer, H, L, position() + L] (before the call).
+  // Throws std::length_error when position() + L > n_positions (the cache is left unchanged).
+  void prefill(const int32_t* ids, int64_t L, float* logits, float* attentions = nullptr);
+
+  // One token at position(): logits [V]; attentions, if not null: [n_layer, H, position() + 1],
+  // the new row of every head (the key axis covers every cached position, this one included).
+  void step(int32_t id, float* logits, float* attentions = nullptr);
+
+  void reset();
+  int64_t position() const { return position_; }
+  const GPT2& model() const { return model_; }
+
+ private:
+  const GPT2& model_;
+  std::vector<KVCache> caches_;
+  GPT2Scratch scratch_;
+  int64_t position_ = 0;
+};
+
+// ----------------------------------------------------------------------------- sampling
+
+// A small seeded generator (PCG32, O'Neill 2014): the same seed gives the same stream on
+// every platform.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed = 0);
+  uint32_t next_u32();
+  double next_double();  // uniform in [0, 1) with 53 random bits (two draws)
+ private:
+  uint64_t state_ = 0;
+  uint64_t inc_ = 0;
+};
+
+struct SamplingOptions {
+  float temperature = 1.0f;  // <= 0: greedy
+  int64_t top_k = 0;         // 0: all tokens
+};
+
+// Index of the largest logit (the first one on ties).
+int32_t argmax(const float* logits, int64_t n);
+
+// Greedy when temperature <= 0; else samples from softmax(logits / temperature) restricted
+// to the top_k largest logits (ties broken by lower index). Deterministic given the Rng.
+int32_t sample(const float* logits, int64_t n, const SamplingOptions& options, Rng& rng);
+
+// Generates n_new tokens after `prompt`. use_cache: through GPT2Session (one step at a time);
+// otherwise by recomputing the full forward pass for every token (the reference).
+// Throws std::length_error when prompt + n_new exceeds n_positions.
+std::vector<int32_t> generate(const GPT2& model, const std::vector<int32_t>& prompt, int64_t n_new,
+                              const SamplingOptions& options, uint64_t seed, bool use_cache);
+
+}  // namespace qkv

@@ -1,0 +1,75 @@
+// A reader for the safetensors format over a byte buffer (no copies until asked):
+//
+//   [u64 little-endian N][N bytes of JSON header][data]
+//   header: {"name": {"dtype": "F32", "shape": [r, c], "data_offsets": [begin, end]}, ...,
+//            "__metadata__": {"key": "value", ...}}    (offsets relative to the data start)
+//
+// Everything is checked before any tensor is read: the header length against the file,
+// the header as strict JSON, each entry's keys, dtype, shape and offsets, the byte size
+// against dtype x shape, and the tensors against each other (they must tile the data
+// region exactly: no overlap, no gap, nothing past the end or after the last tensor).
+// Damage raises std::invalid_argument naming the tensor and the numbers involved.
+// Tensors of dtype F32, F16 and BF16 convert to float32; other known dtypes are accepted
+// in the file (their sizes are checked) but cannot be converted.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace qkv::safetensors {
+
+enum class DType { BOOL, U8, I8, U16, I16, F16, BF16, U32, I32, F32, U64, I64, F64, F8_E4M3, F8_E5M2 };
+
+const char* dtype_name(DType d);
+int64_t dtype_size(DType d);  // bytes per element
+
+struct TensorInfo {
+  std::string name;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  uint64_t begin = 0, end = 0;  // byte offsets relative to the start of the data region
+  int64_t numel() const;
+};
+
+struct Limits {
+  uint64_t max_header_bytes = 100u << 20;  // 100 MB, as the reference implementation
+  int max_rank = 16;
+};
+
+class File {
+ public:
+  // Parses and validates the header of the safetensors bytes [data, data + size). The bytes
+  // are not copied: they must outlive this object.
+  static File parse(const uint8_t* data, size_t size, const Limits& limits = {});
+
+  const std::vector<TensorInfo>& tensors() const { return tensors_; }      // in file (offset) order
+  const std::vector<std::pair<std::string, std::string>>& metadata() const { return metadata_; }
+  const TensorInfo* find(std::string_view name) const;                     // nullptr when absent
+  uint64_t header_bytes() const { return header_bytes_; }
+  uint64_t data_offset() const { return 8 + header_bytes_; }              // where the data region starts
+
+  // The raw bytes of a tensor (within the buffer given to parse()).
+  const uint8_t* bytes(const TensorInfo& t) const { return base_ + data_offset() + t.begin; }
+
+  // Converts a F32/F16/BF16 tensor to float32 (little-endian in the file). Throws
+  // std::invalid_argument for other dtypes, naming the tensor.
+  std::vector<float> to_f32(const TensorInfo& t) const;
+  void to_f32(const TensorInfo& t, float* out) const;  // out holds numel() floats
+
+ private:
+  const uint8_t* base_ = nullptr;
+  size_t size_ = 0;
+  uint64_t header_bytes_ = 0;
+  std::vector<TensorInfo> tensors_;
+  std::vector<std::pair<std::string, std::string>> metadata_;
+};
+
+// IEEE half and bfloat16 to float32 (exact).
+float f16_to_f32(uint16_t h);
+float bf16_to_f32(uint16_t b);
+
+}  // namespace qkv::safetensors
