@@ -1,5 +1,6 @@
 #include "diagnostics.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace qkv {

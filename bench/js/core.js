@@ -1,0 +1,160 @@
+// The attention benchmark, environment-agnostic (Node and Chromium run this same code).
+// One problem shape: B=1, H=8, D=64, L in SIZES, causal and not; every implementation gets the
+// same inputs. Times are medians (ms) after one warm-up run; GFLOP/s counts the dense work,
+// 4 * H * L^2 * D, for causal runs too (so skipping masked tiles shows as a higher rate).
+import { attentionModel, causalMask } from './onnx.js';
+
+export const H = 8, D = 64;
+export const SIZES = [128, 512, 1024, 2048];
+export const flops = (L) => 4 * H * L * L * D;
+
+const now = () => performance.now();
+
+function inputs(L) {
+  const n = H * L * D;
+  const q = new Float32Array(n), k = new Float32Array(n), v = new Float32Array(n);
+  for (let i = 0; i < n; i++) {
+    q[i] = Math.sin(i * 0.37);
+    k[i] = Math.cos(i * 0.11);
+    v[i] = Math.sin(i * 0.05 + 1);
+  }
+  return { q, k, v };
+}
+
+export function repsFor(L, quick) {
+  const r = L <= 128 ? 15 : L <= 512 ? 7 : L <= 1024 ? 5 : 3;
+  return quick ? Math.max(2, Math.ceil(r / 3)) : r;
+}
+
+async function median(fn, reps) {
+  await fn(); // warm-up
+  const t = [];
+  for (let i = 0; i < reps; i++) {
+    const t0 = now();
+    await fn();
+    t.push(now() - t0);
+  }
+  t.sort((a, b) => a - b);
+  return t[Math.floor(t.length / 2)];
+}
+
+const row = (impl, threads, L, causal, ms, reps) => ({ impl, threads, L, causal, ms, gflops: flops(L) / ms / 1e6, reps });
+
+/** qkv through its public sync API, on one variant already loaded. */
+export async function benchQkv(qkv, { sizes = SIZES, quick = false, log = () => {} } = {}) {
+  const variant = qkv.env.loadedVariant, threads = qkv.env.threads;
+  const rows = [];
+  for (const L of sizes) {
+    const { q, k, v } = inputs(L);
+    const T = (x) => new qkv.Tensor(x, [1, H, L, D]);
+    const [tq, tk, tv] = [T(q), T(k), T(v)];
+    for (const causal of [false, true]) {
+      const ms = await median(() => qkv.scaledDotProductAttentionSync(tq, tk, tv, { isCausal: causal }), repsFor(L, quick));
+      rows.push(row(`qkv-${variant}`, threads, L, causal, ms, repsFor(L, quick)));
+      log(rows[rows.length - 1]);
+    }
+  }
+  return rows;
+}
+
+/** onnxruntime-web's wasm backend on MatMul -> Softmax -> MatMul (ort.env set up by the caller). */
+export async function benchOrt(ort, { sizes = SIZES, quick = false, log = () => {} } = {}) {
+  const threads = ort.env.wasm.numThreads;
+  const rows = [];
+  for (const L of sizes) {
+    const { q, k, v } = inputs(L);
+    const T = (x) => new ort.Tensor('float32', x, [1, H, L, D]);
+    for (const causal of [false, true]) {
+      const session = await ort.InferenceSession.create(attentionModel({ H, L, D, causal }), {
+        executionProviders: ['wasm'], graphOptimizationLevel: 'all',
+      });
+      const feeds = { Q: T(q), K: T(k), V: T(v) };
+      if (causal) feeds.mask = new ort.Tensor('float32', causalMask(L), [L, L]);
+      const ms = await median(async () => { const out = await session.run(feeds); out.out.dispose?.(); }, repsFor(L, quick));
+      await session.release();
+      rows.push(row('onnxruntime-web', threads, L, causal, ms, repsFor(L, quick)));
+      log(rows[rows.length - 1]);
+    }
+  }
+  return rows;
+}
+
+/** The loop a user would write by hand: scores, softmax, weighted sum, one row at a time. */
+export function naiveAttention(q, k, v, L, causal) {
+  const out = new Float32Array(H * L * D);
+  const s = new Float32Array(L);
+  const scale = 1 / Math.sqrt(D);
+  for (let h = 0; h < H; h++) {
+    const base = h * L * D;
+    for (let i = 0; i < L; i++) {
+      const end = causal ? i + 1 : L;
+      let m = -Infinity;
+      for (let j = 0; j < end; j++) {
+        let dot = 0;
+        for (let d = 0; d < D; d++) dot += q[base + i * D + d] * k[base + j * D + d];
+        s[j] = dot * scale;
+        if (s[j] > m) m = s[j];
+      }
+      let sum = 0;
+      for (let j = 0; j < end; j++) { s[j] = Math.exp(s[j] - m); sum += s[j]; }
+      const o = base + i * D;
+      for (let j = 0; j < end; j++) {
+        const p = s[j] / sum;
+        for (let d = 0; d < D; d++) out[o + d] += p * v[base + j * D + d];
+      }
+    }
+  }
+  return out;
+}
+
+export async function benchNaive({ sizes = SIZES, quick = false, log = () => {} } = {}) {
+  const rows = [];
+  for (const L of sizes) {
+    const { q, k, v } = inputs(L);
+    const reps = L >= 1024 ? 1 : Math.max(1, Math.ceil(repsFor(L, quick) / 3));
+    for (const causal of [false, true]) {
+      const ms = await median(() => naiveAttention(q, k, v, L, causal), reps);
+      rows.push(row('naive-js', 1, L, causal, ms, reps));
+      log(rows[rows.length - 1]);
+    }
+  }
+  return rows;
+}
+
+/** Ratios that the targets are stated in, per (L, causal). */
+export function ratios(rows) {
+  const get = (impl, threads, L, causal) => rows.find((r) => r.impl === impl && r.threads === threads && r.L === L && r.causal === causal);
+  const out = [];
+  const Ls = [...new Set(rows.map((r) => r.L))].sort((a, b) => a - b);
+  for (const L of Ls) {
+    for (const causal of [false, true]) {
+      const scalar = get('qkv-scalar', 1, L, causal), simd = get('qkv-simd', 1, L, causal);
+      const t2 = get('qkv-simd-threads', 2, L, causal), ort1 = get('onnxruntime-web', 1, L, causal);
+      const ort2 = get('onnxruntime-web', 2, L, causal), naive = get('naive-js', 1, L, causal);
+      const r = (a, b) => (a && b ? +(b.ms / a.ms).toFixed(2) : null);
+      out.push({
+        L, causal,
+        simdVsScalar: r(simd, scalar),
+        simdVsOrt1: r(simd, ort1),
+        threads2VsOrt2: r(t2, ort2),
+        threads2VsSimd: r(t2, simd),
+        simdVsNaive: r(simd, naive),
+      });
+    }
+  }
+  return out;
+}
+
+/** A plain-text table of rows and ratios. */
+export function table(rows, title) {
+  const lines = [`${title}`, 'impl                 thr     L causal      ms   GFLOP/s'];
+  for (const r of rows) {
+    lines.push(`${r.impl.padEnd(20)} ${String(r.threads).padStart(3)} ${String(r.L).padStart(5)} ${String(r.causal).padStart(6)} ${r.ms.toFixed(2).padStart(9)} ${r.gflops.toFixed(2).padStart(9)}`);
+  }
+  lines.push('', '    L causal  simd/scalar  simd/ort(1t)  2t/ort(2t)  2t/1t  simd/naive');
+  for (const x of ratios(rows)) {
+    const f = (v) => (v === null ? '-' : v.toFixed(2)).padStart(11);
+    lines.push(`${String(x.L).padStart(5)} ${String(x.causal).padStart(6)} ${f(x.simdVsScalar)}  ${f(x.simdVsOrt1)} ${f(x.threads2VsOrt2)} ${f(x.threads2VsSimd).slice(4)} ${f(x.simdVsNaive)}`);
+  }
+  return lines.join('\n');
+}

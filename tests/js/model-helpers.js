@@ -1,0 +1,129 @@
+// Shared by tests/js/model*.test.js: where the package is, the reference data, and writers
+// for safetensors files and random GPT-2 checkpoints.
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const DATA = path.join(ROOT, 'tests', 'data', 'model');
+
+// The built package (npm run build -> dist/); QKV_DIST points elsewhere (a private build).
+const DIST = process.env.QKV_DIST ? path.resolve(process.env.QKV_DIST) : path.join(ROOT, 'dist');
+
+/** The package's API, model functions included. */
+export async function api() {
+  const qkv = await import(pathToFileURL(path.join(DIST, 'index.js')).href);
+  const model = await import(pathToFileURL(path.join(DIST, 'model', 'index.js')).href);
+  // 'simd' unless the caller set QKV_VARIANT (threads variants are measured by the bench)
+  qkv.env.variant = process.env.QKV_VARIANT || 'simd';
+  return { ...model, ...qkv, loadModel: qkv.loadModel ?? model.loadModel };
+}
+
+export function manifest(name) {
+  return JSON.parse(readFileSync(path.join(DATA, name), 'utf8'));
+}
+
+export function readF32(rel) {
+  const b = readFileSync(path.join(DATA, rel));
+  return new Float32Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength));
+}
+
+export function maxAbsErr(a, b) {
+  if (a.length !== b.length) return Infinity;
+  let worst = 0;
+  for (let i = 0; i < a.length; i++) {
+    const d = Math.abs(a[i] - b[i]);
+    if (!(d <= worst)) worst = Number.isNaN(d) ? Infinity : d;
+  }
+  return worst;
+}
+
+export function argmax(a, from = 0, n = a.length) {
+  let best = 0;
+  for (let i = 1; i < n; i++) if (a[from + i] > a[from + best]) best = i;
+  return best;
+}
+
+/** A safetensors file from a raw header string and data bytes (for damaged files). */
+export function rawSafetensors(header, data = new Uint8Array(0), headerLen = undefined) {
+  const h = new TextEncoder().encode(header);
+  const out = new Uint8Array(8 + h.length + data.length);
+  new DataView(out.buffer).setBigUint64(0, BigInt(headerLen ?? h.length), true);
+  out.set(h, 8);
+  out.set(data, 8 + h.length);
+  return out;
+}
+
+/** A well-formed safetensors file: [{ name, dtype, shape, bytes }] laid out in order. */
+export function buildSafetensors(tensors) {
+  const header = { __metadata__: { format: 'pt' } };
+  let off = 0;
+  for (const t of tensors) {
+    header[t.name] = { dtype: t.dtype, shape: t.shape, data_offsets: [off, off + t.bytes.length] };
+    off += t.bytes.length;
+  }
+  let json = JSON.stringify(header);
+  while ((8 + json.length) % 8) json += ' ';
+  const data = new Uint8Array(off);
+  off = 0;
+  for (const t of tensors) {
+    data.set(t.bytes, off);
+    off += t.bytes.length;
+  }
+  return rawSafetensors(json, data);
+}
+
+/** Seeded N(0, std) floats (mulberry32 + Box-Muller). */
+export function randn(n, seed, std = 1, mean = 0) {
+  let s = seed >>> 0;
+  const u = () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return (((t ^ (t >>> 14)) >>> 0) + 0.5) / 4294967296;
+  };
+  const out = new Float32Array(n);
+  for (let i = 0; i < n; i++) out[i] = mean + std * Math.sqrt(-2 * Math.log(u())) * Math.cos(2 * Math.PI * u());
+  return out;
+}
+
+export function gpt2Config({ n_layer = 2, n_head = 2, n_embd = 16, n_positions = 32, vocab_size = 50 } = {}) {
+  return {
+    model_type: 'gpt2', n_layer, n_head, n_embd, n_positions, n_ctx: n_positions, vocab_size, n_inner: null,
+    activation_function: 'gelu_new', layer_norm_epsilon: 1e-5,
+  };
+}
+
+/** Every tensor of a random GPT-2 (HF names, Conv1D layout, F32). */
+export function randomGpt2Tensors(cfg, seed = 1, prefix = '') {
+  const E = cfg.n_embd;
+  const I = 4 * E;
+  const out = [];
+  let k = 0;
+  const add = (name, shape, mean = 0) => {
+    const n = shape.reduce((a, b) => a * b, 1);
+    const v = randn(n, seed * 1000 + k++, 0.2, mean);
+    out.push({ name: prefix + name, dtype: 'F32', shape, bytes: new Uint8Array(v.buffer) });
+  };
+  add('wte.weight', [cfg.vocab_size, E]);
+  add('wpe.weight', [cfg.n_positions, E]);
+  for (let l = 0; l < cfg.n_layer; l++) {
+    const p = `h.${l}.`;
+    add(p + 'ln_1.weight', [E], 1);
+    add(p + 'ln_1.bias', [E]);
+    add(p + 'attn.c_attn.weight', [E, 3 * E]);
+    add(p + 'attn.c_attn.bias', [3 * E]);
+    add(p + 'attn.c_proj.weight', [E, E]);
+    add(p + 'attn.c_proj.bias', [E]);
+    add(p + 'ln_2.weight', [E], 1);
+    add(p + 'ln_2.bias', [E]);
+    add(p + 'mlp.c_fc.weight', [E, I]);
+    add(p + 'mlp.c_fc.bias', [I]);
+    add(p + 'mlp.c_proj.weight', [I, E]);
+    add(p + 'mlp.c_proj.bias', [E]);
+  }
+  add('ln_f.weight', [E], 1);
+  add('ln_f.bias', [E]);
+  return out;
+}

@@ -1,0 +1,169 @@
+/** scaledDotProductAttention: argument checks, then a backend (backend.ts) runs it. */
+import { dispatchAttention, type Backend, BACKENDS } from './backend.js';
+import { describe, fmtShape } from './errors.js';
+import type { AttentionOutput, AttentionProblem, MaskArg } from './problem.js';
+import { Tensor } from './tensor.js';
+import { checkOptions, checkTensor, optBool, optInt, pad4, MAX_DIM } from './validate.js';
+import { runWasmAttention } from './wasm-attention.js';
+import { requireModule } from './wasm.js';
+
+export type { AttentionOutput, AttentionProblem, MaskArg };
+
+/** Options of {@link scaledDotProductAttention} (names as PyTorch, camelCase). */
+export interface AttentionOptions {
+  /**
+   * A mask broadcastable to [B, H, Lq, Lk] (rank <= 4, right-aligned; each dim full or 1).
+   * Bool (Uint8Array): 1 = may attend. Float (Float32Array): added to the scaled scores.
+   */
+  attnMask?: Tensor | null;
+  /**
+   * Query i sees key j iff j <= i + (Lk - Lq) (bottom-right aligned; PyTorch's when Lq == Lk).
+   * Unlike PyTorch it may be combined with attnMask and window: all rules apply.
+   */
+  isCausal?: boolean;
+  /** Sliding window w >= 1: additionally j > i + (Lk - Lq) - w. 0 or undefined: no window. */
+  window?: number;
+  /** Score scale; default 1 / sqrt(D). A finite number >= 0. */
+  scale?: number;
+  /** Grouped-query attention: H % Hkv == 0, query head h reads kv head floor(h / (H / Hkv)). */
+  enableGqa?: boolean;
+  /** Also return the softmax probabilities [B, H, Lq, Lk]. */
+  returnWeights?: boolean;
+  /** 'auto' (default), 'wasm' or 'webgpu'. */
+  backend?: Backend;
+}
+
+/** What attention calls return. */
+export interface AttentionResult {
+  /** [B, H, Lq, Dv] (the query's leading dims). */
+  output: Tensor;
+  /** [B, H, Lq, Lk] softmax probabilities, with `returnWeights`. */
+  weights?: Tensor;
+}
+
+const SDPA = 'scaledDotProductAttention';
+const SDPA_OPTIONS = ['attnMask', 'isCausal', 'window', 'scale', 'enableGqa', 'returnWeights', 'backend'] as const;
+
+/** Checks a mask against [B, H, Lq, Lk]; `fmt` names the shapes for messages. */
+export function checkMask(
+  fn: string, name: string, mask: unknown, target: readonly number[], got: string,
+): { bool?: MaskArg<Uint8Array>; float?: MaskArg<Float32Array> } {
+  if (mask === undefined || mask === null) return {};
+  const m = checkTensor(fn, name, mask);
+  const shape = m.shape;
+  const dimsOk = shape.length <= 4 && pad4(shape).every((d, k) => d === 1 || d === target[k]);
+  if (!dimsOk) {
+    throw new Error(
+      `${fn}: ${name} of shape ${fmtShape(shape)} does not broadcast to [B, H, Lq, Lk] = ${fmtShape(target)} ` +
+        `(a mask has rank <= 4, aligned right, each dim equal to that size or 1; got ${got})`,
+    );
+  }
+  const arg = { dims: pad4(shape) };
+  return m.dtype === 'bool'
+    ? { bool: { ...arg, data: m.data as Uint8Array } }
+    : { float: { ...arg, data: m.data as Float32Array } };
+}
+
+/** Checks a scale option: finite and >= 0. */
+export function checkScale(fn: string, v: unknown, got: string): number | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) {
+    throw new RangeError(`${fn}: options.scale must be a finite number >= 0, got ${describe(v)} (${got})`);
+  }
+  return v;
+}
+
+/** Validates a scaledDotProductAttention call into an {@link AttentionProblem}. */
+export function prepareAttention(
+  fn: string, query: unknown, key: unknown, value: unknown, options: unknown,
+): { problem: AttentionProblem; backend: Backend } {
+  const q = checkTensor(fn, 'query', query, 'float32');
+  const k = checkTensor(fn, 'key', key, 'float32');
+  const v = checkTensor(fn, 'value', value, 'float32');
+  const got = `got query ${fmtShape(q.shape)}, key ${fmtShape(k.shape)}, value ${fmtShape(v.shape)}`;
+  const opts = checkOptions(fn, options, SDPA_OPTIONS);
+  const rank = q.shape.length;
+  if (rank < 2 || rank > 4 || k.shape.length !== rank || v.shape.length !== rank) {
+    throw new Error(`${fn}: query, key and value must have the same rank, 2 to 4 ([B, H, L, D] in full) (${got})`);
+  }
+  const [B, H, Lq, D] = pad4(q.shape);
+  const [Bk, Hkv, Lk, Dk] = pad4(k.shape);
+  const [Bv, Hv, Lv, Dv] = pad4(v.shape);
+  const fail = (what: string): never => {
+    throw new Error(`${fn}: ${what} (${got})`);
+  };
+  for (const [name, s] of [['query', q.shape], ['key', k.shape], ['value', v.shape]] as const) {
+    if (s.some((d) => d === 0)) fail(`${name} has an empty dimension`);
+    if (s.some((d) => d > MAX_DIM)) fail(`${name} has a dimension above ${MAX_DIM}`);
+  }
+  if (Bk !== B || Bv !== B) fail('key and value must have the batch size of query');
+  if (Dk !== D) fail(`key's last dim (${Dk}) must equal query's last dim D (${D})`);
+  if (Hv !== Hkv) fail(`value must have the heads of key (${Hkv}), got ${Hv}`);
+  if (Lv !== Lk) fail(`value must have the length of key (${Lk}), got ${Lv}`);
+  const enableGqa = optBool(fn, opts, 'enableGqa', false);
+  if (Hkv !== H) {
+    if (!enableGqa) fail(`key/value have ${Hkv} heads but query has ${H}; pass enableGqa: true for grouped-query attention`);
+    if (H % Hkv !== 0) fail(`enableGqa: query heads (${H}) must be a multiple of key/value heads (${Hkv})`);
+  }
+  const causal = optBool(fn, opts, 'isCausal', false);
+  const returnWeights = optBool(fn, opts, 'returnWeights', false);
+  const window = optInt(fn, opts, 'window', 0, 0, MAX_DIM, ' (0 = no window)');
+  const scale = checkScale(fn, opts.scale, got);
+  const backend = opts.backend ?? 'auto';
+  if (!BACKENDS.includes(backend as Backend)) {
+    throw new Error(`${fn}: options.backend must be one of ${BACKENDS.map((b) => `'${b}'`).join(', ')}, got ${describe(backend)}`);
+  }
+  const mask = checkMask(fn, 'options.attnMask', opts.attnMask, [B, H, Lq, Lk], got);
+  const lead = q.shape.slice(0, rank - 2);
+  return {
+    backend: backend as Backend,
+    problem: {
+      B, H, Hkv, Lq, Lk, D, Dv,
+      query: q.data as Float32Array, key: k.data as Float32Array, value: v.data as Float32Array,
+      boolMask: mask.bool, floatMask: mask.float,
+      causal, window, returnWeights,
+      scale: scale ?? 1 / Math.sqrt(D),
+      scaleGiven: scale !== undefined,
+      outputShape: [...lead, Lq, Dv],
+      weightsShape: [...lead, Lq, Lk],
+    },
+  };
+}
+
+function toResult(p: AttentionProblem, out: AttentionOutput): AttentionResult {
+  const result: AttentionResult = { output: new Tensor(out.output, p.outputShape) };
+  if (p.returnWeights && out.weights) result.weights = new Tensor(out.weights, p.weightsShape);
+  return result;
+}
+
+/**
+ * Scaled dot-product attention, as PyTorch's `F.scaled_dot_product_attention`:
+ * `softmax(scale * Q K^T + mask) V` with causal/window rules, masks and GQA.
+ *
+ * query [B, H, Lq, D], key [B, Hkv, Lk, D], value [B, Hkv, Lk, Dv] (float32, row-major;
+ * rank 2 or 3 are read as [.., L, D] with leading 1s) -> output [B, H, Lq, Dv].
+ * Rows no key may attend to give output 0 and weights 0.
+ *
+ * @throws Error (naming the argument and the shapes) on any invalid input;
+ *   RangeError when the call cannot fit in the wasm heap (the module keeps working).
+ */
+export async function scaledDotProductAttention(
+  query: Tensor, key: Tensor, value: Tensor, options?: AttentionOptions,
+): Promise<AttentionResult> {
+  const { problem, backend } = prepareAttention(SDPA, query, key, value, options);
+  return toResult(problem, await dispatchAttention(SDPA, problem, backend));
+}
+
+/**
+ * The synchronous wasm path of {@link scaledDotProductAttention} (same arguments;
+ * `backend` must be 'auto' or 'wasm'). The module must be loaded: `await init()` first.
+ */
+export function scaledDotProductAttentionSync(
+  query: Tensor, key: Tensor, value: Tensor, options?: AttentionOptions,
+): AttentionResult {
+  const fn = 'scaledDotProductAttentionSync';
+  const { problem, backend } = prepareAttention(fn, query, key, value, options);
+  if (backend === 'webgpu') throw new Error(`${fn}: options.backend 'webgpu' is asynchronous; use scaledDotProductAttention`);
+  return toResult(problem, runWasmAttention(fn, requireModule(fn), problem));
+}
+

@@ -1,0 +1,112 @@
+/** Runtime settings: which wasm build to load, how many threads, where the files are. */
+import { describe } from './errors.js';
+import { callThreads, loadedVariant } from './wasm.js';
+import { webgpuConfig } from './webgpu/index.js';
+
+/** The three wasm builds: plain wasm, SIMD128, SIMD128 + pthreads. */
+export type Variant = 'scalar' | 'simd' | 'simd-threads';
+
+const VARIANTS: readonly string[] = ['auto', 'scalar', 'simd', 'simd-threads'];
+
+function defaultThreads(): number {
+  const hc = (globalThis as { navigator?: { hardwareConcurrency?: number } }).navigator?.hardwareConcurrency;
+  if (typeof hc === 'number' && hc > 0) return Math.min(4, hc);
+  // Node < 21 has no navigator; Node >= 20.16 can reach os synchronously.
+  const proc = (globalThis as { process?: { getBuiltinModule?: (id: string) => any } }).process;
+  try {
+    const n = proc?.getBuiltinModule?.('node:os')?.availableParallelism?.();
+    if (typeof n === 'number' && n > 0) return Math.min(4, n);
+  } catch {
+    /* not Node */
+  }
+  return 4;
+}
+
+/**
+ * Settings read when the wasm module loads (the first async call or `init()`), and the
+ * state of what was loaded.
+ */
+export interface Env {
+  /**
+   * Which build to load: `'auto'` (default: SIMD + threads where threads can run — Node, or
+   * a crossOriginIsolated page — and numThreads > 1, else SIMD, else scalar), or force one.
+   * Read at load time; call `dispose()` to reload with another.
+   */
+  variant: 'auto' | Variant;
+  /**
+   * Threads per call for the threads build; default min(4, hardwareConcurrency). The worker
+   * pool is sized from this at load time; raising it later is capped at that size.
+   */
+  numThreads: number;
+  /**
+   * Where the wasm files are, when not next to the package's JS: a URL/path prefix
+   * (`'https://cdn.example/qkv/dist/wasm/'`) or a map from file name (`'qkv-simd.wasm'`) to URL.
+   */
+  wasmPaths: string | Record<string, string> | undefined;
+  /**
+   * backend 'auto' sends a call to WebGPU when its work B*H*Lq*Lk*(D+Dv) exceeds this (and a
+   * hardware adapter works); Infinity = never. See web/lib/webgpu/.
+   */
+  webgpuThreshold: number;
+  /** The build that is loaded, or null before the first load. */
+  readonly loadedVariant: Variant | null;
+  /** Threads a call uses now (1 unless the threads build is loaded). */
+  readonly threads: number;
+}
+
+class EnvImpl implements Env {
+  #variant: 'auto' | Variant = 'auto';
+  #numThreads = defaultThreads();
+  #wasmPaths: string | Record<string, string> | undefined = undefined;
+
+  get variant(): 'auto' | Variant {
+    return this.#variant;
+  }
+  set variant(v: 'auto' | Variant) {
+    if (!VARIANTS.includes(v as string)) {
+      throw new Error(`env.variant: must be one of ${VARIANTS.map((x) => `'${x}'`).join(', ')}, got ${describe(v)}`);
+    }
+    this.#variant = v;
+  }
+
+  get numThreads(): number {
+    return this.#numThreads;
+  }
+  set numThreads(n: number) {
+    if (!Number.isInteger(n) || n < 1 || n > 64) {
+      throw new Error(`env.numThreads: must be an integer in [1, 64], got ${describe(n)}`);
+    }
+    this.#numThreads = n;
+  }
+
+  get wasmPaths(): string | Record<string, string> | undefined {
+    return this.#wasmPaths;
+  }
+  set wasmPaths(p: string | Record<string, string> | undefined) {
+    if (p !== undefined && typeof p !== 'string' && (typeof p !== 'object' || p === null)) {
+      throw new Error(`env.wasmPaths: must be a string prefix or an object mapping file names to URLs, got ${describe(p)}`);
+    }
+    this.#wasmPaths = p;
+  }
+
+  get webgpuThreshold(): number {
+    return webgpuConfig.threshold;
+  }
+  set webgpuThreshold(n: number) {
+    if (typeof n !== 'number' || Number.isNaN(n) || n < 0) {
+      throw new Error(`env.webgpuThreshold: must be a number >= 0 (Infinity = never WebGPU), got ${describe(n)}`);
+    }
+    webgpuConfig.threshold = n;
+  }
+
+  get loadedVariant(): Variant | null {
+    return loadedVariant();
+  }
+
+  get threads(): number {
+    return callThreads();
+  }
+}
+
+/** The runtime settings. */
+export const env: Env = new EnvImpl();

@@ -1,0 +1,79 @@
+/**
+ * qkv — attention for the web. Scaled dot-product attention, multi-head attention and a KV
+ * cache over a WebAssembly SIMD (optionally threaded) core, with WebGPU for long sequences.
+ *
+ * @example
+ * import { Tensor, scaledDotProductAttention } from 'qkv';
+ * const q = new Tensor(new Float32Array(1 * 8 * 128 * 64), [1, 8, 128, 64]);
+ * const { output } = await scaledDotProductAttention(q, q, q, { isCausal: true });
+ *
+ * @packageDocumentation
+ */
+import { env, type Variant } from './env.js';
+import { liveCount, releaseAll } from './lifetime.js';
+import { getModule, loadModule, releaseModule } from './wasm.js';
+
+export { Tensor, type DType, type TensorData } from './tensor.js';
+export {
+  scaledDotProductAttention, scaledDotProductAttentionSync,
+  type AttentionOptions, type AttentionResult,
+} from './attention.js';
+export { lastBackend, type Backend } from './backend.js';
+export { webgpuAvailable, WebGPUUnavailableError, WebGPUDeviceLostError, WebGPULimitError } from './webgpu/index.js';
+export {
+  loadModel, GPT2Model, ByteTokenizer, BpeTokenizer,
+  type GPT2Config, type ModelFiles, type ModelSource, type ForwardOptions, type ForwardResult,
+  type GenerateOptions, type GenerationStep, type Tokenizer,
+} from './model/index.js';
+export { MultiHeadAttention, type MultiHeadAttentionOptions, type MultiHeadAttentionWeights,
+  type MultiHeadAttentionForwardOptions, type Weight } from './mha.js';
+export { KVCache, type KVCacheOptions, type KVCacheAttendOptions } from './kvcache.js';
+export { env, type Env, type Variant } from './env.js';
+
+/** What {@link init} loaded. */
+export interface InitResult {
+  variant: Variant;
+  threads: number;
+}
+
+/**
+ * Loads the wasm module now (otherwise the first async call does). Needed before the
+ * synchronous functions (`scaledDotProductAttentionSync`, `new KVCache`, `forwardSync`).
+ * Options set the matching `env` fields first.
+ */
+export async function init(options?: { variant?: Env['variant']; numThreads?: number; wasmPaths?: Env['wasmPaths'] }): Promise<InitResult> {
+  if (options?.variant !== undefined) env.variant = options.variant;
+  if (options?.numThreads !== undefined) env.numThreads = options.numThreads;
+  if (options?.wasmPaths !== undefined) env.wasmPaths = options.wasmPaths;
+  await loadModule();
+  return { variant: env.loadedVariant!, threads: env.threads };
+}
+
+/** Wasm memory now: linear memory size, bytes malloc has handed out, live objects. */
+export interface MemoryUsage {
+  /** Size of the module's linear memory (it grows, never shrinks). */
+  heapBytes: number;
+  /** Bytes allocated and not freed (malloc's count). */
+  inUseBytes: number;
+  /** KVCache / MultiHeadAttention objects holding wasm memory. */
+  liveObjects: number;
+}
+
+/** Wasm memory use, or null before the module is loaded. */
+export function memoryUsage(): MemoryUsage | null {
+  const m = getModule();
+  if (!m) return null;
+  return { heapBytes: m.heapBytes(), inUseBytes: m.heapInUse(), liveObjects: liveCount() };
+}
+
+/**
+ * Frees everything qkv holds: every KVCache and MultiHeadAttention still alive (they become
+ * disposed), and the wasm module with its worker threads. The next call loads afresh (with
+ * the `env` settings then current).
+ */
+export function dispose(): void {
+  releaseAll();
+  releaseModule();
+}
+
+import type { Env } from './env.js';

@@ -1,0 +1,361 @@
+/**
+ * Loading the wasm module (one of three builds) in Node and in browsers, and the small
+ * heap helpers the API uses. The module is loaded once, on first use, and shared.
+ *
+ * Files (dist/wasm/): `qkv-<variant>.mjs` (browser/bundler loader, ES module),
+ * `qkv-<variant>.node.cjs` (Node loader, CommonJS), `qkv-<variant>.wasm`, and for the threads
+ * build the pthread worker scripts. Browsers fetch the .wasm from a URL (streaming
+ * compilation); Node reads it with fs and hands it over as `wasmBinary` — nothing goes to the
+ * network at run time.
+ */
+import { env, type Variant } from './env.js';
+import { fmtBytes } from './errors.js';
+
+/** Arguments of the `attention` binding (wasm/bindings.cpp, AttentionArgs). Addresses are heap byte offsets. */
+export interface WasmAttentionArgs {
+  B: number; H: number; Hkv: number; Lq: number; Lk: number; D: number; Dv: number;
+  query: number; key: number; value: number; output: number; weights: number;
+  scale: number; causal: boolean; window: number;
+  boolMask: number; boolMaskDims: [number, number, number, number];
+  floatMask: number; floatMaskDims: [number, number, number, number];
+  threads: number; reference: boolean;
+}
+
+/** Arguments of `MultiHeadAttention.forward` (wasm/bindings.cpp, MhaArgs). */
+export interface WasmMhaArgs {
+  batch: number; lq: number; lk: number;
+  query: number; key: number; value: number; output: number; weights: number;
+  keyPaddingMask: number; boolAttnMask: number; floatAttnMask: number;
+  attnMaskPerHead: boolean; isCausal: boolean; needWeights: boolean; averageAttnWeights: boolean;
+  threads: number;
+}
+
+/** An Embind object handle. */
+export interface EmbindHandle {
+  delete(): void;
+  isDeleted(): boolean;
+}
+export interface WasmKVCache extends EmbindHandle {
+  append(key: number, value: number, n: number): string;
+  attend(args: WasmAttentionArgs): string;
+  length(): number;
+  capacity(): number;
+  clear(): void;
+}
+export interface WasmMultiHeadAttention extends EmbindHandle {
+  forward(args: WasmMhaArgs): string;
+}
+
+/** The Embind module as the JS layer sees it (see wasm/bindings.cpp). */
+export interface QkvModule {
+  HEAPU8: Uint8Array;
+  HEAPF32: Float32Array;
+  _malloc(bytes: number): number;
+  _free(ptr: number): void;
+  attention(args: WasmAttentionArgs): string;
+  attentionWorkspaceBytes(args: WasmAttentionArgs): number;
+  rowEntropy(weights: number, rows: number, lk: number, entropy: number): string;
+  maxRowSumError(weights: number, rows: number, lk: number): number;
+  heapBytes(): number;
+  heapInUse(): number;
+  lastError(): string;
+  KVCache: { create(batch: number, kvHeads: number, capacity: number, headDim: number, valueDim: number): WasmKVCache | null };
+  MultiHeadAttention: {
+    create(embedDim: number, numHeads: number, inW: number, inB: number, outW: number, outB: number): WasmMultiHeadAttention | null;
+  };
+  qkvMemory(): WebAssembly.Memory;
+  qkvPThread?: { unusedWorkers: unknown[]; runningWorkers: unknown[]; terminateAllThreads(): void };
+  [name: string]: unknown;
+}
+
+/** The most linear memory the module may grow to (-sMAXIMUM_MEMORY in wasm/CMakeLists.txt). */
+export const MAX_HEAP_BYTES = 2 ** 31;
+
+const isNode =
+  typeof process === 'object' && typeof process.versions === 'object' && typeof process.versions.node === 'string' &&
+  typeof (globalThis as { window?: unknown }).window === 'undefined';
+
+/** Whether wasm threads can run here: Node, or a crossOriginIsolated page/worker. */
+export function threadsSupported(): boolean {
+  if (typeof SharedArrayBuffer === 'undefined' || typeof Atomics === 'undefined') return false;
+  if (isNode) return true;
+  return (globalThis as { crossOriginIsolated?: boolean }).crossOriginIsolated === true;
+}
+
+// (module (func (result v128) i32.const 0 i32x4.splat i32x4.add ...)) — the classic SIMD probe.
+const SIMD_PROBE = new Uint8Array([
+  0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 10, 1, 8, 0, 65, 0, 253, 15, 253, 98, 11,
+]);
+
+/** Whether this engine runs WebAssembly SIMD128. */
+export function simdSupported(): boolean {
+  try {
+    return WebAssembly.validate(SIMD_PROBE);
+  } catch {
+    return false;
+  }
+}
+
+/** The variant `env` asks for, resolved against what this runtime supports. */
+export function chooseVariant(): Variant {
+  const want = env.variant;
+  if (want === 'scalar') return 'scalar';
+  const simd = simdSupported();
+  if (want === 'simd' || want === 'simd-threads') {
+    if (!simd) throw new Error(`qkv: env.variant '${want}' needs WebAssembly SIMD, which this runtime lacks`);
+    if (want === 'simd-threads' && !threadsSupported()) {
+      throw new Error(
+        "qkv: env.variant 'simd-threads' needs SharedArrayBuffer (in a browser: a crossOriginIsolated page, " +
+          'served with Cross-Origin-Opener-Policy: same-origin and Cross-Origin-Embedder-Policy: require-corp)',
+      );
+    }
+    return want;
+  }
+  if (!simd) return 'scalar';
+  return threadsSupported() && env.numThreads > 1 ? 'simd-threads' : 'simd';
+}
+
+/** Where a file of dist/wasm/ is: env.wasmPaths (prefix or per-file map) or next to this module. */
+function fileUrl(name: string, bundled: () => URL): string {
+  const paths = env.wasmPaths;
+  if (typeof paths === 'string' && paths !== '') return new URL(name, toBase(paths)).href;
+  if (paths && typeof paths === 'object' && typeof paths[name] === 'string') return new URL(paths[name], toBase('./')).href;
+  return bundled().href;
+}
+
+function toBase(prefix: string): string {
+  const p = prefix.endsWith('/') ? prefix : prefix + '/';
+  try {
+    return new URL(p).href; // absolute already
+  } catch {
+    if (isNode) return new URL(p, `file://${process.cwd()}/`).href;
+    return new URL(p, (globalThis as { location?: { href: string } }).location?.href ?? import.meta.url).href;
+  }
+}
+
+// Written out literally so bundlers (Vite, webpack, ...) see each file and ship it.
+const WEB_FILES: Record<Variant, () => { js: string; wasm: string; worker?: string }> = {
+  scalar: () => ({
+    js: fileUrl('qkv-scalar.mjs', () => new URL('./wasm/qkv-scalar.mjs', import.meta.url)),
+    wasm: fileUrl('qkv-scalar.wasm', () => new URL('./wasm/qkv-scalar.wasm', import.meta.url)),
+  }),
+  simd: () => ({
+    js: fileUrl('qkv-simd.mjs', () => new URL('./wasm/qkv-simd.mjs', import.meta.url)),
+    wasm: fileUrl('qkv-simd.wasm', () => new URL('./wasm/qkv-simd.wasm', import.meta.url)),
+  }),
+  'simd-threads': () => ({
+    js: fileUrl('qkv-simd-threads.mjs', () => new URL('./wasm/qkv-simd-threads.mjs', import.meta.url)),
+    wasm: fileUrl('qkv-simd-threads.wasm', () => new URL('./wasm/qkv-simd-threads.wasm', import.meta.url)),
+    worker: fileUrl('qkv-simd-threads.worker.js', () => new URL('./wasm/qkv-simd-threads.worker.js', import.meta.url)),
+  }),
+};
+
+// Node-only files, resolved at run time (kept out of bundlers' sight on purpose).
+function nodeFile(name: string): string {
+  return fileUrl(name, () => new URL('wasm/' + name, import.meta.url));
+}
+
+/** Imports a module by a computed specifier without bundlers trying to resolve it. */
+const dynamicImport = (specifier: string): Promise<any> => import(/* @vite-ignore */ /* webpackIgnore: true */ specifier);
+
+interface Loaded {
+  module: QkvModule;
+  variant: Variant;
+  poolSize: number; // pthread workers (0 without threads)
+}
+
+let loaded: Loaded | null = null;
+let loading: Promise<Loaded> | null = null;
+let generation = 0;
+
+async function instantiate(variant: Variant): Promise<Loaded> {
+  const threads = variant === 'simd-threads';
+  // The core's parallel_for uses (threads - 1) helpers besides the calling thread.
+  const poolSize = threads ? Math.max(1, env.numThreads - 1) : 0;
+  const settings: Record<string, unknown> = {
+    qkvPoolSize: poolSize,
+    // The threaded kernel joins its helpers from the calling thread, which on a page is the
+    // main thread: a short, bounded wait by design. Emscripten warns about any such wait;
+    // that one line is dropped, everything else goes to the console as usual.
+    printErr: (text: string) => {
+      if (!/^Blocking on the main thread is very dangerous/.test(text)) console.warn(text);
+    },
+  };
+  let factory: (m: Record<string, unknown>) => Promise<QkvModule>;
+  if (isNode) {
+    const [{ createRequire }, { readFile }, { fileURLToPath }] = await Promise.all([
+      dynamicImport('node:module'),
+      dynamicImport('node:fs/promises'),
+      dynamicImport('node:url'),
+    ]);
+    const js = fileURLToPath(nodeFile(`qkv-${variant}.node.cjs`));
+    const wasmPath = fileURLToPath(nodeFile(`qkv-${variant}.wasm`));
+    const workerPath = threads ? fileURLToPath(nodeFile(`qkv-${variant}.node.worker.cjs`)) : '';
+    factory = createRequire(import.meta.url)(js);
+    settings.wasmBinary = await readFile(wasmPath);
+    settings.locateFile = (path: string) => (path.endsWith('.worker.js') ? workerPath : path.endsWith('.wasm') ? wasmPath : path);
+  } else {
+    const files = WEB_FILES[variant]();
+    if (files.worker?.startsWith('data:')) {
+      // Bundlers inline small assets (the pthread worker script is one) as data: URLs; a
+      // worker started from one gets an opaque origin and can neither share memory nor import
+      // the loader. A blob: URL keeps this page's origin.
+      const text = await (await fetch(files.worker)).text();
+      files.worker = URL.createObjectURL(new Blob([text], { type: 'text/javascript' }));
+    }
+    factory = (await dynamicImport(files.js)).default;
+    settings.mainScriptUrlOrBlob = files.js; // what pthread workers import
+    settings.locateFile = (path: string) =>
+      path.endsWith('.wasm') ? files.wasm : path.endsWith('.worker.js') && files.worker ? files.worker : path;
+  }
+  const module = await factory(settings);
+  const result = { module, variant, poolSize };
+  unrefWorkers(module);
+  return result;
+}
+
+/** Node: idle pthread workers must not keep the process alive. */
+export function unrefWorkers(module: QkvModule): void {
+  const pt = module.qkvPThread;
+  if (!isNode || !pt) return;
+  for (const w of [...pt.unusedWorkers, ...pt.runningWorkers]) (w as { unref?: () => void }).unref?.();
+}
+
+/**
+ * Loads the module (once; concurrent callers share the load). The variant follows `env`:
+ * SIMD + threads where threads can run (Node, crossOriginIsolated pages) and
+ * env.numThreads > 1, else SIMD single-threaded, else scalar; `env.variant` forces one.
+ */
+export async function loadModule(): Promise<QkvModule> {
+  if (loaded) return loaded.module;
+  if (!loading) {
+    const gen = generation;
+    loading = instantiate(chooseVariant()).then(
+      (l) => {
+        if (gen !== generation) { // released while loading
+          l.module.qkvPThread?.terminateAllThreads();
+          throw new Error('qkv: the module was disposed while loading');
+        }
+        loaded = l;
+        loading = null;
+        return l;
+      },
+      (e) => {
+        loading = null;
+        throw e;
+      },
+    );
+  }
+  return (await loading).module;
+}
+
+/** The loaded module, or null. For web/lib/model/ and tests: `getModule()` after `await init()`. */
+export function getModule(): QkvModule | null {
+  return loaded?.module ?? null;
+}
+
+/** The loaded module, or an Error naming `fn` when it is not loaded yet (sync entry points). */
+export function requireModule(fn: string): QkvModule {
+  if (!loaded) {
+    throw new Error(`${fn}: the wasm module is not loaded yet; call \`await init()\` (or any async qkv function) first`);
+  }
+  return loaded.module;
+}
+
+/** Which variant is loaded, or null. */
+export function loadedVariant(): Variant | null {
+  return loaded?.variant ?? null;
+}
+
+/** Threads a call may use: env.numThreads, capped by the loaded variant's worker pool. */
+export function callThreads(): number {
+  if (!loaded || loaded.variant !== 'simd-threads') return 1;
+  return Math.max(1, Math.min(env.numThreads, loaded.poolSize + 1));
+}
+
+/** Forgets the module (terminating its threads); the next call loads a fresh one. */
+export function releaseModule(): void {
+  generation++;
+  loading = null;
+  if (loaded) {
+    loaded.module.qkvPThread?.terminateAllThreads();
+    loaded = null;
+  }
+}
+
+// ---- heap helpers ---------------------------------------------------------------------
+
+/** A Float32Array over the whole current heap (rebuilt when memory has grown, on any thread). */
+export function heapF32(m: QkvModule): Float32Array {
+  const buffer = m.qkvMemory().buffer;
+  return m.HEAPF32.buffer === buffer ? m.HEAPF32 : new Float32Array(buffer);
+}
+
+/** A Uint8Array over the whole current heap. */
+export function heapU8(m: QkvModule): Uint8Array {
+  const buffer = m.qkvMemory().buffer;
+  return m.HEAPU8.buffer === buffer ? m.HEAPU8 : new Uint8Array(buffer);
+}
+
+/**
+ * Heap allocations for one call, all freed together by {@link HeapScope.free}. Allocation
+ * failure is a RangeError naming the function; what was allocated is freed first.
+ */
+export class HeapScope {
+  readonly #m: QkvModule;
+  readonly #fn: string;
+  readonly #ptrs: number[] = [];
+
+  constructor(m: QkvModule, fn: string) {
+    this.#m = m;
+    this.#fn = fn;
+  }
+
+  alloc(bytes: number, what: string): number {
+    const ptr = bytes > MAX_HEAP_BYTES ? 0 : this.#m._malloc(Math.max(16, bytes)) >>> 0;
+    if (ptr === 0) {
+      throw new RangeError(
+        `${this.#fn}: out of wasm memory allocating ${what} (${fmtBytes(bytes)}; the heap holds at most ${fmtBytes(MAX_HEAP_BYTES)})`,
+      );
+    }
+    this.#ptrs.push(ptr);
+    return ptr;
+  }
+
+  /** Allocates and copies a Float32Array in. */
+  f32(data: Float32Array, what: string): number {
+    const ptr = this.alloc(data.byteLength, what);
+    heapF32(this.#m).set(data, ptr >>> 2);
+    return ptr;
+  }
+
+  /** Allocates and copies a Uint8Array in. */
+  u8(data: Uint8Array, what: string): number {
+    const ptr = this.alloc(data.byteLength, what);
+    heapU8(this.#m).set(data, ptr);
+    return ptr;
+  }
+
+  /** Copies n floats out of the heap into a new Float32Array. */
+  read(ptr: number, n: number): Float32Array {
+    return heapF32(this.#m).slice(ptr >>> 2, (ptr >>> 2) + n);
+  }
+
+  free(): void {
+    for (const p of this.#ptrs) this.#m._free(p);
+    this.#ptrs.length = 0;
+  }
+}
+
+/**
+ * Turns a binding's error string ("kind|message", see wasm/bindings.cpp) into an Error.
+ * Memory failures are RangeErrors; the rest should have been caught by validation.
+ */
+export function wasmError(fn: string, err: string): Error {
+  const bar = err.indexOf('|');
+  const kind = bar < 0 ? 'error' : err.slice(0, bar);
+  const message = bar < 0 ? err : err.slice(bar + 1);
+  if (kind === 'bad_alloc') return new RangeError(`${fn}: out of wasm memory (${message})`);
+  if (kind === 'length_error') return new RangeError(message.startsWith(fn) ? message : `${fn}: ${message}`);
+  return new Error(message.startsWith(fn) ? message : `${fn}: ${message}`);
+}
