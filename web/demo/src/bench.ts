@@ -1,0 +1,266 @@
+// Benchmark page: times scaledDotProductAttention in this tab on each backend (wasm scalar,
+// SIMD, SIMD + threads, WebGPU), L doubling up to the chosen maximum; log-log plot of time vs L
+// with an L² guide and the WebGPU crossover, the memory of naive vs tiled attention, and the
+// environment. Without the library it times the TypeScript reference so the page still works.
+import './style.css';
+import * as d3 from 'd3';
+import * as Plot from '@observablehq/plot';
+import { $, download, fmt, message, progress, yieldToEvents } from './ui';
+import { getLib, libStatus, type QkvLib, type QkvTensor } from './api';
+import { attention, mat, randn, rng } from './math';
+
+interface Backend {
+  id: string;
+  label: string;
+  available: boolean;
+  why?: string;
+  /** loads what the backend needs; returns a short description */
+  prepare(): Promise<string>;
+  run(q: Float32Array, k: Float32Array, v: Float32Array, H: number, L: number, D: number, causal: boolean): Promise<void>;
+}
+
+interface Point { backend: string; L: number; ms: number; runs: number; gflops: number }
+
+const SLOW_MS = 4000;
+const hc = navigator.hardwareConcurrency || 1;
+let stop = false;
+let points: Point[] = [];
+let envInfo: Record<string, string> = {};
+
+function simdSupported(): boolean {
+  try {
+    return WebAssembly.validate(new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 10, 1, 8, 0, 65, 0, 253, 15, 253, 98, 11]));
+  } catch { return false; }
+}
+
+async function gpuAdapter(): Promise<{ ok: boolean; text: string }> {
+  const gpu = (navigator as unknown as { gpu?: { requestAdapter(): Promise<{ info?: Record<string, string> } | null> } }).gpu;
+  if (!gpu) return { ok: false, text: 'navigator.gpu absent' };
+  try {
+    const a = await gpu.requestAdapter();
+    if (!a) return { ok: false, text: 'no adapter' };
+    const i = a.info ?? {};
+    return { ok: true, text: [i.vendor, i.architecture, i.device, i.description].filter(Boolean).join(' · ') || 'adapter (no info)' };
+  } catch (e) { return { ok: false, text: `requestAdapter failed: ${(e as Error).message}` }; }
+}
+
+function libBackends(lib: QkvLib, gpu: boolean): Backend[] {
+  const init = lib.init as (o: Record<string, unknown>) => Promise<{ variant: string; threads: number }>;
+  const dispose = lib.dispose as () => void;
+  const T = lib.Tensor;
+  const call = async (q: Float32Array, k: Float32Array, v: Float32Array, H: number, L: number, D: number, causal: boolean, backend: string) => {
+    const ts: QkvTensor[] = [new T(q, [1, H, L, D]), new T(k, [1, H, L, D]), new T(v, [1, H, L, D])];
+    const r = await lib.scaledDotProductAttention(ts[0], ts[1], ts[2], { isCausal: causal, backend });
+    r.output.dispose?.();
+    ts.forEach((t) => t.dispose?.());
+  };
+  const wasm = (id: string, label: string, variant: string, threads: number, available: boolean, why?: string): Backend => ({
+    id, label, available, why,
+    async prepare() { dispose(); const r = await init({ variant, numThreads: threads }); return `${r.variant}, ${r.threads} thread${r.threads > 1 ? 's' : ''}`; },
+    run: (q, k, v, H, L, D, c) => call(q, k, v, H, L, D, c, 'wasm'),
+  });
+  const simd = simdSupported();
+  const threads = Math.min(hc, 8);
+  return [
+    wasm('scalar', 'wasm scalar', 'scalar', 1, true),
+    wasm('simd', 'wasm SIMD', 'simd', 1, simd, 'no WebAssembly SIMD'),
+    wasm('threads', `wasm SIMD × ${threads} threads`, 'simd-threads', threads, simd && crossOriginIsolated && threads > 1,
+      !crossOriginIsolated ? 'page not crossOriginIsolated' : threads < 2 ? 'one core' : 'no SIMD'),
+    {
+      id: 'webgpu', label: 'WebGPU', available: gpu, why: 'no WebGPU adapter',
+      async prepare() { dispose(); await init({ variant: 'auto' }); return 'WebGPU'; },
+      run: (q, k, v, H, L, D, c) => call(q, k, v, H, L, D, c, 'webgpu'),
+    },
+  ];
+}
+
+const tsBackend: Backend = {
+  id: 'ts', label: 'TypeScript reference', available: true,
+  async prepare() { return 'plain loops'; },
+  async run(q, k, v, H, L, D, causal) {
+    for (let h = 0; h < H; h++) {
+      const s = (x: Float32Array) => mat(L, D, x.subarray(h * L * D, (h + 1) * L * D));
+      attention(s(q), s(k), s(v), 1 / Math.sqrt(D), { kind: causal ? 'causal' : 'bidirectional', window: 0, padded: [] });
+    }
+  },
+};
+
+async function showEnv(): Promise<{ lib: QkvLib | null; gpu: boolean }> {
+  const [lib, gpu] = await Promise.all([getLib(), gpuAdapter()]);
+  envInfo = {
+    crossOriginIsolated: String(crossOriginIsolated),
+    'hardware threads': String(hc),
+    'WebAssembly SIMD': simdSupported() ? 'yes' : 'no',
+    SharedArrayBuffer: typeof SharedArrayBuffer === 'function' ? 'yes' : 'no',
+    'WebGPU adapter': gpu.text,
+    'qkv library': lib ? 'loaded' : (libStatus() ?? 'not loaded') + ' — timing the TypeScript reference instead',
+    'user agent': navigator.userAgent,
+  };
+  const dl = $('#env');
+  dl.replaceChildren(...Object.entries(envInfo).flatMap(([k, v]) => {
+    const dt = document.createElement('dt'); dt.textContent = k;
+    const dd = document.createElement('dd'); dd.textContent = v; dd.dataset.key = k;
+    return [dt, dd];
+  }));
+  return { lib, gpu: gpu.ok };
+}
+
+function renderBackendChoices(backends: Backend[]): void {
+  $('#backends').replaceChildren(...backends.map((b) => {
+    const l = document.createElement('label');
+    const c = document.createElement('input');
+    c.type = 'checkbox'; c.value = b.id; c.checked = b.available; c.disabled = !b.available;
+    l.append(c, ` ${b.label}`);
+    if (!b.available) { const s = document.createElement('span'); s.className = 'small muted'; s.textContent = ` (${b.why})`; l.append(s); }
+    return l;
+  }));
+}
+
+function lengths(maxL: number): number[] {
+  const out: number[] = [];
+  for (let L = 128; L <= maxL; L *= 2) out.push(L);
+  return out;
+}
+
+function randomData(n: number, seed: number): Float32Array {
+  const g = randn(rng(seed));
+  const a = new Float32Array(n);
+  for (let i = 0; i < n; i++) a[i] = g();
+  return a;
+}
+
+async function runBench(backends: Backend[]): Promise<void> {
+  const chosen = new Set([...document.querySelectorAll<HTMLInputElement>('#backends input:checked')].map((c) => c.value));
+  const list = backends.filter((b) => chosen.has(b.id));
+  const msg = $('#msg');
+  message(msg, '');
+  if (!list.length) { message(msg, 'Choose at least one backend.', 'error'); return; }
+  const maxL = Number($<HTMLSelectElement>('#maxl').value), H = Number($<HTMLSelectElement>('#heads').value), D = Number($<HTMLSelectElement>('#dim').value);
+  const causal = $<HTMLInputElement>('#causal').checked;
+  const Ls = lengths(maxL);
+  const bar = $<HTMLProgressElement>('#bar'), status = $('#status');
+  stop = false; points = [];
+  document.body.dataset.benchDone = 'false';
+  $<HTMLButtonElement>('#run').disabled = true; $<HTMLButtonElement>('#stop').disabled = false; $<HTMLButtonElement>('#save').disabled = true;
+  const total = list.length * Ls.length;
+  let done = 0;
+  const notes: string[] = [];
+  for (const b of list) {
+    if (stop) break;
+    let desc: string;
+    try { desc = await b.prepare(); } catch (e) { notes.push(`${b.label}: ${(e as Error).message}`); done += Ls.length; continue; }
+    for (const L of Ls) {
+      if (stop) break;
+      progress(bar, done / total, `${b.label} (${desc}): L = ${L}…`, status);
+      await yieldToEvents();
+      const n = H * L * D;
+      const q = randomData(n, 1), k = randomData(n, 2), v = randomData(n, 3);
+      try {
+        let t = performance.now();
+        await b.run(q, k, v, H, L, D, causal); // warm-up
+        let first = performance.now() - t;
+        const times: number[] = [];
+        if (first < SLOW_MS) {
+          const start = performance.now();
+          while (!stop && (times.length < 3 || performance.now() - start < 300) && times.length < 15 && performance.now() - start < 2000) {
+            t = performance.now();
+            await b.run(q, k, v, H, L, D, causal);
+            times.push(performance.now() - t);
+          }
+        } else times.push(first);
+        const ms = d3.median(times)!;
+        const flops = 4 * H * L * L * D * (causal ? 0.5 : 1);
+        points.push({ backend: b.label, L, ms, runs: times.length, gflops: flops / (ms * 1e6) });
+        renderResults();
+        done++;
+        if (ms > SLOW_MS || first > SLOW_MS) { notes.push(`${b.label} stopped at L = ${L} (one call took ${fmt.ms(Math.max(ms, first))})`); done += Ls.length - Ls.indexOf(L) - 1; break; }
+        first = 0;
+      } catch (e) {
+        notes.push(`${b.label} at L = ${L}: ${(e as Error).message}`);
+        done += Ls.length - Ls.indexOf(L);
+        break;
+      }
+    }
+  }
+  progress(bar, 1, stop ? 'Stopped.' : `Done: ${points.length} measurements.`, status);
+  if (notes.length) message(msg, notes.join(' · '), 'info');
+  $<HTMLButtonElement>('#run').disabled = false; $<HTMLButtonElement>('#stop').disabled = true; $<HTMLButtonElement>('#save').disabled = !points.length;
+  renderResults();
+  document.body.dataset.benchDone = 'true';
+}
+
+function renderResults(): void {
+  const width = Math.min(760, $('#plot-time').clientWidth || 700);
+  if (points.length) {
+    const series = d3.group(points, (p) => p.backend);
+    // L² guide through the slowest backend's first point
+    const first = d3.greatest(points.filter((p) => p.L === d3.min(points, (q) => q.L)), (p) => p.ms)!;
+    const Lmax = d3.max(points, (p) => p.L)!;
+    const guide = d3.range(Math.log2(first.L), Math.log2(Lmax) + 0.01, 0.5).map((e) => ({ L: 2 ** e, ms: first.ms * (2 ** e / first.L) ** 2 }));
+    const gpu = series.get('WebGPU');
+    const cpuBest = (L: number) => d3.min(points.filter((p) => p.L === L && p.backend !== 'WebGPU'), (p) => p.ms);
+    const cross = gpu?.find((p) => { const c = cpuBest(p.L); return c !== undefined && p.ms < c; });
+    $('#crossover').textContent = !gpu ? 'WebGPU was not measured, so there is no crossover to show.'
+      : cross ? `WebGPU is faster than the best wasm backend from L = ${cross.L} (${fmt.ms(cross.ms)} vs ${fmt.ms(cpuBest(cross.L)!)}).`
+      : 'WebGPU did not overtake wasm in this range; its fixed cost per call dominates at these lengths.';
+    const plot = Plot.plot({
+      width, height: 340, marginLeft: 56, marginRight: 20,
+      x: { type: 'log', base: 2, label: 'sequence length L', tickFormat: (d: number) => (d >= 1024 ? `${d / 1024}k` : String(d)) },
+      y: { type: 'log', label: 'time per call (ms)', grid: true },
+      color: { legend: true, scheme: 'tableau10' },
+      marks: [
+        Plot.line(guide, { x: 'L', y: 'ms', stroke: '#999', strokeDasharray: '4,4' }),
+        Plot.text(guide.slice(-1), { x: 'L', y: 'ms', text: () => '∝ L²', dx: -16, dy: -8, fill: '#666' }),
+        ...(cross ? [Plot.ruleX([cross.L], { stroke: '#e15759', strokeDasharray: '2,3' }), Plot.text([cross], { x: 'L', y: 'ms', text: () => 'WebGPU crossover', dy: 14, fill: '#e15759' })] : []),
+        Plot.line(points, { x: 'L', y: 'ms', stroke: 'backend', strokeWidth: 2 }),
+        Plot.dot(points, { x: 'L', y: 'ms', fill: 'backend', r: 3.5, title: (p: Point) => `${p.backend}, L = ${p.L}: ${fmt.ms(p.ms)} (${p.gflops.toFixed(2)} GFLOP/s, ${p.runs} runs)` }),
+      ],
+    });
+    $('#plot-time').replaceChildren(plot);
+  }
+  const backends = [...new Set(points.map((p) => p.backend))];
+  const Ls = [...new Set(points.map((p) => p.L))].sort((a, b) => a - b);
+  const t = $<HTMLTableElement>('#results');
+  t.innerHTML = `<thead><tr><th>L</th>${backends.map((b) => `<th>${b}</th>`).join('')}</tr></thead><tbody>` +
+    Ls.map((L) => `<tr><td>${L}</td>${backends.map((b) => { const p = points.find((x) => x.L === L && x.backend === b); return `<td>${p ? `${fmt.ms(p.ms)} <span class="muted">${p.gflops.toFixed(1)} GF/s</span>` : '–'}</td>`; }).join('')}</tr>`).join('') + '</tbody>';
+}
+
+function renderMemory(): void {
+  const H = Number($<HTMLSelectElement>('#heads').value), D = Number($<HTMLSelectElement>('#dim').value);
+  const threads = Math.min(hc, 8), B = 64;
+  const data = d3.range(7, 15.01, 0.5).flatMap((e) => {
+    const L = 2 ** e, io = 4 * 4 * H * L * D;
+    return [
+      { L, bytes: io + 4 * H * L * L, kind: 'naive: Q, K, V, O + L × L scores' },
+      { L, bytes: io + 4 * threads * (B * B + 2 * B + B * D), kind: 'tiled: Q, K, V, O + one tile per thread' },
+      { L, bytes: 4 * H * L * L, kind: 'the score matrix alone' },
+    ];
+  });
+  $('#plot-mem').replaceChildren(Plot.plot({
+    width: Math.min(760, $('#plot-mem').clientWidth || 700), height: 260, marginLeft: 64,
+    x: { type: 'log', base: 2, label: 'sequence length L', tickFormat: (d: number) => (d >= 1024 ? `${d / 1024}k` : String(d)) },
+    y: { type: 'log', label: 'bytes', grid: true, tickFormat: (d: number) => fmt.bytes(d) },
+    color: { legend: true, range: ['#e15759', '#4e79a7', '#bab0ac'] },
+    marks: [Plot.line(data, { x: 'L', y: 'bytes', stroke: 'kind', strokeWidth: 2 }), Plot.dot(data.filter((d) => d.L === 16384), { x: 'L', y: 'bytes', fill: 'kind' }),
+      Plot.text(data.filter((d) => d.L === 16384 && d.kind.startsWith('naive')), { x: 'L', y: 'bytes', text: (d: { bytes: number }) => fmt.bytes(d.bytes), dx: -30, dy: -10 })],
+  }));
+}
+
+async function main(): Promise<void> {
+  renderMemory();
+  const { lib, gpu } = await showEnv();
+  const backends = lib ? libBackends(lib, gpu) : [tsBackend];
+  if (!lib) $<HTMLSelectElement>('#maxl').value = '1024';
+  renderBackendChoices(backends);
+  $('#run').addEventListener('click', () => void runBench(backends));
+  $('#stop').addEventListener('click', () => { stop = true; });
+  $('#save').addEventListener('click', () => download(new Blob([JSON.stringify({ env: envInfo, points }, null, 1)], { type: 'application/json' }), 'qkv-bench.json'));
+  for (const id of ['#heads', '#dim']) $(id).addEventListener('change', renderMemory);
+  let resize = 0;
+  window.addEventListener('resize', () => { clearTimeout(resize); resize = window.setTimeout(() => { renderMemory(); renderResults(); }, 150); });
+  const auto = new URLSearchParams(location.search).get('run');
+  if (auto) { $<HTMLSelectElement>('#maxl').value = auto; void runBench(backends); }
+  document.body.dataset.ready = 'true';
+}
+
+void main();

@@ -1,0 +1,45 @@
+// The data contract between the model and every view (BertViz's habit): attention weights as
+// attn[layer][head][query][key]. Rows are Float32Arrays; a causal model's row q has meaningful
+// entries 0..q and zeros after. Views only read an AttnData; the model page alone writes it.
+
+export interface AttnData {
+  /** display text of each token */
+  tokens: string[];
+  ids: number[];
+  /** how many of the tokens came from the prompt */
+  promptLength: number;
+  nLayer: number;
+  nHead: number;
+  /** attn[layer][head][q][k] */
+  attn: Float32Array[][][];
+  /** per-head queries and keys, q[layer][head] = Float32Array(L * headDim), when known */
+  q?: Float32Array[][];
+  k?: Float32Array[][];
+  headDim: number;
+  /** 1/sqrt(headDim) unless the model says otherwise */
+  scale: number;
+}
+
+export const seqLen = (d: AttnData): number => d.tokens.length;
+
+/** Largest |row sum - 1| over every row of every head (0 for an empty set). */
+export function maxRowSumError(d: AttnData): number {
+  let worst = 0;
+  for (const layer of d.attn) for (const head of layer) for (const r of head) {
+    let s = 0;
+    for (let j = 0; j < r.length; j++) s += r[j];
+    worst = Math.max(worst, Math.abs(s - 1));
+  }
+  return worst;
+}
+
+/** The JSON export: plain arrays, one matrix per head, padded with zeros to L x L. */
+export function toJSON(d: AttnData, meta: Record<string, unknown>): string {
+  const L = d.tokens.length;
+  return JSON.stringify({
+    ...meta,
+    format: 'attn[layer][head][query][key]; rows are softmax probabilities (each sums to 1)',
+    tokens: d.tokens, ids: d.ids, promptLength: d.promptLength, nLayer: d.nLayer, nHead: d.nHead,
+    attn: d.attn.map((layer) => layer.map((head) => head.map((r) => Array.from({ length: L }, (_v, j) => +(r[j] ?? 0).toPrecision(6))))),
+  });
+}

@@ -1,0 +1,326 @@
+// Model page: load the tiny GPT (or a dropped checkpoint), generate token by token, and keep
+// the attention explorer (head view, model view, neuron view) in step with every token.
+// `st` holds the state; update functions change it and call render(), which only draws.
+import './style.css';
+import { $, download, headColor, message, progress, showToken, yieldToEvents } from './ui';
+import { CheckpointError, fetchCheckpoint, openModel, readDroppedFiles, type CheckpointFiles, type DemoModel } from './api';
+import { maxRowSumError, toJSON, type AttnData } from './contract';
+import { allHeadStats, badgeClass, CAVEAT, type HeadStats } from './patterns';
+import { HeadView } from './headview';
+import { ModelView } from './modelview';
+import { renderNeuron } from './neuronview';
+import { elementToPng } from './export';
+
+const DEFAULT_MODEL = './models/tiny-kjv/';
+type Tab = 'head' | 'model' | 'neuron';
+
+const st = {
+  model: null as DemoModel | null,
+  data: null as AttnData | null,
+  stats: [] as HeadStats[][],
+  tab: 'head' as Tab,
+  layer: 0,
+  heads: [] as boolean[],
+  query: -1,
+  sel: { layer: 0, head: 0 },
+  neuronKey: -1,
+  generating: false,
+  stopRequested: false,
+  qkPending: false,
+};
+
+const headView = new HeadView($('#headview'), (q) => { st.query = q; st.neuronKey = -1; renderControls(); headView.update(viewState()); });
+const modelView = new ModelView($('#thumbs'), $('#heatmap'), (s) => { st.sel = s; st.layer = s.layer; render(); });
+const viewState = () => ({ layer: st.layer, heads: st.heads, query: st.query });
+
+$('#caveat').textContent = `How to read these maps: ${CAVEAT}`;
+
+// ---------------------------------------------------------------- rendering
+
+function renderControls(): void {
+  const d = st.data, m = st.model;
+  const layerSel = $<HTMLSelectElement>('#layer'), headSel = $<HTMLSelectElement>('#head'), qSel = $<HTMLSelectElement>('#query');
+  const nL = m?.config.n_layer ?? 0, nH = m?.config.n_head ?? 0;
+  if (layerSel.options.length !== nL) layerSel.replaceChildren(...Array.from({ length: nL }, (_v, l) => new Option(String(l), String(l))));
+  layerSel.value = String(st.layer);
+  if (headSel.options.length !== nH) headSel.replaceChildren(...Array.from({ length: nH }, (_v, h) => new Option(String(h), String(h))));
+  headSel.value = String(st.sel.head);
+  if (d) {
+    const L = d.tokens.length;
+    if (qSel.options.length !== L) qSel.replaceChildren(...d.tokens.map((t, i) => new Option(`${i}: ${showToken(t)}`, String(i))));
+    qSel.value = String(st.query < 0 ? L - 1 : st.query);
+  }
+  // head chips: colour, pattern label, toggle
+  const chips = $('#chips');
+  if (chips.childElementCount !== nH) {
+    chips.replaceChildren(...Array.from({ length: nH }, (_v, h) => {
+      const b = document.createElement('button');
+      b.type = 'button'; b.className = 'chip'; b.dataset.head = String(h);
+      b.innerHTML = `<span class="dot" style="background:${headColor(h)}"></span><span class="name">head ${h}</span> <span class="badge"></span>`;
+      b.addEventListener('click', () => { st.heads[h] = !st.heads[h]; renderControls(); headView.update(viewState()); });
+      return b;
+    }));
+  }
+  [...chips.children].forEach((b, h) => {
+    b.setAttribute('aria-pressed', String(st.heads[h] !== false));
+    const s = st.stats[st.layer]?.[h];
+    const badge = b.querySelector<HTMLElement>('.badge')!;
+    badge.textContent = s ? `${s.label} · ${s.entropy.toFixed(2)} b` : '';
+    badge.className = `badge ${s ? badgeClass(s.label) : ''}`;
+    b.setAttribute('title', s ? `head ${h}: ${s.label}; mean row entropy ${s.entropy.toFixed(2)} bits` : `head ${h}`);
+  });
+  document.querySelectorAll<HTMLElement>('.neuron-only').forEach((e) => { e.hidden = st.tab !== 'neuron'; });
+  document.querySelectorAll<HTMLElement>('.head-only').forEach((e) => { e.hidden = st.tab !== 'head'; });
+  $<HTMLButtonElement>('#export-png').disabled = !d;
+  $<HTMLButtonElement>('#export-json').disabled = !d;
+}
+
+function render(): void {
+  renderControls();
+  const d = st.data;
+  $('#empty').hidden = !!d;
+  for (const t of ['head', 'model', 'neuron'] as Tab[]) {
+    $(`#view-${t}`).hidden = st.tab !== t || !d;
+    const tab = $(`#tab-${t}`);
+    tab.setAttribute('aria-selected', String(st.tab === t));
+    tab.tabIndex = st.tab === t ? 0 : -1;
+  }
+  if (!d) return;
+  if (st.tab === 'head') headView.render(d, viewState());
+  else if (st.tab === 'model') modelView.render(d, st.stats, st.sel);
+  else renderNeuronView();
+  const err = maxRowSumError(d);
+  const rc = $('#rowcheck');
+  rc.textContent = `${d.nLayer} layers × ${d.nHead} heads × ${d.tokens.length} tokens; every row sums to 1 (largest deviation ${err.toExponential(1)}).`;
+  rc.dataset.maxRowError = String(err);
+}
+
+function renderNeuronView(): void {
+  const d = st.data!;
+  if (!d.q && st.model && !st.qkPending) {
+    st.qkPending = true;
+    const ids = d.ids.slice();
+    void st.model.queriesKeys(ids).then((qk) => {
+      st.qkPending = false;
+      if (qk && st.data && st.data.ids.length === ids.length) { st.data.q = qk.q; st.data.k = qk.k; if (st.tab === 'neuron') renderNeuronView(); }
+    });
+  }
+  renderNeuron($('#neuron'), d, { layer: st.layer, head: st.sel.head, query: st.query, key: st.neuronKey });
+}
+
+let renderQueued = false;
+/** Coalesces renders to one per animation frame while tokens stream in. */
+function scheduleRender(): void {
+  if (renderQueued) return;
+  renderQueued = true;
+  requestAnimationFrame(() => { renderQueued = false; render(); });
+}
+
+// ---------------------------------------------------------------- model + data
+
+function setData(ids: number[], promptLength: number, attn: Float32Array[][][]): void {
+  const m = st.model!;
+  st.data = {
+    tokens: ids.map((id) => m.tokenizer.tokenText(id)), ids: ids.slice(), promptLength,
+    nLayer: m.config.n_layer, nHead: m.config.n_head, attn, headDim: m.headDim, scale: 1 / Math.sqrt(m.headDim),
+  };
+  st.stats = allHeadStats(st.data);
+  document.body.dataset.tokens = String(ids.length);
+}
+
+function renderOutput(ids: number[], promptLength: number): void {
+  const m = st.model!;
+  const out = $('#output');
+  const p = document.createElement('span'); p.className = 'prompt'; p.textContent = m.tokenizer.decode(ids.slice(0, promptLength));
+  const n = document.createElement('span'); n.className = 'new'; n.textContent = m.tokenizer.decode(ids.slice(promptLength));
+  out.replaceChildren(p, n);
+  out.scrollTop = out.scrollHeight;
+}
+
+async function useModel(files: CheckpointFiles, bar: HTMLProgressElement, text: HTMLElement): Promise<void> {
+  const model = await openModel(files, (f, what) => progress(bar, f, what, text));
+  st.model?.dispose();
+  st.model = model;
+  st.data = null;
+  st.layer = 0; st.sel = { layer: 0, head: 0 }; st.query = -1; st.neuronKey = -1;
+  st.heads = Array.from({ length: model.config.n_head }, () => true);
+  const c = model.config;
+  $('#model-info').textContent = `${model.name}: ${c.n_layer} layers × ${c.n_head} heads, d_model ${c.n_embd}, context ${c.n_positions}, vocab ${c.vocab_size}.`;
+  $('#backend').textContent = model.engine;
+  $<HTMLButtonElement>('#generate').disabled = false;
+  render();
+  await analysePrompt();
+}
+
+/** Runs the prompt alone so the explorer has something to show before generating. */
+async function analysePrompt(): Promise<void> {
+  const m = st.model;
+  if (!m || st.generating) return;
+  const ids = m.tokenizer.encode($<HTMLTextAreaElement>('#prompt').value).slice(-m.config.n_positions);
+  if (!ids.length) return;
+  const { attn } = await m.run(ids, true);
+  setData(ids, ids.length, attn!);
+  renderOutput(ids, ids.length);
+  render();
+}
+
+async function generate(): Promise<void> {
+  const m = st.model;
+  if (!m || st.generating) return;
+  const msg = $('#gen-msg');
+  message(msg, '');
+  const maxNew = Math.max(1, Math.min(1000, Math.floor(Number($<HTMLInputElement>('#max-new').value) || 20)));
+  const temperature = Number($<HTMLInputElement>('#temperature').value);
+  const topK = Math.max(0, Math.floor(Number($<HTMLInputElement>('#top-k').value) || 0));
+  let ids = m.tokenizer.encode($<HTMLTextAreaElement>('#prompt').value);
+  if (!ids.length) { message(msg, 'Type a prompt first.', 'error'); return; }
+  const room = m.config.n_positions - maxNew;
+  if (room < 1) { message(msg, `At most ${m.config.n_positions - 1} new tokens fit in this model's context.`, 'error'); return; }
+  if (ids.length > room) { ids = ids.slice(-room); message(msg, `The prompt was cut to its last ${room} tokens to leave room for ${maxNew} new ones.`, 'info'); }
+  const promptLength = ids.length;
+  st.generating = true; st.stopRequested = false; st.query = -1; st.neuronKey = -1;
+  document.body.dataset.generating = 'true';
+  $<HTMLButtonElement>('#generate').disabled = true;
+  $<HTMLButtonElement>('#stop').disabled = false;
+  $('#count').textContent = '0';
+  $('#speed').textContent = '–';
+  let made = 0;
+  try {
+    // the prompt's own rows, then one row per step (the KV cache computes only the new query's row)
+    const first = await m.run(ids, true);
+    const attn = first.attn!;
+    setData(ids, promptLength, attn);
+    scheduleRender();
+    const t0 = performance.now();
+    const seed = Math.floor(Number($<HTMLInputElement>('#seed').value) || 0);
+    for await (const step of m.generate(ids, { maxNewTokens: maxNew, temperature, topK, seed })) {
+      const q = step.position - 1; // the query whose row this is
+      step.rows.forEach((layer, l) => layer.forEach((row, h) => { attn[l][h][q] = row; }));
+      ids = [...ids, step.token];
+      made++;
+      // the explorer shows the tokens whose rows are known (the newest gets its row next step)
+      setData(ids.slice(0, q + 1), promptLength, attn.map((layer) => layer.map((rows) => rows.slice(0, q + 1))));
+      renderOutput(ids, promptLength);
+      $('#count').textContent = String(made);
+      $('#speed').textContent = `${(made / ((performance.now() - t0) / 1000)).toFixed(1)} tokens/s`;
+      scheduleRender();
+      if (st.stopRequested) break;
+      await yieldToEvents();
+    }
+    // one full pass so the last token has its row too
+    const last = await m.run(ids, true);
+    setData(ids, promptLength, last.attn!);
+    renderOutput(ids, promptLength);
+    message(msg, st.stopRequested ? `Stopped after ${made} tokens.` : `Generated ${made} tokens.`, 'ok');
+  } catch (e) {
+    message(msg, `Generation failed: ${(e as Error).message}`, 'error');
+  } finally {
+    st.generating = false;
+    document.body.dataset.generating = 'false';
+    document.body.dataset.generated = String(made);
+    $<HTMLButtonElement>('#generate').disabled = false;
+    $<HTMLButtonElement>('#stop').disabled = true;
+    render();
+  }
+}
+
+// ---------------------------------------------------------------- drop a checkpoint
+
+async function loadDropped(files: File[]): Promise<void> {
+  const bar = $<HTMLProgressElement>('#drop-bar'), text = $('#drop-text'), msg = $('#drop-msg');
+  if (st.generating) { message(msg, 'Stop the generation first.', 'error'); return; }
+  message(msg, '');
+  bar.hidden = false;
+  progress(bar, 0, 'reading files…', text);
+  try {
+    const ck = await readDroppedFiles(files, (f, what) => progress(bar, f, what, text));
+    await useModel(ck, bar, text);
+    progress(bar, 1, '', text);
+    message(msg, `Loaded ${ck.name}. The explorer now shows its heads.`, 'ok');
+  } catch (e) {
+    const known = e instanceof CheckpointError;
+    message(msg, known ? (e as Error).message : `Could not load the checkpoint: ${(e as Error).message}`, 'error');
+    text.textContent = '';
+  } finally {
+    bar.hidden = true;
+  }
+}
+
+function wireDrop(): void {
+  const zone = $('#dropzone');
+  const over = (on: boolean) => zone.classList.toggle('over', on);
+  document.addEventListener('dragover', (e) => { e.preventDefault(); over(true); });
+  document.addEventListener('dragleave', (e) => { if (!e.relatedTarget) over(false); });
+  document.addEventListener('drop', (e) => {
+    e.preventDefault(); over(false);
+    void loadDropped([...(e.dataTransfer?.files ?? [])]);
+  });
+  const input = $<HTMLInputElement>('#files');
+  input.addEventListener('change', () => { void loadDropped([...(input.files ?? [])]); input.value = ''; });
+}
+
+// ---------------------------------------------------------------- controls
+
+function setTab(t: Tab): void { st.tab = t; render(); }
+
+function wire(): void {
+  $('#generate').addEventListener('click', () => void generate());
+  $('#stop').addEventListener('click', () => { st.stopRequested = true; });
+  $('#prompt').addEventListener('keydown', (e) => { if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) void generate(); });
+  let promptTimer = 0;
+  $('#prompt').addEventListener('input', () => { clearTimeout(promptTimer); promptTimer = window.setTimeout(() => void analysePrompt(), 300); });
+  const temp = $<HTMLInputElement>('#temperature');
+  temp.addEventListener('input', () => { $('#temperature-out').textContent = Number(temp.value).toFixed(2); });
+  const tabs: Tab[] = ['head', 'model', 'neuron'];
+  tabs.forEach((t, n) => {
+    const el = $(`#tab-${t}`);
+    el.addEventListener('click', () => setTab(t));
+    el.addEventListener('keydown', (e) => {
+      if (e.key !== 'ArrowRight' && e.key !== 'ArrowLeft') return;
+      const next = tabs[(n + (e.key === 'ArrowRight' ? 1 : tabs.length - 1)) % tabs.length];
+      setTab(next); $(`#tab-${next}`).focus();
+    });
+  });
+  $('#layer').addEventListener('change', () => { st.layer = Number($<HTMLSelectElement>('#layer').value); st.sel = { ...st.sel, layer: st.layer }; render(); });
+  $('#head').addEventListener('change', () => { st.sel = { ...st.sel, head: Number($<HTMLSelectElement>('#head').value) }; st.neuronKey = -1; render(); });
+  $('#query').addEventListener('change', () => { st.query = Number($<HTMLSelectElement>('#query').value); st.neuronKey = -1; render(); });
+  $('#export-png').addEventListener('click', async () => {
+    const target = st.tab === 'head' ? $('#headview') : st.tab === 'model' ? $('#view-model') : $('#neuron');
+    const title = `qkv · ${st.model?.name ?? ''} · ${st.tab} view · layer ${st.layer}${st.tab === 'head' ? '' : ` · head ${st.sel.head}`}`;
+    try {
+      const png = await elementToPng(target, title);
+      document.body.dataset.lastPngBytes = String(png.size);
+      download(png, `qkv-${st.tab}-view-layer${st.layer}.png`);
+    } catch (e) {
+      message($('#gen-msg'), `PNG export failed: ${(e as Error).message}`, 'error');
+    }
+  });
+  $('#export-json').addEventListener('click', () => {
+    if (!st.data || !st.model) return;
+    const json = toJSON(st.data, { model: st.model.name, config: st.model.config, engine: st.model.engine, text: st.model.tokenizer.decode(st.data.ids) });
+    download(new Blob([json], { type: 'application/json' }), 'qkv-attention.json');
+  });
+  let resize = 0;
+  window.addEventListener('resize', () => { clearTimeout(resize); resize = window.setTimeout(render, 150); });
+  wireDrop();
+}
+
+async function start(): Promise<void> {
+  wire();
+  render();
+  const bar = $<HTMLProgressElement>('#load-bar'), text = $('#load-text');
+  try {
+    const files = await fetchCheckpoint(DEFAULT_MODEL, (f, what) => progress(bar, f, what, text));
+    await useModel(files, bar, text);
+    progress(bar, 1, 'Model ready.', text);
+    $('#load').hidden = true;
+  } catch (e) {
+    progress(bar, 0, '', text);
+    $('#load').hidden = true;
+    message($('#gen-msg'), e instanceof CheckpointError ? e.message : `The model could not be loaded: ${(e as Error).message}`, 'error');
+  }
+  document.body.dataset.ready = 'true';
+}
+
+void start();
+

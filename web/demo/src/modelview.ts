@@ -1,0 +1,85 @@
+// Model view: every layer x head as a thumbnail heat map (canvas, coloured with d3's scale),
+// with its entropy and pattern label; choosing one opens a labelled heat map of that head.
+import * as d3 from 'd3';
+import type { AttnData } from './contract';
+import { badgeClass, PATTERN_NOTE, type HeadStats } from './patterns';
+import { renderHeatmap } from './heatmap';
+import { showToken } from './ui';
+
+export interface Selected { layer: number; head: number }
+
+const colorCache = d3.range(256).map((i) => d3.color(d3.interpolateBlues(i / 255))!.rgb());
+
+/** Paints one head's L x L weights into a canvas, one pixel per weight. */
+export function paintThumb(canvas: HTMLCanvasElement, rows: Float32Array[]): void {
+  const L = rows.length;
+  canvas.width = L; canvas.height = L;
+  const ctx = canvas.getContext('2d')!;
+  const img = ctx.createImageData(L, L);
+  for (let i = 0; i < L; i++) for (let j = 0; j < L; j++) {
+    const w = j < rows[i].length ? rows[i][j] : 0;
+    const c = colorCache[Math.max(0, Math.min(255, Math.round(Math.sqrt(w) * 255)))];
+    const o = (i * L + j) * 4;
+    img.data[o] = c.r; img.data[o + 1] = c.g; img.data[o + 2] = c.b; img.data[o + 3] = 255;
+  }
+  ctx.putImageData(img, 0, 0);
+}
+
+export class ModelView {
+  private buttons: HTMLButtonElement[][] = [];
+  private shape = '';
+
+  constructor(private grid: HTMLElement, private detail: HTMLElement, private onSelect: (s: Selected) => void) {}
+
+  /** Builds the grid when the model shape changes; repaints thumbnails and labels otherwise. */
+  render(data: AttnData, stats: HeadStats[][], sel: Selected): void {
+    const shape = `${data.nLayer}x${data.nHead}`;
+    if (shape !== this.shape) {
+      this.shape = shape;
+      this.grid.replaceChildren();
+      this.grid.style.gridTemplateColumns = `auto repeat(${data.nHead}, minmax(0, 1fr))`;
+      const corner = document.createElement('span');
+      this.grid.append(corner);
+      for (let h = 0; h < data.nHead; h++) { const s = document.createElement('span'); s.className = 'small muted export-text'; s.style.textAlign = 'center'; s.textContent = `head ${h}`; this.grid.append(s); }
+      this.buttons = [];
+      for (let l = 0; l < data.nLayer; l++) {
+        const lab = document.createElement('span');
+        lab.className = 'small muted export-text'; lab.style.alignSelf = 'center'; lab.textContent = `layer ${l}`;
+        this.grid.append(lab);
+        const row: HTMLButtonElement[] = [];
+        for (let h = 0; h < data.nHead; h++) {
+          const b = document.createElement('button');
+          b.type = 'button'; b.className = 'thumb';
+          b.dataset.layer = String(l); b.dataset.head = String(h);
+          b.innerHTML = '<canvas></canvas><span class="tag export-text"></span><span class="ent num export-text"></span>';
+          b.addEventListener('click', () => this.onSelect({ layer: l, head: h }));
+          row.push(b);
+          this.grid.append(b);
+        }
+        this.buttons.push(row);
+      }
+    }
+    for (let l = 0; l < data.nLayer; l++) for (let h = 0; h < data.nHead; h++) {
+      const b = this.buttons[l][h], s = stats[l][h];
+      paintThumb(b.querySelector('canvas')!, data.attn[l][h]);
+      const tag = b.querySelector<HTMLElement>('.tag')!;
+      tag.textContent = s.label;
+      tag.className = `tag badge ${badgeClass(s.label)}`;
+      b.querySelector('.ent')!.textContent = `H ${s.entropy.toFixed(2)} b`;
+      b.setAttribute('aria-pressed', String(l === sel.layer && h === sel.head));
+      b.setAttribute('aria-label', `layer ${l} head ${h}: ${s.label}, mean entropy ${s.entropy.toFixed(2)} bits`);
+      b.title = `layer ${l}, head ${h}: ${s.label} (${PATTERN_NOTE[s.label]}); previous ${s.prev.toFixed(2)}, first ${s.sink.toFixed(2)}, self ${s.self.toFixed(2)}`;
+    }
+    this.renderDetail(data, stats, sel);
+  }
+
+  renderDetail(data: AttnData, stats: HeadStats[][], sel: Selected): void {
+    const rows = data.attn[sel.layer][sel.head], s = stats[sel.layer][sel.head];
+    const labels = data.tokens.map((t) => { const x = showToken(t); return x.length > 10 ? x.slice(0, 9) + '…' : x; });
+    renderHeatmap(this.detail, {
+      rows: labels, cols: labels, value: (i, j) => rows[i][j] ?? 0, masked: (i, j) => j > i,
+      numbers: true, rowSums: true, maxCell: 34, width: Math.min(760, this.detail.clientWidth || 700),
+      title: `layer ${sel.layer} · head ${sel.head} · ${s.label} · mean entropy ${s.entropy.toFixed(2)} bits`,
+    });
+  }
+}
