@@ -10,7 +10,7 @@
 // transposing keys: St = K Qᵀ broadcasts key elements against rows of the (once per item)
 // transposed queries, the softmax runs across query rows a batch at a time, and P V
 // broadcasts St elements against value rows. Both products are the register-blocked
-// micro-kernel in accumulate.hpp (4 x 3 batches = 12 independent mul+add chains).
+// micro-kernel in accumulate.hpp (3 x 3 batches = 9 independent mul+add chains).
 #include <algorithm>
 #include <cmath>
 #include <limits>

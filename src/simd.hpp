@@ -54,9 +54,32 @@ template <class A>
 inline xsimd::batch<float, A> splat(float x, xsimd::batch<float, A>) {
   return xsimd::batch<float, A>(x);
 }
+// exp for the softmax, in plain arithmetic and integer bit operations that lower to wasm
+// SIMD128 one to one (xsimd's generic exp goes through SSE rounding/conversion intrinsics
+// that Emscripten emulates with several instructions each). Cephes' expf: n = round(x/ln2)
+// by the 1.5*2^23 trick, r = x - n ln2 in two parts, a degree-5 polynomial, then 2^n built
+// in the exponent bits. Relative error ~1e-7; exactly 0 below -87.3 (and for -inf), where
+// float32 underflows anyway. The softmax only calls it on x <= 0.
 template <class A>
 inline xsimd::batch<float, A> exp(xsimd::batch<float, A> x) {
-  return xsimd::exp(x);
+  using F = xsimd::batch<float, A>;
+  using I = xsimd::batch<int32_t, A>;
+  const F lowest(-87.3365479f), highest(88.3762589f), magic(12582912.0f);  // magic = 1.5 * 2^23
+  const F xc = xsimd::min(xsimd::max(x, lowest), highest);
+  const F t = xc * F(1.44269504088896341f) + magic;  // n + magic, n in t's low mantissa bits
+  const F n = t - magic;
+  F r = xc - n * F(0.693359375f);
+  r = r - n * F(-2.12194440e-4f);
+  F p(1.9875691500e-4f);
+  p = p * r + F(1.3981999507e-3f);
+  p = p * r + F(8.3334519073e-3f);
+  p = p * r + F(4.1665795894e-2f);
+  p = p * r + F(1.6666665459e-1f);
+  p = p * r + F(5.0000001201e-1f);
+  p = p * (r * r) + r + F(1.0f);
+  const I exponent = xsimd::bitwise_cast<I>(t) - xsimd::bitwise_cast<I>(magic) + I(127);
+  const F two_n = xsimd::bitwise_cast<F>(exponent << 23);
+  return xsimd::select(x < lowest, F(0.0f), p * two_n);
 }
 template <class A>
 inline xsimd::batch<float, A> max(xsimd::batch<float, A> a, xsimd::batch<float, A> b) {
@@ -79,7 +102,7 @@ inline xsimd::batch<float, A> select(xsimd::batch_bool<float, A> c, xsimd::batch
 }
 template <class A>
 inline xsimd::batch<float, A> exp_shifted(xsimd::batch<float, A> s, xsimd::batch<float, A> m) {
-  return xsimd::select(s == m, xsimd::batch<float, A>(1.0f), xsimd::exp(s - m));
+  return xsimd::select(s == m, xsimd::batch<float, A>(1.0f), simd::exp(s - m));
 }
 #else
 using Batch = float;

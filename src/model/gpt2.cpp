@@ -9,6 +9,7 @@
 #include "attention.hpp"
 #include "linear.hpp"
 #include "simd.hpp"
+#include "thread_pool.hpp"
 #include "model/json.hpp"
 
 namespace qkv {
@@ -256,6 +257,23 @@ void gelu_tanh(float* x, int64_t n) {
   }
 }
 
+// y [M, N] = x [M, K] W [K, N] + b, the rows split over `threads` (each row is computed by
+// the same kernel whatever the split, so the bits do not depend on the thread count)
+void linear_rows(const float* x, int64_t M, int64_t K, const float* W, int64_t N, const float* b, float* y,
+                 int threads) {
+  const int64_t blocks = (M + 3) / 4;  // the kernel's register block is 4 rows
+  if (threads <= 1 || blocks < 2) {
+    linear(x, M, K, W, N, b, y, WeightLayout::InOut);
+    return;
+  }
+  const int64_t items = std::min<int64_t>(blocks, int64_t(threads) * 4);
+  const int64_t rows = 4 * ((blocks + items - 1) / items);
+  parallel_for((M + rows - 1) / rows, threads, [&](int64_t item, int) {
+    const int64_t m0 = item * rows;
+    linear(x + m0 * K, std::min(rows, M - m0), K, W, N, b, y + m0 * N, WeightLayout::InOut);
+  });
+}
+
 void ensure(std::vector<float>& v, size_t n) {
   if (v.size() < n) v.resize(n);
 }
@@ -338,7 +356,7 @@ void GPT2::run(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache>
     // xb [L, E] = ln_1(x)
     layernorm(xb, x, w.ln_1_weight.data(), w.ln_1_bias.data(), L, E, c.layer_norm_epsilon);
     // qkv [L, 3E] = xb @ c_attn.weight [E, 3E] + c_attn.bias
-    linear(xb, L, E, w.attn_c_attn_weight.data(), 3 * E, w.attn_c_attn_bias.data(), qkv, WeightLayout::InOut);
+    linear_rows(xb, L, E, w.attn_c_attn_weight.data(), 3 * E, w.attn_c_attn_bias.data(), qkv, threads_);
     // split heads: q/k/v [H, L, D] from qkv [L, (3, H, D)]
     for (int64_t t = 0; t < L; ++t) {
       for (int64_t h = 0; h < H; ++h) {
@@ -364,17 +382,17 @@ void GPT2::run(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache>
       for (int64_t t = 0; t < L; ++t) std::copy(att + (h * L + t) * D, att + (h * L + t + 1) * D, xb + t * E + h * D);
     }
     // xb2 [L, E] = xb @ attn.c_proj.weight [E, E] + bias
-    linear(xb, L, E, w.attn_c_proj_weight.data(), E, w.attn_c_proj_bias.data(), xb2, WeightLayout::InOut);
+    linear_rows(xb, L, E, w.attn_c_proj_weight.data(), E, w.attn_c_proj_bias.data(), xb2, threads_);
     // residual: x += xb2
     for (size_t i = 0; i < n * size_t(E); ++i) x[i] += xb2[i];
 
     // xb [L, E] = ln_2(x)
     layernorm(xb, x, w.ln_2_weight.data(), w.ln_2_bias.data(), L, E, c.layer_norm_epsilon);
     // hb [L, I] = gelu(xb @ mlp.c_fc.weight [E, I] + bias)
-    linear(xb, L, E, w.mlp_c_fc_weight.data(), I, w.mlp_c_fc_bias.data(), hb, WeightLayout::InOut);
+    linear_rows(xb, L, E, w.mlp_c_fc_weight.data(), I, w.mlp_c_fc_bias.data(), hb, threads_);
     gelu_tanh(hb, L * I);
     // xb2 [L, E] = hb @ mlp.c_proj.weight [I, E] + bias
-    linear(hb, L, I, w.mlp_c_proj_weight.data(), E, w.mlp_c_proj_bias.data(), xb2, WeightLayout::InOut);
+    linear_rows(hb, L, I, w.mlp_c_proj_weight.data(), E, w.mlp_c_proj_bias.data(), xb2, threads_);
     // residual: x += xb2
     for (size_t i = 0; i < n * size_t(E); ++i) x[i] += xb2[i];
   }
@@ -384,7 +402,7 @@ void GPT2::run(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache>
   const int64_t rows = L - first;
   layernorm(xb, x + first * E, weights_.ln_f_weight.data(), weights_.ln_f_bias.data(), rows, E, c.layer_norm_epsilon);
   // logits [rows, V] = xb @ wte^T (tied embeddings; lm_head_ = wte^T [E, V])
-  linear(xb, rows, E, lm_head_.data(), V, nullptr, logits, WeightLayout::InOut);
+  linear_rows(xb, rows, E, lm_head_.data(), V, nullptr, logits, threads_);
 }
 
 // ----------------------------------------------------------------------------- session
