@@ -1,0 +1,398 @@
+#!/usr/bin/python3
+"""Reference outputs of the PyTorch GPT-2 forward, for the C++/JS tests (tests/data/model/).
+
+    /usr/bin/python3 tools/model/make_reference.py              # both parts below
+    /usr/bin/python3 tools/model/make_reference.py --samples    # also print README samples
+
+1. tiny-kjv: reads web/models/tiny-kjv (as exported: config.json + model.safetensors) and
+   writes tests/data/model/tiny-kjv.json + tests/data/model/tiny-kjv/*.bin: for 3 prompts the
+   input ids, logits, attentions and a 64-token greedy continuation.
+2. random-gpt2: a seeded, untrained GPT-2 of another shape (3 layers, 6 heads, n_embd 192,
+   n_positions 64, vocab 300) with a GPT-2-format byte-level BPE tokenizer (vocab.json,
+   merges.txt: 256 byte tokens + 44 merges learned on the KJV text), written to
+   tests/data/model/random-gpt2/, and its references to tests/data/model/random-gpt2.json +
+   tests/data/model/random-gpt2-ref/*.bin, including expected token ids from GPT-2's encoder.
+
+Every .bin is raw little-endian float32, row-major, with its shape in the JSON manifest.
+References are computed in float64 from the float32 weights and rounded once to float32, so
+they do not depend on the BLAS library; a float32 implementation should match them to ~1e-5.
+"""
+import argparse
+import collections
+import hashlib
+import json
+import os
+import sys
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import train_tiny as tt  # noqa: E402
+
+try:
+    import regex as re_u
+except ImportError:  # pragma: no cover
+    sys.exit('make_reference: needs the `regex` module: apt-get install -y python3-regex')
+
+DATA = os.path.join(tt.ROOT, 'tests', 'data', 'model')
+
+TINY_PROMPTS = [
+    ('beginning', 'In the beginning'),
+    ('verse', 'For God so loved the world, that he gave his only begotten Son'),
+    ('utf8', 'And Jesus went into the café, and the people followed him.'),
+]
+N_GREEDY = 64
+
+
+def sha256_file(path):
+    with open(path, 'rb') as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def dump_json(obj, path):
+    """Indented JSON, but lists of numbers (ids, shapes, margins) on one line."""
+    def enc(o, ind):
+        pad = ' ' * ind
+        if isinstance(o, dict):
+            if not o:
+                return '{}'
+            items = [f'{pad} {json.dumps(k, ensure_ascii=False)}: {enc(v, ind + 1)}' for k, v in o.items()]
+            return '{\n' + ',\n'.join(items) + '\n' + pad + '}'
+        if isinstance(o, list) and any(isinstance(v, (dict, list)) for v in o):
+            return '[\n' + ',\n'.join(f'{pad} {enc(v, ind + 1)}' for v in o) + '\n' + pad + ']'
+        return json.dumps(o, ensure_ascii=False)
+    with open(path, 'w', encoding='utf-8') as f:
+        f.write(enc(obj, 0) + '\n')
+
+
+def write_f32(path, t):
+    a = t.detach().cpu().numpy().astype('<f4')     # rounded once from float64
+    with open(path, 'wb') as f:
+        f.write(np.ascontiguousarray(a).tobytes())
+    return list(a.shape)
+
+
+@torch.no_grad()
+def forward_case(model, ids, name, bin_dir, rel_dir):
+    """Run ids through model; write logits and attentions; return the manifest entry."""
+    x = torch.tensor([ids], dtype=torch.long)
+    logits, atts = model(x, output_attentions=True)
+    os.makedirs(bin_dir, exist_ok=True)
+    lf = f'{name}.logits.bin'
+    af = f'{name}.attentions.bin'
+    lshape = write_f32(os.path.join(bin_dir, lf), logits)
+    ashape = write_f32(os.path.join(bin_dir, af), torch.stack(atts))    # [n_layer, 1, H, L, L]
+    return {
+        'ids': list(ids),
+        'logits': {'file': f'{rel_dir}/{lf}', 'shape': lshape},
+        'attentions': {'file': f'{rel_dir}/{af}', 'shape': ashape,
+                       'note': 'all layers stacked: [n_layer, 1, n_head, L, L]; layer i is '
+                               'attentions[i] of shape [1, n_head, L, L]'},
+        'last_logits_argmax': int(torch.argmax(logits[0, -1])),
+    }
+
+
+@torch.no_grad()
+def greedy_with_margins(model, ids, n_new):
+    """Greedy continuation; also the gap between the best and second-best logit per step."""
+    ids = list(ids)
+    margins = []
+    P = model.cfg['n_positions']
+    for _ in range(n_new):
+        logits = model(torch.tensor([ids[-P:]], dtype=torch.long))[0, -1]
+        top = torch.topk(logits, 2).values
+        margins.append(float(top[0] - top[1]))
+        ids.append(int(torch.argmax(logits)))
+    return ids, margins
+
+
+# ----------------------------------------------------------------------------- tiny-kjv
+
+def make_tiny(model_dir, samples=False):
+    model = tt.load_model(model_dir).double()     # float64 forward: the reference is the exact value
+    cfg = model.cfg
+    rel_model = os.path.relpath(model_dir, DATA).replace(os.sep, '/')
+    bin_dir = os.path.join(DATA, 'tiny-kjv')
+    cases = []
+    for name, prompt in TINY_PROMPTS:
+        ids = list(prompt.encode('utf-8'))
+        case = {'name': name, 'prompt': prompt}
+        case.update(forward_case(model, ids, name, bin_dir, 'tiny-kjv'))
+        full, margins = greedy_with_margins(model, ids, N_GREEDY)
+        new = full[len(ids):]
+        case['greedy'] = {
+            'max_new_tokens': N_GREEDY,
+            'new_ids': new,
+            'text': tt.decode_bytes(full),
+            'new_text': tt.decode_bytes(new),
+            'min_margin': min(margins),
+            'margins': [round(m, 5) for m in margins],
+        }
+        cases.append(case)
+    manifest = {
+        'about': 'PyTorch reference (float64 forward of the float32 weights, stored as float32) for the tiny byte-level GPT-2 (tools/model/make_reference.py). '
+                 'Paths are relative to this file. .bin files: little-endian float32, row-major. '
+                 'logits [1, L, vocab]; attentions = softmax probabilities like HF output_attentions. '
+                 'greedy: argmax each step, whole-window recompute; margins = top1 - top2 logit per step.',
+        'model_dir': rel_model,
+        'model_sha256': sha256_file(os.path.join(model_dir, 'model.safetensors')),
+        'config': {k: cfg[k] for k in ('vocab_size', 'n_positions', 'n_embd', 'n_layer', 'n_head')},
+        'tokenizer': 'bytes (id = UTF-8 byte)',
+        'cases': cases,
+    }
+    dump_json(manifest, os.path.join(DATA, 'tiny-kjv.json'))
+    for c in cases:
+        print(f"tiny-kjv {c['name']}: L={len(c['ids'])} greedy min margin {c['greedy']['min_margin']:.4f}: "
+              f"{c['greedy']['text']!r}")
+    if samples:
+        print_samples(model)
+
+
+def print_samples(model):
+    """Markdown for tools/model/README.md: greedy and T=0.8 top-k 40 samples."""
+    prompts = ['In the beginning', 'And Jesus said unto them,', 'The LORD is my shepherd']
+    print('\n### Greedy (argmax), 200 bytes\n')
+    for p in prompts:
+        ids = tt.generate(model, list(p.encode()), 200)
+        print('```\n' + tt.decode_bytes(ids) + '\n```')
+    print('\n### Temperature 0.8, top-k 40, seed 0, 200 bytes\n')
+    for p in prompts:
+        g = torch.Generator().manual_seed(0)
+        ids = tt.generate(model, list(p.encode()), 200, temperature=0.8, top_k=40, generator=g)
+        print('```\n' + tt.decode_bytes(ids) + '\n```')
+
+
+# ----------------------------------------------------------------------------- GPT-2 BPE
+
+GPT2_PAT = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+
+
+def bytes_to_unicode():
+    """GPT-2's reversible byte -> printable unicode char map (openai/gpt-2 encoder.py)."""
+    bs = list(range(ord('!'), ord('~') + 1)) + list(range(ord('¡'), ord('¬') + 1)) + \
+        list(range(ord('®'), ord('ÿ') + 1))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return bs, [chr(c) for c in cs]   # bs[i] is the byte whose token has id i in GPT-2's vocab
+
+
+def learn_bpe(text, n_merges):
+    """Plain BPE over GPT-2 pre-tokens: repeatedly merge the most frequent adjacent pair
+    (ties: the lexicographically smallest pair)."""
+    bs, cs = bytes_to_unicode()
+    b2u = dict(zip(bs, cs))
+    counts = collections.Counter(re_u.findall(GPT2_PAT, text))
+    words = {}
+    for tok, c in counts.items():
+        w = tuple(b2u[b] for b in tok.encode('utf-8'))
+        words[w] = words.get(w, 0) + c
+    merges = []
+    for _ in range(n_merges):
+        pairs = collections.Counter()
+        for w, c in words.items():
+            for a, b in zip(w, w[1:]):
+                pairs[(a, b)] += c
+        best = min(pairs.items(), key=lambda kv: (-kv[1], kv[0]))[0]
+        merges.append(best)
+        new_words = {}
+        for w, c in words.items():
+            out, i = [], 0
+            while i < len(w):
+                if i < len(w) - 1 and (w[i], w[i + 1]) == best:
+                    out.append(w[i] + w[i + 1])
+                    i += 2
+                else:
+                    out.append(w[i])
+                    i += 1
+            t = tuple(out)
+            new_words[t] = new_words.get(t, 0) + c
+        words = new_words
+    return merges
+
+
+class GPT2Encoder:
+    """GPT-2's encoder (openai/gpt-2 src/encoder.py), verbatim in its algorithm."""
+
+    def __init__(self, vocab, merges):
+        self.encoder = vocab
+        self.decoder = {v: k for k, v in vocab.items()}
+        bs, cs = bytes_to_unicode()
+        self.byte_encoder = dict(zip(bs, cs))
+        self.byte_decoder = {v: k for k, v in self.byte_encoder.items()}
+        self.bpe_ranks = {tuple(m): i for i, m in enumerate(merges)}
+        self.pat = re_u.compile(GPT2_PAT)
+
+    def bpe(self, token):
+        word = tuple(token)
+        pairs = set(zip(word, word[1:]))
+        if not pairs:
+            return token
+        while True:
+            bigram = min(pairs, key=lambda p: self.bpe_ranks.get(p, float('inf')))
+            if bigram not in self.bpe_ranks:
+                break
+            first, second = bigram
+            new_word, i = [], 0
+            while i < len(word):
+                try:
+                    j = word.index(first, i)
+                except ValueError:
+                    new_word.extend(word[i:])
+                    break
+                new_word.extend(word[i:j])
+                i = j
+                if word[i] == first and i < len(word) - 1 and word[i + 1] == second:
+                    new_word.append(first + second)
+                    i += 2
+                else:
+                    new_word.append(word[i])
+                    i += 1
+            word = tuple(new_word)
+            if len(word) == 1:
+                break
+            pairs = set(zip(word, word[1:]))
+        return ' '.join(word)
+
+    def pieces(self, text):
+        return self.pat.findall(text)
+
+    def encode(self, text):
+        ids = []
+        for tok in self.pat.findall(text):
+            tok = ''.join(self.byte_encoder[b] for b in tok.encode('utf-8'))
+            ids.extend(self.encoder[t] for t in self.bpe(tok).split(' '))
+        return ids
+
+    def decode(self, ids):
+        s = ''.join(self.decoder[i] for i in ids)
+        return bytearray(self.byte_decoder[c] for c in s).decode('utf-8', errors='replace')
+
+
+TOKENIZER_STRINGS = [
+    'In the beginning God created the heaven and the earth.',
+    "And the LORD said unto Moses, I'll go; they've said it's theirs, we're here.",
+    'Hello  world   with   spaces\n\nand\nnewlines \n',
+    'Numbers 3:16 and 1234567 and 3.14',
+    'café, naïve, Ünïcödé — “quotes” and 日本語 and emoji 🙂!',
+    '   leading and trailing   ',
+    "'s'S'T 'RE don't",
+    '',
+]
+
+
+# ----------------------------------------------------------------------------- random-gpt2
+
+def random_gpt2(seed, n_inner=None):
+    cfg = tt.gpt2_config(vocab_size=300, n_positions=64, n_embd=192, n_layer=3, n_head=6, n_inner=n_inner)
+    torch.manual_seed(seed)
+    model = tt.GPT2(cfg)
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        # larger-than-GPT-2 init so attention is far from uniform and every parameter
+        # (including LayerNorm and bias terms) matters to the output
+        for name, p in model.named_parameters():
+            if name.endswith('ln_1.weight') or name.endswith('ln_2.weight') or name.endswith('ln_f.weight'):
+                p.copy_(1.0 + 0.1 * torch.randn(p.shape, generator=g))
+            else:
+                p.copy_(0.1 * torch.randn(p.shape, generator=g))
+    model.eval()
+    return model
+
+
+def make_random(seed, n_inner=None):
+    out_dir = os.path.join(DATA, 'random-gpt2')
+    os.makedirs(out_dir, exist_ok=True)
+    # tokenizer: 256 byte tokens in GPT-2's order + 44 merges learned on the KJV
+    text = tt.kjv_text()
+    merges = learn_bpe(text, 300 - 256)
+    bs, cs = bytes_to_unicode()
+    vocab = {c: i for i, c in enumerate(cs)}
+    for a, b in merges:
+        vocab[a + b] = len(vocab)
+    assert len(vocab) == 300
+    with open(os.path.join(out_dir, 'vocab.json'), 'w', encoding='utf-8') as f:
+        json.dump(vocab, f, ensure_ascii=False)
+    with open(os.path.join(out_dir, 'merges.txt'), 'w', encoding='utf-8') as f:
+        f.write('#version: 0.2\n')
+        for a, b in merges:
+            f.write(f'{a} {b}\n')
+    enc = GPT2Encoder(vocab, merges)
+
+    model = random_gpt2(seed, n_inner)
+    tt.export_model(model, out_dir, {
+        'note': 'random, untrained (seeded) GPT-2 for loader tests; tokenizer = GPT-2 byte-level BPE '
+                '(vocab.json, merges.txt: 256 byte tokens + 44 merges learned on the KJV)',
+        'seed': seed,
+    })
+    tt.check_round_trip(model, out_dir)
+    model = model.double()     # float64 forward for the references
+
+    tok_cases = []
+    for s in TOKENIZER_STRINGS:
+        ids = enc.encode(s)
+        assert enc.decode(ids) == s
+        tok_cases.append({'text': s, 'ids': ids, 'pieces': enc.pieces(s),
+                          'tokens': [enc.decoder[i] for i in ids]})
+
+    g = torch.Generator().manual_seed(seed + 1)
+    seqs = [
+        ('kjv', enc.encode('In the beginning God created the heaven and the earth.')),
+        ('random64', torch.randint(0, 300, (64,), generator=g).tolist()),   # fills n_positions
+    ]
+    bin_dir = os.path.join(DATA, 'random-gpt2-ref')
+    cases = []
+    for name, ids in seqs:
+        case = {'name': name}
+        case.update(forward_case(model, ids, name, bin_dir, 'random-gpt2-ref'))
+        cases.append(case)
+    full, margins = greedy_with_margins(model, seqs[0][1], 16)
+    cases[0]['greedy'] = {'max_new_tokens': 16, 'new_ids': full[len(seqs[0][1]):],
+                          'min_margin': min(margins), 'margins': [round(m, 5) for m in margins]}
+    manifest = {
+        'about': 'PyTorch reference (float64 forward, stored as float32) for a random GPT-2 (tools/model/make_reference.py). '
+                 'Paths relative to this file; .bin = little-endian float32, row-major. '
+                 'tokenizer: expected ids from GPT-2\'s encoder (regex pre-tokenizer + BPE) with '
+                 'random-gpt2/vocab.json and merges.txt; byte tokens use GPT-2\'s bytes_to_unicode '
+                 'order, so id != byte value (e.g. "!" = 0, " " = 220 via "\u0120").',
+        'model_dir': 'random-gpt2',
+        'model_sha256': sha256_file(os.path.join(out_dir, 'model.safetensors')),
+        'config': {k: model.cfg[k] for k in ('vocab_size', 'n_positions', 'n_embd', 'n_layer', 'n_head', 'n_inner')},
+        'tokenizer_cases': tok_cases,
+        'cases': cases,
+    }
+    dump_json(manifest, os.path.join(DATA, 'random-gpt2.json'))
+    print('random-gpt2 merges:', ' '.join(a + b for a, b in merges))
+    for c in tok_cases:
+        print(f"  {c['text']!r} -> {c['ids']}")
+
+
+def main():
+    global DATA
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--model', default=os.path.join(tt.ROOT, 'web', 'models', 'tiny-kjv'))
+    ap.add_argument('--seed', type=int, default=7)
+    ap.add_argument('--random-n-inner', type=int, default=None,
+                    help='n_inner of random-gpt2 (default null = 4 n_embd)')
+    ap.add_argument('--only', choices=['tiny', 'random'], default=None)
+    ap.add_argument('--data', default=DATA, help='output folder (default tests/data/model)')
+    ap.add_argument('--samples', action='store_true', help='print README samples')
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    DATA = os.path.abspath(args.data)
+    os.makedirs(DATA, exist_ok=True)
+    if args.only in (None, 'tiny'):
+        make_tiny(os.path.abspath(args.model), args.samples)
+    if args.only in (None, 'random'):
+        make_random(args.seed, args.random_n_inner)
+    total = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(DATA) for f in fs)
+    print(f'{DATA}: {total} bytes')
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,496 @@
+#!/usr/bin/python3
+"""Train the tiny byte-level GPT-2 used by the qkv demo, and export it.
+
+Runs with Debian's PyTorch (CPU) under /usr/bin/python3, on one thread:
+
+    /usr/bin/python3 tools/model/train_tiny.py --quick            # pipeline check, < 1 min
+    /usr/bin/python3 tools/model/train_tiny.py                    # the real model (~70 min)
+
+The text is the King James Bible from the Debian packages `bible-kjv` (the `bible`
+command) and `bible-kjv-text` (its data), extracted by `kjv_text()` below.
+
+This module also holds what the other scripts in this folder share: the GPT-2 model in
+plain PyTorch (module and parameter names exactly as Hugging Face's GPT2Model, so the
+state_dict *is* an HF GPT-2 checkpoint without the "transformer." prefix), a minimal
+safetensors writer and reader, and the config.json export.
+"""
+import argparse
+import csv
+import hashlib
+import json
+import math
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import time
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, '..', '..'))
+
+
+# ----------------------------------------------------------------------------- text
+
+def kjv_text():
+    """The whole KJV (31102 verses) as one str, from the Debian `bible` command.
+
+    `bible -l100000 Gen1:1-Rev22:21` prints every chapter as a heading line ("Genesis 1")
+    followed by one line per verse ("  1 In the beginning ..."); -l100000 turns off its
+    line wrapping. We strip the indentation and the blank lines, so the text reads:
+
+        Genesis 1
+        1 In the beginning God created the heaven and the earth.
+        2 And the earth was without form, ...
+    """
+    exe = shutil.which('bible')
+    if exe is None:
+        sys.exit('train_tiny: the `bible` command is missing; run: apt-get install -y bible-kjv')
+    raw = subprocess.run([exe, '-l100000', 'Gen1:1-Rev22:21'], check=True,
+                         stdout=subprocess.PIPE).stdout.decode('utf-8')
+    nverses = sum(1 for ln in raw.splitlines() if re.match(r'\s+\d+ ', ln))
+    lines = [ln.strip() for ln in raw.splitlines()]
+    text = '\n'.join(ln for ln in lines if ln) + '\n'
+    if nverses != 31102:
+        sys.exit(f'train_tiny: expected 31102 verses from `bible`, got {nverses}')
+    return text
+
+
+# ----------------------------------------------------------------------------- model
+
+class Conv1D(nn.Module):
+    """HF GPT-2's Conv1D: weight [nx, nf], y = x @ W + b."""
+
+    def __init__(self, nf, nx):
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(nx, nf))
+        self.bias = nn.Parameter(torch.zeros(nf))
+        nn.init.normal_(self.weight, std=0.02)
+
+    def forward(self, x):
+        shape = x.shape[:-1] + (self.weight.shape[1],)
+        return torch.addmm(self.bias, x.reshape(-1, x.shape[-1]), self.weight).view(shape)
+
+
+def gelu_new(x):
+    """GPT-2's "gelu_new": 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))."""
+    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
+
+
+class Attention(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.n_head = cfg['n_head']
+        self.n_embd = cfg['n_embd']
+        self.c_attn = Conv1D(3 * self.n_embd, self.n_embd)
+        self.c_proj = Conv1D(self.n_embd, self.n_embd)
+        P = cfg['n_positions']
+        self.register_buffer('causal', torch.tril(torch.ones(P, P, dtype=torch.bool)), persistent=False)
+
+    def forward(self, x, want_probs=False):
+        B, L, E = x.shape
+        H = self.n_head
+        D = self.n_embd // H
+        q, k, v = self.c_attn(x).split(E, dim=2)
+        q = q.view(B, L, H, D).transpose(1, 2)          # [B, H, L, D]
+        k = k.view(B, L, H, D).transpose(1, 2)
+        v = v.view(B, L, H, D).transpose(1, 2)
+        scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(D)
+        scores = scores.masked_fill(~self.causal[:L, :L], float('-inf'))
+        probs = torch.softmax(scores, dim=-1)             # [B, H, L, L]
+        y = torch.matmul(probs, v).transpose(1, 2).reshape(B, L, E)
+        return self.c_proj(y), (probs if want_probs else None)
+
+
+class MLP(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        inner = cfg.get('n_inner') or 4 * cfg['n_embd']
+        self.c_fc = Conv1D(inner, cfg['n_embd'])
+        self.c_proj = Conv1D(cfg['n_embd'], inner)
+
+    def forward(self, x):
+        return self.c_proj(gelu_new(self.c_fc(x)))
+
+
+class Block(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        eps = cfg['layer_norm_epsilon']
+        self.ln_1 = nn.LayerNorm(cfg['n_embd'], eps=eps)
+        self.attn = Attention(cfg)
+        self.ln_2 = nn.LayerNorm(cfg['n_embd'], eps=eps)
+        self.mlp = MLP(cfg)
+
+    def forward(self, x, want_probs=False):
+        a, probs = self.attn(self.ln_1(x), want_probs)
+        x = x + a
+        x = x + self.mlp(self.ln_2(x))
+        return x, probs
+
+
+class GPT2(nn.Module):
+    """GPT-2 with HF GPT2Model parameter names; the LM head is tied to wte."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        self.cfg = dict(cfg)
+        self.wte = nn.Embedding(cfg['vocab_size'], cfg['n_embd'])
+        self.wpe = nn.Embedding(cfg['n_positions'], cfg['n_embd'])
+        self.h = nn.ModuleList([Block(cfg) for _ in range(cfg['n_layer'])])
+        self.ln_f = nn.LayerNorm(cfg['n_embd'], eps=cfg['layer_norm_epsilon'])
+        # GPT-2 initialisation
+        nn.init.normal_(self.wte.weight, std=0.02)
+        nn.init.normal_(self.wpe.weight, std=0.01)
+        for name, p in self.named_parameters():
+            if name.endswith('c_proj.weight'):
+                nn.init.normal_(p, std=0.02 / math.sqrt(2 * cfg['n_layer']))
+
+    def forward(self, ids, output_attentions=False):
+        """ids [B, L] (long) -> logits [B, L, V], and a list of [B, H, L, L] if asked."""
+        B, L = ids.shape
+        pos = torch.arange(L, device=ids.device)
+        x = self.wte(ids) + self.wpe(pos)[None]
+        atts = []
+        for block in self.h:
+            x, probs = block(x, output_attentions)
+            atts.append(probs)
+        x = self.ln_f(x)
+        logits = torch.matmul(x, self.wte.weight.t())
+        return (logits, atts) if output_attentions else logits
+
+
+def gpt2_config(vocab_size=256, n_positions=256, n_embd=128, n_layer=4, n_head=4, n_inner=None):
+    """An HF-style GPT-2 config.json dict."""
+    return {
+        'architectures': ['GPT2LMHeadModel'],
+        'model_type': 'gpt2',
+        'vocab_size': vocab_size,
+        'n_positions': n_positions,
+        'n_ctx': n_positions,
+        'n_embd': n_embd,
+        'n_layer': n_layer,
+        'n_head': n_head,
+        'n_inner': n_inner,
+        'activation_function': 'gelu_new',
+        'layer_norm_epsilon': 1e-5,
+        'initializer_range': 0.02,
+        'resid_pdrop': 0.0,
+        'embd_pdrop': 0.0,
+        'attn_pdrop': 0.0,
+        'scale_attn_weights': True,
+        'tie_word_embeddings': True,
+        'bos_token_id': None,
+        'eos_token_id': None,
+        'torch_dtype': 'float32',
+    }
+
+
+# ----------------------------------------------------------------------------- safetensors
+
+_DTYPES = {'F32': (np.float32, '<f4'), 'F16': (np.float16, '<f2'), 'I64': (np.int64, '<i8'),
+           'I32': (np.int32, '<i4'), 'U8': (np.uint8, 'u1')}
+_NP2ST = {np.dtype('float32'): 'F32', np.dtype('float16'): 'F16', np.dtype('int64'): 'I64',
+          np.dtype('int32'): 'I32', np.dtype('uint8'): 'U8'}
+
+
+def save_safetensors(path, tensors, metadata=None):
+    """Write {name: tensor/ndarray} as safetensors. Tensors in the given order, contiguous."""
+    header = {}
+    blobs = []
+    offset = 0
+    for name, t in tensors.items():
+        a = t.detach().cpu().numpy() if isinstance(t, torch.Tensor) else np.asarray(t)
+        dtype = _NP2ST[a.dtype]
+        b = np.ascontiguousarray(a).astype(_DTYPES[dtype][1], copy=False).tobytes()
+        header[name] = {'dtype': dtype, 'shape': list(a.shape), 'data_offsets': [offset, offset + len(b)]}
+        blobs.append(b)
+        offset += len(b)
+    if metadata:
+        header['__metadata__'] = {str(k): str(v) for k, v in metadata.items()}
+    hjson = json.dumps(header, separators=(',', ':')).encode('utf-8')
+    hjson += b' ' * ((-(8 + len(hjson))) % 8)      # data starts at an 8-byte aligned offset
+    tmp = path + '.tmp'
+    with open(tmp, 'wb') as f:
+        f.write(struct.pack('<Q', len(hjson)))
+        f.write(hjson)
+        for b in blobs:
+            f.write(b)
+    os.replace(tmp, path)
+
+
+def load_safetensors(path):
+    """Read a safetensors file -> ({name: torch.Tensor}, metadata dict)."""
+    with open(path, 'rb') as f:
+        buf = f.read()
+    (n,) = struct.unpack('<Q', buf[:8])
+    header = json.loads(buf[8:8 + n].decode('utf-8'))
+    meta = header.pop('__metadata__', {})
+    base = 8 + n
+    out = {}
+    for name, info in header.items():
+        b, e = info['data_offsets']
+        np_dtype, le = _DTYPES[info['dtype']]
+        a = np.frombuffer(buf, dtype=le, count=(e - b) // np.dtype(le).itemsize, offset=base + b)
+        out[name] = torch.from_numpy(a.astype(np_dtype).reshape(info['shape']).copy())
+    return out, meta
+
+
+def export_model(model, out_dir, qkv_info=None, config_extra=None):
+    """Write config.json and model.safetensors (HF GPT-2 names, F32) into out_dir."""
+    os.makedirs(out_dir, exist_ok=True)
+    cfg = dict(model.cfg)
+    if config_extra:
+        cfg.update(config_extra)
+    if qkv_info is not None:
+        cfg['qkv'] = qkv_info
+    with open(os.path.join(out_dir, 'config.json'), 'w') as f:
+        json.dump(cfg, f, indent=2)
+        f.write('\n')
+    sd = {k: v.float() for k, v in model.state_dict().items()}
+    save_safetensors(os.path.join(out_dir, 'model.safetensors'), sd, {'format': 'pt'})
+
+
+def load_model(model_dir):
+    """A GPT2 built from model_dir/config.json and model_dir/model.safetensors."""
+    with open(os.path.join(model_dir, 'config.json')) as f:
+        cfg = json.load(f)
+    tensors, _ = load_safetensors(os.path.join(model_dir, 'model.safetensors'))
+    tensors = {(k[len('transformer.'):] if k.startswith('transformer.') else k): v
+               for k, v in tensors.items()}
+    model = GPT2(cfg)
+    model.load_state_dict(tensors, strict=True)
+    model.eval()
+    return model
+
+
+def check_round_trip(model, out_dir, text_ids=None):
+    """Reload out_dir into a fresh model; parameters and logits must be bit-identical."""
+    fresh = load_model(out_dir)
+    sd_a, sd_b = model.state_dict(), fresh.state_dict()
+    assert sd_a.keys() == sd_b.keys()
+    for k in sd_a:
+        assert torch.equal(sd_a[k], sd_b[k]), f'round trip: {k} differs'
+    ids = text_ids if text_ids is not None else torch.arange(min(64, model.cfg['n_positions']))[None] % model.cfg['vocab_size']
+    model.eval()
+    with torch.no_grad():
+        a = model(ids)
+        b = fresh(ids)
+    assert torch.equal(a, b), 'round trip: logits differ'
+    return fresh
+
+
+# ----------------------------------------------------------------------------- sampling
+
+@torch.no_grad()
+def generate(model, ids, n_new, temperature=0.0, top_k=None, generator=None):
+    """Greedy (temperature 0) or sampled continuation; recomputes the whole window each step."""
+    ids = list(ids)
+    P = model.cfg['n_positions']
+    for _ in range(n_new):
+        x = torch.tensor([ids[-P:]], dtype=torch.long)
+        logits = model(x)[0, -1]
+        if temperature == 0:
+            nxt = int(torch.argmax(logits))
+        else:
+            logits = logits / temperature
+            if top_k:
+                kth = torch.topk(logits, top_k).values[-1]
+                logits = logits.masked_fill(logits < kth, float('-inf'))
+            nxt = int(torch.multinomial(torch.softmax(logits, -1), 1, generator=generator))
+        ids.append(nxt)
+    return ids
+
+
+def decode_bytes(ids):
+    return bytes(ids).decode('utf-8', errors='replace')
+
+
+# ----------------------------------------------------------------------------- training
+
+def warn_if_reference_blas():
+    """Debian's torch calls libblas.so.3, by default the (slow) reference BLAS; see README."""
+    try:
+        maps = open('/proc/self/maps').read()
+    except OSError:
+        return
+    libs = {ln.split()[-1] for ln in maps.splitlines() if 'libblas.so' in ln}
+    if any('/blas/libblas.so' in p for p in libs):
+        print('train_tiny: WARNING: torch is using the reference BLAS (~7x slower). Run with\n'
+              '  LD_LIBRARY_PATH=<dir of OpenBLAS libblas.so.3> (see tools/model/README.md)', flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--steps', type=int, default=4000)
+    ap.add_argument('--out', default=None, help='default web/models/tiny-kjv (--quick: /tmp/qkv-quick/tiny-kjv)')
+    ap.add_argument('--seed', type=int, default=1234)
+    ap.add_argument('--quick', action='store_true', help='a few steps, to check the pipeline')
+    ap.add_argument('--batch', type=int, default=16)
+    ap.add_argument('--block', type=int, default=256, help='training sequence length')
+    ap.add_argument('--lr', type=float, default=2e-3)
+    ap.add_argument('--min-lr-frac', type=float, default=0.1)
+    ap.add_argument('--warmup', type=int, default=200)
+    ap.add_argument('--weight-decay', type=float, default=0.1)
+    ap.add_argument('--eval-every', type=int, default=250)
+    ap.add_argument('--eval-batches', type=int, default=16)
+    ap.add_argument('--n-layer', type=int, default=4)
+    ap.add_argument('--n-head', type=int, default=4)
+    ap.add_argument('--n-embd', type=int, default=128)
+    ap.add_argument('--n-positions', type=int, default=256)
+    ap.add_argument('--log', default=os.path.join(HERE, 'train_log.csv'))
+    ap.add_argument('--ckpt', default='/tmp/qkv-tiny-kjv.pt', help='torch checkpoint (not committed)')
+    ap.add_argument('--time-steps', type=int, default=0, help='only time N steps and exit')
+    ap.add_argument('--threads', type=int, default=1)
+    args = ap.parse_args()
+    if args.out is None:
+        args.out = '/tmp/qkv-quick/tiny-kjv' if args.quick else os.path.join(ROOT, 'web', 'models', 'tiny-kjv')
+    if args.quick:
+        args.steps, args.eval_every, args.eval_batches, args.warmup = 30, 15, 2, 5
+        if args.log == os.path.join(HERE, 'train_log.csv'):
+            args.log = '/tmp/qkv-train-quick.csv'
+        if args.ckpt == '/tmp/qkv-tiny-kjv.pt':
+            args.ckpt = '/tmp/qkv-tiny-kjv-quick.pt'
+
+    torch.set_num_threads(args.threads)
+    warn_if_reference_blas()
+    torch.manual_seed(args.seed)
+    np.random.seed(args.seed)
+
+    text = kjv_text()
+    data = np.frombuffer(text.encode('utf-8'), dtype=np.uint8)
+    sha = hashlib.sha256(data.tobytes()).hexdigest()
+    n_val = len(data) // 20
+    train, val = data[:-n_val], data[-n_val:]
+    print(f'text: {len(data)} bytes (sha256 {sha[:16]}...), train {len(train)}, val {len(val)}', flush=True)
+
+    cfg = gpt2_config(256, args.n_positions, args.n_embd, args.n_layer, args.n_head)
+    model = GPT2(cfg)
+    n_params = sum(p.numel() for p in model.parameters())
+    print(f'model: {n_params} parameters ({n_params * 4 / 1e6:.2f} MB as F32)', flush=True)
+
+    decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
+    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
+    opt = torch.optim.AdamW([{'params': decay, 'weight_decay': args.weight_decay},
+                             {'params': no_decay, 'weight_decay': 0.0}],
+                            lr=args.lr, betas=(0.9, 0.95), eps=1e-8)
+
+    def lr_at(step):
+        if step < args.warmup:
+            return args.lr * (step + 1) / args.warmup
+        t = (step - args.warmup) / max(1, args.steps - args.warmup)
+        lo = args.lr * args.min_lr_frac
+        return lo + 0.5 * (args.lr - lo) * (1 + math.cos(math.pi * min(1.0, t)))
+
+    gen = torch.Generator().manual_seed(args.seed)
+    train_t = torch.from_numpy(train.astype(np.int64))
+    val_t = torch.from_numpy(val.astype(np.int64))
+    T = args.block
+
+    def batch(src, starts):
+        idx = starts[:, None] + torch.arange(T + 1)[None]
+        chunk = src[idx]
+        return chunk[:, :-1], chunk[:, 1:]
+
+    # fixed validation windows, evenly spread over the held-out text
+    n_win = args.eval_batches * args.batch
+    val_starts = torch.linspace(0, len(val_t) - T - 2, n_win).long()
+
+    @torch.no_grad()
+    def evaluate():
+        model.eval()
+        tot = 0.0
+        for i in range(args.eval_batches):
+            x, y = batch(val_t, val_starts[i * args.batch:(i + 1) * args.batch])
+            tot += F.cross_entropy(model(x).reshape(-1, 256), y.reshape(-1)).item()
+        model.train()
+        return tot / args.eval_batches
+
+    if args.time_steps:
+        model.train()
+        for i in range(args.time_steps + 1):
+            if i == 1:
+                t0 = time.time()
+            x, y = batch(train_t, torch.randint(0, len(train_t) - T - 1, (args.batch,), generator=gen))
+            loss = F.cross_entropy(model(x).reshape(-1, 256), y.reshape(-1))
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+        dt = (time.time() - t0) / args.time_steps
+        print(f'{dt:.3f} s/step (batch {args.batch} x {T})')
+        return
+
+    ln2 = math.log(2)
+    os.makedirs(os.path.dirname(os.path.abspath(args.log)), exist_ok=True)
+    logf = open(args.log, 'w', newline='')
+    w = csv.writer(logf)
+    w.writerow(['step', 'lr', 'train_loss', 'train_bpb', 'val_loss', 'val_bpb', 'elapsed_s'])
+    t0 = time.time()
+    model.train()
+    run_loss, run_n = 0.0, 0
+    val_loss = train_loss = float('nan')
+    for step in range(args.steps + 1):
+        if step % args.eval_every == 0 or step == args.steps:
+            val_loss = evaluate()
+            train_loss = run_loss / run_n if run_n else float('nan')
+            el = time.time() - t0
+            fmt = lambda v: '' if math.isnan(v) else f'{v:.4f}'
+            w.writerow([step, f'{lr_at(step):.6g}', fmt(train_loss), fmt(train_loss / ln2),
+                        f'{val_loss:.4f}', f'{val_loss / ln2:.4f}', f'{el:.0f}'])
+            logf.flush()
+            print(f'step {step:5d}  train {train_loss / ln2:.3f} bpb  val {val_loss / ln2:.3f} bpb  '
+                  f'{el:.0f}s', flush=True)
+            run_loss, run_n = 0.0, 0
+            torch.save({'model': model.state_dict(), 'cfg': cfg, 'step': step}, args.ckpt)
+        if step == args.steps:
+            break
+        for g in opt.param_groups:
+            g['lr'] = lr_at(step)
+        x, y = batch(train_t, torch.randint(0, len(train_t) - T - 1, (args.batch,), generator=gen))
+        loss = F.cross_entropy(model(x).reshape(-1, 256), y.reshape(-1))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        run_loss += loss.item()
+        run_n += 1
+    logf.close()
+    train_time = time.time() - t0
+    model.eval()
+
+    info = {
+        'tokenizer': 'bytes',
+        'tokenizer_note': 'byte-level: token id = UTF-8 byte value (vocab 256); no special tokens, '
+                          'no BOS/EOS; decode = bytes -> UTF-8',
+        'text': 'King James Bible (Debian bible-kjv 4.38), one verse per line, chapter headings',
+        'text_bytes': int(len(data)),
+        'text_sha256': sha,
+        'val_split': 'last 5% of the bytes',
+        'train_steps': args.steps,
+        'batch': args.batch,
+        'block': T,
+        'seed': args.seed,
+        'train_seconds': round(train_time),
+        'train_bits_per_byte': round(train_loss / ln2, 4),
+        'val_bits_per_byte': round(val_loss / ln2, 4),
+        'parameters': n_params,
+        'quick': bool(args.quick),
+    }
+    export_model(model, args.out, info)
+    check_round_trip(model, args.out, torch.from_numpy(val[:200].astype(np.int64))[None])
+    size = os.path.getsize(os.path.join(args.out, 'model.safetensors'))
+    print(f'exported to {args.out} ({size} bytes); round trip exact', flush=True)
+    print(f'trained {args.steps} steps in {train_time:.0f}s; final train {train_loss / ln2:.3f} bpb, '
+          f'val {val_loss / ln2:.3f} bpb', flush=True)
+    ids = generate(model, list(b'In the beginning'), 120)
+    print('greedy:', repr(decode_bytes(ids)), flush=True)
+
+
+if __name__ == '__main__':
+    main()
