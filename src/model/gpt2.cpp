@@ -257,17 +257,19 @@ void gelu_tanh(float* x, int64_t n) {
   }
 }
 
-// y [M, N] = x [M, K] W [K, N] + b, the rows split over `threads` (each row is computed by
-// the same kernel whatever the split, so the bits do not depend on the thread count)
+// y [M, N] = x [M, K] W [K, N] + b, the rows split over `threads` in chunks of a multiple of
+// 12 rows: the matmul kernel's register blocks (3 or 4 rows) then fall as in one call, so the
+// bits do not depend on the thread count (the tests check it)
 void linear_rows(const float* x, int64_t M, int64_t K, const float* W, int64_t N, const float* b, float* y,
                  int threads) {
-  const int64_t blocks = (M + 3) / 4;  // the kernel's register block is 4 rows
+  constexpr int64_t kAlign = 12;
+  const int64_t blocks = (M + kAlign - 1) / kAlign;
   if (threads <= 1 || blocks < 2) {
     linear(x, M, K, W, N, b, y, WeightLayout::InOut);
     return;
   }
-  const int64_t items = std::min<int64_t>(blocks, int64_t(threads) * 4);
-  const int64_t rows = 4 * ((blocks + items - 1) / items);
+  const int64_t items = std::min<int64_t>(blocks, int64_t(threads) * 2);
+  const int64_t rows = kAlign * ((blocks + items - 1) / items);
   parallel_for((M + rows - 1) / rows, threads, [&](int64_t item, int) {
     const int64_t m0 = item * rows;
     linear(x + m0 * K, std::min(rows, M - m0), K, W, N, b, y + m0 * N, WeightLayout::InOut);
@@ -347,7 +349,8 @@ void GPT2::run(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache>
 
   AttentionOptions opt;
   opt.causal = true;  // query t sees keys j <= pos0 + t (bottom-right aligned)
-  opt.threads = threads_;
+  // threads only pay for themselves on enough work (not for one decoding step of a small model)
+  opt.threads = L * Lk * H * D >= (int64_t(1) << 20) ? threads_ : 1;
   if (!c.scale_attn_weights) opt.scale = 1.0f;
 
   for (int64_t l = 0; l < c.n_layer; ++l) {

@@ -75,7 +75,8 @@ class GPT2 {
   const GPT2Config& config() const { return config_; }
   const GPT2Weights& weights() const { return weights_; }
 
-  // Worker threads for the attention kernel (results do not depend on it).
+  // Worker threads for the attention kernel and the matmuls (split by rows in prefill); the
+  // results do not depend on it, bit for bit.
   void set_threads(int threads) { threads_ = threads < 1 ? 1 : threads; }
   int threads() const { return threads_; }
 
