@@ -59,10 +59,12 @@ Model* model_create(const std::string& config_json, uintptr_t bytes, double size
   return m;
 }
 
-// ids [L] int32 -> logits [L, V]; attentions [n_layer, H, L, L] or 0
-std::string model_forward(Model& m, uintptr_t ids, int L, uintptr_t logits, uintptr_t attentions) {
+// ids [L] int32 -> logits [L, V]; attentions [n_layer, H, L, L] or 0; queries, keys [n_layer, H, L, D] or 0
+std::string model_forward(Model& m, uintptr_t ids, int L, uintptr_t logits, uintptr_t attentions, uintptr_t queries,
+                          uintptr_t keys) {
   return guarded([&] {
-    m.gpt2.run(ptr<const int32_t>(ids), L, 0, nullptr, m.scratch, ptr<float>(logits), true, ptr<float>(attentions));
+    m.gpt2.run(ptr<const int32_t>(ids), L, 0, nullptr, m.scratch, ptr<float>(logits), true, ptr<float>(attentions),
+               ptr<float>(queries), ptr<float>(keys));
   });
 }
 

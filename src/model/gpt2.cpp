@@ -297,14 +297,15 @@ void GPT2::check_ids(const char* fn, const int32_t* ids, int64_t L, int64_t pos0
   }
 }
 
-void GPT2::forward(const int32_t* ids, int64_t L, float* logits, float* attentions) const {
+void GPT2::forward(const int32_t* ids, int64_t L, float* logits, float* attentions, float* queries,
+                   float* keys) const {
   check_ids("GPT2::forward", ids, L, 0);
   GPT2Scratch scratch;
-  run(ids, L, 0, nullptr, scratch, logits, true, attentions);
+  run(ids, L, 0, nullptr, scratch, logits, true, attentions, queries, keys);
 }
 
 void GPT2::run(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache>* caches, GPT2Scratch& s,
-               float* logits, bool all_logits, float* attentions) const {
+               float* logits, bool all_logits, float* attentions, float* queries, float* keys) const {
   const GPT2Config& c = config_;
   const int64_t E = c.n_embd, H = c.n_head, D = c.head_dim(), I = c.inner(), V = c.vocab_size;
   const int64_t Lk = pos0 + L;  // keys visible to the last query
@@ -369,6 +370,10 @@ void GPT2::run(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache>
         std::copy(src + 2 * E, src + 2 * E + D, v + (h * L + t) * D);
       }
     }
+    // queries/keys [n_layer, H, L, D] if asked: this layer's q and k [H, L, D] as attention reads them
+    // (q unscaled: the kernel applies 1/sqrt(D))
+    if (queries) std::copy(q, q + H * L * D, queries + l * H * L * D);
+    if (keys) std::copy(k, k + H * L * D, keys + l * H * L * D);
     // att [H, L, D] = softmax(q k^T / sqrt(D), causal) v; probabilities [H, L, Lk] if asked
     float* probs = attentions ? attentions + l * H * L * Lk : nullptr;
     if (caches) {

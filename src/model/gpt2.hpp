@@ -82,16 +82,22 @@ class GPT2 {
 
   // Full forward pass without a cache: ids [L] -> logits [L, V].
   // attentions, if not null: [n_layer, H, L, L], the softmax probabilities of every head.
+  // queries, keys, if not null: [n_layer, H, L, D] (D = head_dim), every head's query and key
+  // vectors exactly as attention consumes them (queries before the 1/sqrt(D) scaling), so
+  // softmax(q k^T * scale + causal mask) reproduces `attentions`.
   // Throws std::invalid_argument for an empty sequence, L > n_positions or an id out of range.
-  void forward(const int32_t* ids, int64_t L, float* logits, float* attentions = nullptr) const;
+  void forward(const int32_t* ids, int64_t L, float* logits, float* attentions = nullptr, float* queries = nullptr,
+               float* keys = nullptr) const;
 
   // The core both forward() and Session use: runs L tokens at positions [pos0, pos0 + L).
   // With caches (one per layer, holding pos0 positions) the new keys/values are appended and
   // the queries attend through the cache; without, pos0 must be 0 and attention is computed
   // over these L tokens directly. logits: [L, V] when all_logits, else [1, V] for the last
-  // token. attentions, if not null: [n_layer, H, L, pos0 + L].
+  // token. attentions, if not null: [n_layer, H, L, pos0 + L]. queries, keys, if not null:
+  // [n_layer, H, L, D], the queries (unscaled) and keys of these L tokens (the cached keys of
+  // earlier positions are not repeated).
   void run(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache>* caches, GPT2Scratch& scratch,
-           float* logits, bool all_logits, float* attentions) const;
+           float* logits, bool all_logits, float* attentions, float* queries = nullptr, float* keys = nullptr) const;
 
  private:
   void check_ids(const char* fn, const int32_t* ids, int64_t L, int64_t pos0) const;

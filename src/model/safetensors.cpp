@@ -212,7 +212,8 @@ File File::parse(const uint8_t* data, size_t size, const Limits& limits) {
     }
     if (t.end > data_size) {
       bad(tn + ": data_offsets [" + u64s(t.begin) + ", " + u64s(t.end) + "] out of range: the data region holds " +
-          u64s(data_size) + " bytes (file " + u64s(size) + " bytes, header " + u64s(n) + ")");
+          u64s(data_size) + " bytes (file " + u64s(size) + " bytes, header " + u64s(n) +
+          "): the file is truncated or damaged");
     }
     const uint64_t want = numel * esize;
     if (t.end - t.begin != want) {

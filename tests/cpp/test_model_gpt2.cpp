@@ -269,6 +269,58 @@ TEST_CASE("gpt2: session steps give the same logits and attention rows as the fu
                  "prompt (20) + n_new (21) exceed n_positions = 40"));
 }
 
+TEST_CASE("gpt2: forward's queries and keys reproduce its attentions") {
+  // softmax(q k^T / sqrt(D) + causal mask) over the returned q and k == the returned attentions
+  auto check = [](const GPT2& model, const std::vector<int32_t>& ids) {
+    const GPT2Config& c = model.config();
+    const int64_t L = int64_t(ids.size()), V = c.vocab_size, H = c.n_head, NL = c.n_layer, D = c.head_dim();
+    std::vector<float> logits(size_t(L * V)), atts(size_t(NL * H * L * L));
+    std::vector<float> qs(size_t(NL * H * L * D), NAN), ks(size_t(NL * H * L * D), NAN);
+    model.forward(ids.data(), L, logits.data(), atts.data(), qs.data(), ks.data());
+    // asking for q/k changes nothing else
+    std::vector<float> logits2(size_t(L * V)), atts2(size_t(NL * H * L * L));
+    model.forward(ids.data(), L, logits2.data(), atts2.data());
+    CHECK(logits == logits2);
+    CHECK(atts == atts2);
+    const double scale = 1.0 / std::sqrt(double(D));
+    double worst = 0.0;
+    for (int64_t l = 0; l < NL; ++l) {
+      for (int64_t h = 0; h < H; ++h) {
+        const float* q = qs.data() + (l * H + h) * L * D;  // [L, D]
+        const float* k = ks.data() + (l * H + h) * L * D;  // [L, D]
+        for (int64_t i = 0; i < L; ++i) {
+          std::vector<double> s(size_t(L), 0.0);
+          double m = -INFINITY, sum = 0.0;
+          for (int64_t j = 0; j <= i; ++j) {
+            double dot = 0.0;
+            for (int64_t d = 0; d < D; ++d) dot += double(q[i * D + d]) * double(k[j * D + d]);
+            s[size_t(j)] = dot * scale;
+            m = std::max(m, s[size_t(j)]);
+          }
+          for (int64_t j = 0; j <= i; ++j) sum += (s[size_t(j)] = std::exp(s[size_t(j)] - m));
+          const float* row = atts.data() + ((l * H + h) * L + i) * L;
+          for (int64_t j = 0; j < L; ++j) {
+            const double want = j <= i ? s[size_t(j)] / sum : 0.0;  // masked keys: exactly 0
+            worst = std::max(worst, std::fabs(want - double(row[j])));
+          }
+        }
+      }
+    }
+    CHECK(worst <= 1e-5);
+    // every element written (they started as NaN)
+    CHECK(std::all_of(qs.begin(), qs.end(), [](float x) { return std::isfinite(x); }));
+    CHECK(std::all_of(ks.begin(), ks.end(), [](float x) { return std::isfinite(x); }));
+  };
+  std::string text = "In the beginning God created";
+  check(model_under_test(), std::vector<int32_t>(text.begin(), text.end()));
+  TinyConfig tc;
+  tc.n_layer = 3, tc.n_head = 6, tc.n_embd = 48, tc.n_positions = 72, tc.vocab_size = 300;
+  GPT2 other = random_model(tc, 5, "transformer.");
+  std::vector<int32_t> ids(40);
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = int32_t((i * 53 + 11) % 300);
+  check(other, ids);
+}
+
 TEST_CASE("gpt2: seeded sampling is deterministic") {
   GPT2 model = model_under_test();
   std::string prompt = "And the LORD said";

@@ -50,6 +50,63 @@ async function checkReference(name) {
 test('forward matches PyTorch: tiny-kjv', () => checkReference('tiny-kjv.json'));
 test('forward matches PyTorch: random GPT-2 (3 layers, 6 heads, n_embd 192, BPE)', () => checkReference('random-gpt2.json'));
 
+/** softmax(q k^T / sqrt(hd) + causal mask) from forward's queriesKeys vs its attentions: the worst abs error. */
+async function checkQueriesKeys(model, ids) {
+  const { n_layer: NL, n_head: H, n_embd: E } = model.config;
+  const D = E / H, L = ids.length;
+  const out = await model.forward(ids, { outputAttentions: true, outputQueriesKeys: true });
+  const plain = await model.forward(ids, { outputAttentions: true });
+  assert.deepEqual(out.logits.data, plain.logits.data, 'asking for q/k changes the logits');
+  assert.equal(plain.queriesKeys, undefined);
+  assert.equal(out.queriesKeys.length, NL);
+  let worst = 0;
+  for (let l = 0; l < NL; l++) {
+    const { queries, keys } = out.queriesKeys[l];
+    assert.deepEqual(queries.shape, [1, H, L, D]);
+    assert.deepEqual(keys.shape, [1, H, L, D]);
+    const q = queries.data, k = keys.data, a = out.attentions[l].data;
+    for (let h = 0; h < H; h++) {
+      for (let i = 0; i < L; i++) {
+        const s = new Float64Array(L);
+        let m = -Infinity, sum = 0;
+        for (let j = 0; j <= i; j++) {
+          let dot = 0;
+          for (let d = 0; d < D; d++) dot += q[(h * L + i) * D + d] * k[(h * L + j) * D + d];
+          s[j] = dot / Math.sqrt(D);
+          m = Math.max(m, s[j]);
+        }
+        for (let j = 0; j <= i; j++) sum += (s[j] = Math.exp(s[j] - m));
+        for (let j = 0; j < L; j++) {
+          const want = j <= i ? s[j] / sum : 0;
+          const d = Math.abs(want - a[(h * L + i) * L + j]);
+          if (!(d <= worst)) worst = Number.isNaN(d) ? Infinity : d;
+        }
+      }
+    }
+  }
+  return worst;
+}
+
+test('forward outputQueriesKeys: softmax(q k^T / sqrt(hd) + causal mask) reproduces the attentions', async () => {
+  for (const name of ['tiny-kjv.json', 'random-gpt2.json']) {
+    const m = manifest(name);
+    const model = await qkv.loadModel(path.join(DATA, m.model_dir));
+    try {
+      const worst = await checkQueriesKeys(model, m.cases[m.cases.length - 1].ids);
+      assert.ok(worst <= 1e-5, `${name}: softmax(q k^T) vs attentions: max abs err ${worst}`);
+    } finally {
+      model.dispose();
+    }
+  }
+  // a bad value is an Error naming the option
+  const model = await qkv.loadModel(path.join(DATA, manifest('tiny-kjv.json').model_dir));
+  try {
+    await assert.rejects(model.forward([1, 2], { outputQueriesKeys: 1 }), /model\.forward: options\.outputQueriesKeys must be a boolean/);
+  } finally {
+    model.dispose();
+  }
+});
+
 describe('generation on the tiny model', () => {
   let model;
   before(async () => {

@@ -22,7 +22,7 @@ export { lastBackend, type Backend } from './backend.js';
 export { webgpuAvailable, WebGPUUnavailableError, WebGPUDeviceLostError, WebGPULimitError } from './webgpu/index.js';
 export {
   loadModel, GPT2Model, ByteTokenizer, BpeTokenizer,
-  type GPT2Config, type ModelFiles, type ModelSource, type ForwardOptions, type ForwardResult,
+  type GPT2Config, type ModelFiles, type ModelSource, type ForwardOptions, type ForwardResult, type QueriesKeys,
   type GenerateOptions, type GenerationStep, type Tokenizer,
 } from './model/index.js';
 export { MultiHeadAttention, type MultiHeadAttentionOptions, type MultiHeadAttentionWeights,

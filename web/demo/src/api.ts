@@ -1,9 +1,9 @@
-// The one place the demo meets the qkv library. Pages call these functions; they use the
-// real API (web/lib/index.ts, bundled by Vite from source) when it is present and loads, and
-// otherwise fall back to the demo's TypeScript reference maths (math.ts) so the pages still
-// work while the library is being built. backendName() says which is in use.
-import { attention, mat, rng, type MaskSpec } from './math';
-import { CheckpointError, TinyGPT2, bpeTokenizer, byteTokenizer, parseConfig, parseSafetensors, sample, type GPT2Config, type Tokenizer } from './gpt2';
+// The one place the demo meets the qkv library (dist/, built from web/lib/). The model page
+// runs only qkv's model (loadModel, forward, generate, its tokenizer): when the library does not
+// load, the page says why. The playground's single-head attention uses
+// qkv.scaledDotProductAttention and, while the library is not built, the demo's TypeScript
+// reference maths (math.ts); backendName() says which is in use.
+import { attention, mat, type MaskSpec } from './math';
 
 /** The parts of the qkv API (DESIGN.md) the demo uses. */
 export interface QkvTensor { data: Float32Array | Uint8Array; shape: number[]; dispose?(): void }
@@ -87,17 +87,33 @@ export async function sdpa(q: Float32Array, k: Float32Array, v: Float32Array, L:
 }
 
 // ---------------------------------------------------------------------------------------------
-// The model
+// The model: qkv's loadModel / forward / generate / tokenizer, nothing else. If the library does
+// not load, the page shows why (there is no second implementation to fall back to).
 
-export { CheckpointError };
+/** A message about the dropped files themselves (which file is which), before qkv sees them. */
+export class CheckpointError extends Error {}
 export type Progress = (fraction: number | null, what: string) => void;
 
-/** What the page needs from a model, whichever engine runs it. */
+/** config.json of a GPT-2-family model, as qkv's model.config gives it. */
+export interface GPT2Config {
+  n_layer: number; n_head: number; n_embd: number; n_positions: number; vocab_size: number;
+  [key: string]: unknown;
+}
+
+/** The demo's view of the model's tokenizer: qkv's, plus how one token looks on its own. */
+export interface Tokenizer {
+  encode(text: string): number[];
+  decode(ids: number[]): string;
+  /** one token's text (bytes that are not whole UTF-8 characters shown as \xNN) */
+  tokenText(id: number): string;
+}
+
+/** What the page needs from a model. */
 export interface DemoModel {
   name: string;
   config: GPT2Config;
   tokenizer: Tokenizer;
-  /** which code runs the forward pass, e.g. "qkv wasm (simd)" */
+  /** which code runs the forward pass, e.g. "qkv wasm simd" */
   engine: string;
   headDim: number;
   /**
@@ -105,8 +121,8 @@ export interface DemoModel {
    * when asked, the attention weights attn[layer][head][q][k].
    */
   run(ids: number[], attentions: boolean): Promise<{ logits: Float32Array; attn?: Float32Array[][][] }>;
-  /** per-head q and k for ids (for the neuron view), or null if this model cannot give them */
-  queriesKeys(ids: number[]): Promise<{ q: Float32Array[][]; k: Float32Array[][] } | null>;
+  /** per-head queries and keys for ids (the neuron view): q[layer][head] = Float32Array(L * headDim), k alike */
+  queriesKeys(ids: number[]): Promise<{ q: Float32Array[][]; k: Float32Array[][] }>;
   /**
    * Generates after ids, one token per step. Each step carries the attention row of the query
    * that predicted it: rows[layer][head] over positions 0..position-1 (query = position - 1).
@@ -118,56 +134,75 @@ export interface DemoModel {
 export interface GenOptions { maxNewTokens: number; temperature: number; topK: number; seed: number }
 export interface GenStep { token: number; index: number; position: number; rows: Float32Array[][] }
 
-export interface CheckpointFiles { config: string; weights: ArrayBuffer; vocab?: string; merges?: string; name: string }
+/** A dropped checkpoint, as qkv's loadModel takes it ({ config, weights, vocab?, merges? }) plus a name. */
+export interface CheckpointFiles { config: string; weights?: ArrayBuffer; vocab?: string; merges?: string; name: string }
 
-/** Reads a Response body with progress (bytes / Content-Length). */
-async function readWithProgress(res: Response, what: string, onProgress: Progress): Promise<ArrayBuffer> {
-  const total = Number(res.headers.get('Content-Length')) || 0;
-  if (!res.body) return res.arrayBuffer();
-  const reader = res.body.getReader();
-  const chunks: Uint8Array[] = [];
+/** qkv's model object (web/lib/model/model.ts). */
+interface QkvTokenizer {
+  encode(text: string): number[];
+  decode(ids: ArrayLike<number>): string;
+  decodeBytes(ids: ArrayLike<number>): Uint8Array;
+}
+interface QkvModel {
+  config: GPT2Config;
+  tokenizer: QkvTokenizer;
+  forward(ids: number[], opts?: { outputAttentions?: boolean; outputQueriesKeys?: boolean }): Promise<{
+    logits: QkvTensor; attentions?: QkvTensor[]; queriesKeys?: { queries: QkvTensor; keys: QkvTensor }[];
+  }>;
+  generate(ids: number[], opts: Record<string, unknown>):
+    AsyncGenerator<{ token: number; index: number; position: number; attentions?: QkvTensor[] }, void, undefined>;
+  dispose(): void;
+}
+type LoadModel = (source: unknown) => Promise<QkvModel>;
+
+/** qkv's loadModel; throws with the reason when the library is not available. */
+async function qkvLoadModel(): Promise<LoadModel> {
+  const lib = await getLib();
+  if (!lib) throw new Error(`the qkv library is not available (${libStatus() ?? 'unknown reason'}); build it with \`npm run build\``);
+  const load = (lib.loadModel ?? (await modelModule())?.loadModel) as LoadModel | undefined;
+  if (!load) throw new Error('this build of the qkv library has no loadModel; rebuild it with `npm run build`');
+  return load;
+}
+
+/** Loads a model folder (config.json, model.safetensors [+ vocab.json, merges.txt]) by URL with qkv. */
+export async function loadModelFromUrl(base: string, onProgress: Progress): Promise<DemoModel> {
+  const loadModel = await qkvLoadModel();
+  const url = new URL(base, location.href);
+  onProgress(null, `loading ${base} with qkv`);
+  const m = await loadModel(url.href);
+  return demoModel(m, base.replace(/\/$/, '').split('/').pop() || base, await backendName());
+}
+
+/** Loads dropped checkpoint files with qkv: its loader checks them, and its Error says what is wrong. */
+export async function loadModelFromFiles(files: CheckpointFiles, onProgress: Progress): Promise<DemoModel> {
+  const loadModel = await qkvLoadModel();
+  onProgress(null, 'loading into qkv');
+  const source: Record<string, unknown> = { config: files.config, weights: files.weights };
+  if (files.vocab !== undefined) source.vocab = files.vocab;
+  if (files.merges !== undefined) source.merges = files.merges;
+  const m = await loadModel(source);
+  return demoModel(m, files.name, await backendName());
+}
+
+/** Reads a File with progress (bytes / size). */
+async function readFile(file: File, onProgress: Progress): Promise<ArrayBuffer> {
+  if (!file.stream) return file.arrayBuffer();
+  const reader = file.stream().getReader();
+  const out = new Uint8Array(file.size);
   let got = 0;
   for (;;) {
     const { done, value } = await reader.read();
     if (done) break;
-    chunks.push(value);
+    out.set(value, got);
     got += value.length;
-    onProgress(total ? got / total : null, `${what}: ${(got / 1048576).toFixed(1)} MiB${total ? ` of ${(total / 1048576).toFixed(1)} MiB` : ''}`);
+    onProgress(file.size ? got / file.size : null, `${file.name}: ${(got / 1048576).toFixed(1)} MiB of ${(file.size / 1048576).toFixed(1)} MiB`);
   }
-  const out = new Uint8Array(got);
-  let o = 0;
-  for (const c of chunks) { out.set(c, o); o += c.length; }
   return out.buffer;
-}
-
-/** Fetches a model folder (config.json, model.safetensors, and vocab.json + merges.txt when the vocab is not bytes). */
-export async function fetchCheckpoint(base: string, onProgress: Progress): Promise<CheckpointFiles> {
-  const url = (f: string) => new URL(f, new URL(base, location.href)).href;
-  onProgress(null, 'config.json');
-  const cres = await fetch(url('config.json'));
-  if (!cres.ok) throw new CheckpointError(`No model at ${base} (config.json: HTTP ${cres.status}). Build it, or drop a checkpoint onto the page.`);
-  const config = await cres.text();
-  const cfg = parseConfig(config);
-  const wres = await fetch(url('model.safetensors'));
-  if (!wres.ok) throw new CheckpointError(`${base}model.safetensors: HTTP ${wres.status}.`);
-  const weights = await readWithProgress(wres, 'model.safetensors', onProgress);
-  let vocab: string | undefined, merges: string | undefined;
-  const bytes = (cfg.qkv as { tokenizer?: string } | undefined)?.tokenizer === 'bytes' || cfg.vocab_size <= 256;
-  if (!bytes) {
-    vocab = await (await fetch(url('vocab.json'))).text();
-    merges = await (await fetch(url('merges.txt'))).text();
-  }
-  return { config, weights, vocab, merges, name: base.replace(/\/$/, '').split('/').pop() || base };
-}
-
-/** Reads a File with progress. */
-async function readFile(file: File, onProgress: Progress): Promise<ArrayBuffer> {
-  return readWithProgress(new Response(file.stream(), { headers: { 'Content-Length': String(file.size) } }), file.name, onProgress);
 }
 
 /**
  * Sorts dropped files into a checkpoint: config.json, one .safetensors, vocab.json, merges.txt.
- * Throws CheckpointError with a message a person can act on.
+ * Only says which file is which (CheckpointError); what is inside is qkv's loadModel's to check.
  */
 export async function readDroppedFiles(files: File[], onProgress: Progress): Promise<CheckpointFiles> {
   if (!files.length) throw new CheckpointError('Nothing was dropped. Drop config.json, model.safetensors, vocab.json and merges.txt together.');
@@ -178,75 +213,14 @@ export async function readDroppedFiles(files: File[], onProgress: Progress): Pro
   const merges = by((f) => f.name === 'merges.txt');
   const unknown = files.filter((f) => !configs.includes(f) && !weights.includes(f) && !vocab.includes(f) && !merges.includes(f));
   const unknownNote = unknown.length ? ` (ignored: ${unknown.map((f) => f.name).join(', ')})` : '';
-  if (weights.some((f) => /pytorch_model\.bin|\.bin$/.test(f.name))) throw new CheckpointError('This looks like a PyTorch .bin checkpoint; the demo reads .safetensors.');
+  if (unknown.some((f) => /\.bin$/.test(f.name)) && !weights.length) throw new CheckpointError('This looks like a PyTorch .bin checkpoint; the demo reads .safetensors.');
   if (!configs.length) throw new CheckpointError(`config.json is missing${unknownNote}. Drop config.json, model.safetensors, vocab.json and merges.txt together.`);
-  const config = await configs[0].text();
-  const cfg = parseConfig(config, configs[0].name);
-  if (!weights.length) throw new CheckpointError(`No .safetensors file among the dropped files${unknownNote}. Drop model.safetensors with config.json.`);
   if (weights.length > 1) throw new CheckpointError('Several .safetensors files were dropped; sharded checkpoints are not supported — drop one.');
-  if (cfg.vocab_size > 256 && (!vocab.length || !merges.length)) {
-    throw new CheckpointError(`config.json has vocab_size ${cfg.vocab_size}, so the GPT-2 tokenizer files are needed: ${[!vocab.length && 'vocab.json', !merges.length && 'merges.txt'].filter(Boolean).join(' and ')} missing.`);
-  }
-  const buf = await readFile(weights[0], onProgress);
-  return { config, weights: buf, vocab: await vocab[0]?.text(), merges: await merges[0]?.text(), name: weights[0].name.replace(/\.safetensors$/, '') === 'model' ? 'dropped checkpoint' : weights[0].name };
-}
-
-const TS_REFERENCE_MAX_PARAMS = 60e6; // keep a TypeScript copy of the weights only for small models
-
-/** Builds a DemoModel from checkpoint files: checks them, then prefers qkv's loadModel. */
-export async function openModel(files: CheckpointFiles, onProgress: Progress): Promise<DemoModel> {
-  onProgress(null, 'checking the checkpoint');
-  const config = parseConfig(files.config);
-  const st = parseSafetensors(files.weights);
-  const ref = new TinyGPT2(config, st); // throws CheckpointError on missing or mis-shaped tensors
-  const tokenizer = files.vocab && files.merges ? bpeTokenizer(files.vocab, files.merges) : byteTokenizer;
-  let params = 0;
-  for (const t of st.tensors.values()) params += t.data.length;
-
-  const lib = await getLib();
-  let why = lib ? 'this qkv build has no loadModel' : 'qkv library not loaded';
-  const loadModel = lib?.loadModel ?? ((await modelModule())?.loadModel as QkvLib['loadModel'] | undefined);
-  if (loadModel) {
-    try {
-      onProgress(null, 'loading into qkv');
-      const m = (await loadModel({ config: JSON.parse(files.config), weights: files.weights, vocab: files.vocab, merges: files.merges })) as QkvModel;
-      return qkvModel(m, files.name, config, tokenizer, params <= TS_REFERENCE_MAX_PARAMS ? ref : null, await backendName());
-    } catch (e) {
-      // the files passed the demo's own checks, so this is qkv's side: run the reference and say so
-      why = `qkv loadModel failed: ${(e as Error).message}`;
-    }
-  }
+  const buf = weights.length ? await readFile(weights[0], onProgress) : undefined;
   return {
-    name: files.name, config, tokenizer, engine: `TypeScript reference (${why})`, headDim: ref.headDim,
-    run: async (ids, attentions) => {
-      const out = ref.forward(ids);
-      const V = config.vocab_size, L = ids.length;
-      return { logits: out.logits.slice((L - 1) * V, L * V), attn: attentions ? out.attn : undefined };
-    },
-    queriesKeys: async (ids) => ref.forward(ids),
-    async *generate(ids, o) {
-      const rand = rng(o.seed);
-      const cur = ids.slice();
-      const V = config.vocab_size;
-      for (let index = 0; index < o.maxNewTokens; index++) {
-        const out = ref.forward(cur);
-        const L = cur.length;
-        const token = sample(out.logits.subarray((L - 1) * V, L * V), o.temperature, o.topK, rand);
-        yield { token, index, position: L, rows: out.attn.map((layer) => layer.map((head) => head[L - 1].slice(0, L))) };
-        cur.push(token);
-        await new Promise((ok) => setTimeout(ok, 0));
-      }
-    },
-    dispose: () => {},
+    config: await configs[0].text(), weights: buf, vocab: await vocab[0]?.text(), merges: await merges[0]?.text(),
+    name: !weights.length || weights[0].name === 'model.safetensors' ? 'dropped checkpoint' : weights[0].name,
   };
-}
-
-/** qkv's model object, as DESIGN.md describes it. */
-interface QkvModel {
-  generate?(ids: number[], opts: Record<string, unknown>): AsyncGenerator<{ token: number; index: number; position: number; attentions?: QkvTensor[] }, void, undefined>;
-  forward(ids: number[] | Int32Array, opts?: Record<string, unknown>): Promise<{ logits: QkvTensor; attentions?: QkvTensor[]; [k: string]: unknown }>;
-  dispose?(): void;
-  [k: string]: unknown;
 }
 
 /** Splits [1, H, L, L] tensors into attn[layer][head][q] rows (views, no copy). */
@@ -258,9 +232,35 @@ export function splitAttentions(ts: QkvTensor[]): Float32Array[][][] {
   });
 }
 
-function qkvModel(m: QkvModel, name: string, config: GPT2Config, tokenizer: Tokenizer, ref: TinyGPT2 | null, backend: string): DemoModel {
+/** Splits a [1, H, L, D] tensor into one Float32Array(L * D) per head (copies). */
+function splitHeads(t: QkvTensor): Float32Array[] {
+  const [, H, L, D] = t.shape;
+  const d = t.data as Float32Array;
+  return Array.from({ length: H }, (_h, h) => d.slice(h * L * D, (h + 1) * L * D));
+}
+
+/** How one token looks on its own: its bytes as UTF-8, or \xNN for bytes that are not whole characters. */
+function tokenTextOf(tok: QkvTokenizer): (id: number) => string {
+  const utf8 = new TextDecoder('utf-8', { fatal: true });
+  return (id) => {
+    const bytes = tok.decodeBytes([id]);
+    try {
+      return utf8.decode(bytes);
+    } catch {
+      return Array.from(bytes, (b) => (b < 128 ? String.fromCharCode(b) : `\\x${b.toString(16)}`)).join('');
+    }
+  };
+}
+
+function demoModel(m: QkvModel, name: string, backend: string): DemoModel {
+  const config = m.config;
   const V = config.vocab_size;
   const copy = (t: QkvTensor) => Float32Array.from(t.data as Float32Array);
+  const tokenizer: Tokenizer = {
+    encode: (text) => m.tokenizer.encode(text),
+    decode: (ids) => m.tokenizer.decode(ids),
+    tokenText: tokenTextOf(m.tokenizer),
+  };
   return {
     name, config, tokenizer, engine: backend, headDim: config.n_embd / config.n_head,
     async run(ids, attentions) {
@@ -271,13 +271,18 @@ function qkvModel(m: QkvModel, name: string, config: GPT2Config, tokenizer: Toke
       out.logits.dispose?.(); out.attentions?.forEach((t) => t.dispose?.());
       return { logits, attn };
     },
-    async queriesKeys(ids) { return ref ? ref.forward(ids) : null; },
+    async queriesKeys(ids) {
+      const out = await m.forward(ids, { outputQueriesKeys: true });
+      const qk = out.queriesKeys ?? [];
+      const result = { q: qk.map((l) => splitHeads(l.queries)), k: qk.map((l) => splitHeads(l.keys)) };
+      out.logits.dispose?.();
+      qk.forEach((l) => { l.queries.dispose?.(); l.keys.dispose?.(); });
+      return result;
+    },
     async *generate(ids, o) {
-      if (!m.generate) throw new Error('this qkv model has no generate()');
-      const it = m.generate(ids, { ...o, outputAttentions: true });
-      for await (const step of it) {
+      for await (const step of m.generate(ids, { ...o, outputAttentions: true })) {
         const rows = (step.attentions ?? []).map((t) => {
-          const [H, P] = t.shape.length === 2 ? t.shape : [t.shape[t.shape.length - 2], t.shape[t.shape.length - 1]];
+          const [H, P] = t.shape; // [n_head, position]
           const d = t.data as Float32Array;
           const out = Array.from({ length: H }, (_h, h) => d.slice(h * P, (h + 1) * P));
           t.dispose?.();
@@ -286,6 +291,6 @@ function qkvModel(m: QkvModel, name: string, config: GPT2Config, tokenizer: Toke
         yield { token: step.token, index: step.index, position: step.position, rows };
       }
     },
-    dispose: () => m.dispose?.(),
+    dispose: () => m.dispose(),
   };
 }

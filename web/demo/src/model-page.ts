@@ -3,7 +3,7 @@
 // `st` holds the state; update functions change it and call render(), which only draws.
 import './style.css';
 import { $, download, headColor, message, progress, showToken, yieldToEvents } from './ui';
-import { CheckpointError, fetchCheckpoint, openModel, readDroppedFiles, type CheckpointFiles, type DemoModel } from './api';
+import { CheckpointError, loadModelFromFiles, loadModelFromUrl, readDroppedFiles, type DemoModel } from './api';
 import { maxRowSumError, toJSON, type AttnData } from './contract';
 import { allHeadStats, badgeClass, CAVEAT, type HeadStats } from './patterns';
 import { HeadView } from './headview';
@@ -97,15 +97,35 @@ function render(): void {
 
 function renderNeuronView(): void {
   const d = st.data!;
-  if (!d.q && st.model && !st.qkPending) {
-    st.qkPending = true;
-    const ids = d.ids.slice();
-    void st.model.queriesKeys(ids).then((qk) => {
-      st.qkPending = false;
-      if (qk && st.data && st.data.ids.length === ids.length) { st.data.q = qk.q; st.data.k = qk.k; if (st.tab === 'neuron') renderNeuronView(); }
-    });
+  const box = $('#neuron');
+  if (!d.q || !d.k) {
+    // the queries and keys come from qkv's forward (outputQueriesKeys), fetched once per token sequence
+    if (st.model && !st.qkPending) {
+      st.qkPending = true;
+      const ids = d.ids.slice();
+      st.model.queriesKeys(ids).then((qk) => {
+        st.qkPending = false;
+        const cur = st.data;
+        if (cur && cur.ids.length === ids.length && cur.ids.every((id, i) => id === ids[i])) { cur.q = qk.q; cur.k = qk.k; }
+        if (st.tab === 'neuron' && st.data) renderNeuronView();
+      }, (e: unknown) => {
+        st.qkPending = false;
+        const p = document.createElement('p');
+        p.className = 'small';
+        p.dataset.tone = 'error';
+        p.textContent = `Could not get the queries and keys from qkv: ${(e as Error).message}`;
+        box.replaceChildren(p);
+      });
+    }
+    if (!box.querySelector('[data-tone=error]')) {
+      const p = document.createElement('p');
+      p.className = 'small muted';
+      p.textContent = 'Computing the queries and keys…';
+      box.replaceChildren(p);
+    }
+    return;
   }
-  renderNeuron($('#neuron'), d, { layer: st.layer, head: st.sel.head, query: st.query, key: st.neuronKey });
+  renderNeuron(box, d, { layer: st.layer, head: st.sel.head, query: st.query, key: st.neuronKey });
 }
 
 let renderQueued = false;
@@ -122,7 +142,8 @@ function setData(ids: number[], promptLength: number, attn: Float32Array[][][]):
   const m = st.model!;
   st.data = {
     tokens: ids.map((id) => m.tokenizer.tokenText(id)), ids: ids.slice(), promptLength,
-    nLayer: m.config.n_layer, nHead: m.config.n_head, attn, headDim: m.headDim, scale: 1 / Math.sqrt(m.headDim),
+    nLayer: m.config.n_layer, nHead: m.config.n_head, attn, headDim: m.headDim,
+    scale: m.config.scale_attn_weights === false ? 1 : 1 / Math.sqrt(m.headDim), // GPT-2's attention scale
   };
   st.stats = allHeadStats(st.data);
   document.body.dataset.tokens = String(ids.length);
@@ -137,8 +158,7 @@ function renderOutput(ids: number[], promptLength: number): void {
   out.scrollTop = out.scrollHeight;
 }
 
-async function useModel(files: CheckpointFiles, bar: HTMLProgressElement, text: HTMLElement): Promise<void> {
-  const model = await openModel(files, (f, what) => progress(bar, f, what, text));
+async function useModel(model: DemoModel): Promise<void> {
   st.model?.dispose();
   st.model = model;
   st.data = null;
@@ -233,8 +253,9 @@ async function loadDropped(files: File[]): Promise<void> {
   bar.hidden = false;
   progress(bar, 0, 'reading files…', text);
   try {
-    const ck = await readDroppedFiles(files, (f, what) => progress(bar, f, what, text));
-    await useModel(ck, bar, text);
+    const onProgress = (f: number | null, what: string) => progress(bar, f, what, text);
+    const ck = await readDroppedFiles(files, onProgress);
+    await useModel(await loadModelFromFiles(ck, onProgress));
     progress(bar, 1, '', text);
     message(msg, `Loaded ${ck.name}. The explorer now shows its heads.`, 'ok');
   } catch (e) {
@@ -310,14 +331,13 @@ async function start(): Promise<void> {
   render();
   const bar = $<HTMLProgressElement>('#load-bar'), text = $('#load-text');
   try {
-    const files = await fetchCheckpoint(DEFAULT_MODEL, (f, what) => progress(bar, f, what, text));
-    await useModel(files, bar, text);
+    await useModel(await loadModelFromUrl(DEFAULT_MODEL, (f, what) => progress(bar, f, what, text)));
     progress(bar, 1, 'Model ready.', text);
     $('#load').hidden = true;
   } catch (e) {
     progress(bar, 0, '', text);
     $('#load').hidden = true;
-    message($('#gen-msg'), e instanceof CheckpointError ? e.message : `The model could not be loaded: ${(e as Error).message}`, 'error');
+    message($('#gen-msg'), `The model could not be loaded: ${(e as Error).message}`, 'error');
   }
   document.body.dataset.ready = 'true';
 }

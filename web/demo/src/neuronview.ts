@@ -1,6 +1,8 @@
 // Neuron view: the arithmetic of one attention row. For query i of one head: the query vector
 // q, a key vector k_j, their elementwise product (which sums to q·k_j), then for every visible
-// key: q·k, the scaled score q·k/√d and the softmax weight. Bars drawn with Observable Plot.
+// key: q·k, the scaled score q·k/√d and the softmax weight. q and k are the model's own (qkv's
+// forward with outputQueriesKeys); the page renders this view only once it has them. Bars drawn
+// with Observable Plot.
 import * as Plot from '@observablehq/plot';
 import type { AttnData } from './contract';
 import { showToken } from './ui';
@@ -13,14 +15,15 @@ export function renderNeuron(container: HTMLElement, data: AttnData, st: NeuronS
   const weights = data.attn[st.layer][st.head][i];
   const label = (j: number) => `${j}:${showToken(data.tokens[j]).slice(0, 8)}`;
   const keys = Array.from({ length: i + 1 }, (_v, j) => j);
-  const haveQK = !!(data.q && data.k);
+  if (!data.q || !data.k) throw new Error('renderNeuron: the queries and keys are not known yet');
   const Dh = data.headDim;
-  const q = haveQK ? data.q![st.layer][st.head].subarray(i * Dh, (i + 1) * Dh) : null;
-  const dot = (j: number) => { const k = data.k![st.layer][st.head]; let s = 0; for (let d = 0; d < Dh; d++) s += q![d] * k[j * Dh + d]; return s; };
+  const q = data.q[st.layer][st.head].subarray(i * Dh, (i + 1) * Dh);
+  const kAll = data.k[st.layer][st.head];
+  const dot = (j: number) => { let s = 0; for (let d = 0; d < Dh; d++) s += q[d] * kAll[j * Dh + d]; return s; };
   const rows = keys.map((j) => {
     const p = weights[j] ?? 0;
-    const raw = haveQK ? dot(j) : NaN;
-    return { key: label(j), j, raw, scaled: haveQK ? raw * data.scale : Math.log(Math.max(p, 1e-30)), p };
+    const raw = dot(j);
+    return { key: label(j), j, raw, scaled: raw * data.scale, p };
   });
   const argmax = rows.reduce((a, b) => (b.p > a.p ? b : a), rows[0]).j;
   const kj = st.key >= 0 && st.key <= i ? st.key : argmax;
@@ -43,27 +46,23 @@ export function renderNeuron(container: HTMLElement, data: AttnData, st: NeuronS
   const head = document.createElement('p');
   head.className = 'small';
   head.innerHTML = `Layer ${st.layer}, head ${st.head}, query <b class="mono">${i}: ${escapeHtml(showToken(data.tokens[i]))}</b>. ` +
-    (haveQK ? `Scale 1/√${Dh} = ${data.scale.toFixed(4)}. Orange: key ${kj}.` :
-      'This model does not expose its queries and keys, so q·k is not shown; the scaled scores are recovered from the weights as log p (softmax is unchanged by adding a constant).');
+    `Scale 1/√${Dh} = ${data.scale.toFixed(4)}. Orange: key ${kj}.`;
   figs.push(head);
-  if (haveQK && q) {
-    const k = data.k![st.layer][st.head].subarray(kj * Dh, (kj + 1) * Dh);
-    const vec = Array.from({ length: Dh }, (_v, d) => ({ d, q: q[d], k: k[d], qk: q[d] * k[d] }));
-    const vw = narrow ? width - 10 : Math.max(180, Math.floor((width - 30) / 3));
-    const vplot = (field: 'q' | 'k' | 'qk', title: string, fill: string) => Plot.plot({
-      width: vw, height: 140, marginLeft: 36, style: { fontSize: '11px' },
-      x: { label: 'dimension', ticks: [] }, y: { label: title, grid: true },
-      marks: [Plot.barY(vec, { x: 'd', y: field, fill }), Plot.ruleY([0])],
-    });
-    const vrow = document.createElement('div');
-    vrow.className = 'ncols';
-    vrow.append(vplot('q', `q (query ${i})`, '#2456c8'), vplot('k', `k (key ${kj})`, '#59a14f'), vplot('qk', `q ⊙ k  (Σ = ${rows[kj].raw.toFixed(3)})`, '#b07aa1'));
-    figs.push(vrow);
-  }
+  const k = kAll.subarray(kj * Dh, (kj + 1) * Dh);
+  const vec = Array.from({ length: Dh }, (_v, d) => ({ d, q: q[d], k: k[d], qk: q[d] * k[d] }));
+  const vw = narrow ? width - 10 : Math.max(180, Math.floor((width - 30) / 3));
+  const vplot = (field: 'q' | 'k' | 'qk', title: string, fill: string) => Plot.plot({
+    width: vw, height: 140, marginLeft: 36, style: { fontSize: '11px' },
+    x: { label: 'dimension', ticks: [] }, y: { label: title, grid: true },
+    marks: [Plot.barY(vec, { x: 'd', y: field, fill }), Plot.ruleY([0])],
+  });
+  const vrow = document.createElement('div');
+  vrow.className = 'ncols';
+  vrow.append(vplot('q', `q (query ${i})`, '#2456c8'), vplot('k', `k (key ${kj})`, '#59a14f'), vplot('qk', `q ⊙ k  (Σ = ${rows[kj].raw.toFixed(3)})`, '#b07aa1'));
+  figs.push(vrow);
   const brow = document.createElement('div');
   brow.className = 'ncols';
-  if (haveQK) brow.append(bar('raw', 'q · k →', '#8c8c8c'));
-  brow.append(bar('scaled', haveQK ? 'q · k / √d →' : 'log p (scaled score + const) →', '#76b7b2'), bar('p', 'softmax →', '#2456c8'));
+  brow.append(bar('raw', 'q · k →', '#8c8c8c'), bar('scaled', 'q · k / √d →', '#76b7b2'), bar('p', 'softmax →', '#2456c8'));
   figs.push(brow);
   const sum = rows.reduce((a, r) => a + r.p, 0);
   const foot = document.createElement('p');

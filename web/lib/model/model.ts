@@ -44,6 +44,20 @@ export type ModelSource = string | URL | ModelFiles;
 export interface ForwardOptions {
   /** Also return every layer's attention probabilities (default false). */
   outputAttentions?: boolean;
+  /**
+   * Also return every layer's per-head query and key vectors (default false): exactly what
+   * attention consumes, the queries before the 1/sqrt(head_dim) scaling, so
+   * softmax(q k^T / sqrt(head_dim) + causal mask) reproduces `attentions`.
+   */
+  outputQueriesKeys?: boolean;
+}
+
+/** One layer's per-head queries and keys (see {@link ForwardOptions.outputQueriesKeys}). */
+export interface QueriesKeys {
+  /** [1, n_head, L, head_dim], before the 1/sqrt(head_dim) scaling. */
+  queries: Tensor;
+  /** [1, n_head, L, head_dim] */
+  keys: Tensor;
 }
 
 export interface ForwardResult {
@@ -51,6 +65,8 @@ export interface ForwardResult {
   logits: Tensor;
   /** One per layer, each [1, n_head, L, L] (softmax probabilities, causal), like HF output_attentions. */
   attentions?: Tensor[];
+  /** With outputQueriesKeys: one entry per layer, each { queries, keys } of shape [1, n_head, L, head_dim]. */
+  queriesKeys?: QueriesKeys[];
 }
 
 export interface GenerateOptions {
@@ -89,7 +105,7 @@ export interface GenerationStep {
 
 /** The GPT2Model binding (wasm/bindings_model.cpp). */
 interface WasmGPT2 extends EmbindHandle {
-  forward(ids: number, L: number, logits: number, attentions: number): string;
+  forward(ids: number, L: number, logits: number, attentions: number, queries: number, keys: number): string;
   prefill(ids: number, L: number, logits: number, attentions: number): string;
   step(id: number, logits: number, attentions: number): string;
   reset(): void;
@@ -226,6 +242,7 @@ function filesFromObject(files: ModelFiles): RawFiles {
   if (typeof files.config === 'string') configText = files.config;
   else if (files.config && typeof files.config === 'object') configText = JSON.stringify(files.config);
   else throw new TypeError(`loadModel: source.config must be the config.json object or text, got ${describe(files.config)}`);
+  parseConfig(configText, 'source.config'); // a damaged config.json is reported before anything else
   let weights: Uint8Array;
   if (files.weights instanceof ArrayBuffer) weights = new Uint8Array(files.weights);
   else if (ArrayBuffer.isView(files.weights)) {
@@ -371,30 +388,45 @@ export class GPT2Model {
   }
 
   /**
-   * Runs the whole sequence (no cache): logits [1, L, vocab] and, with outputAttentions,
-   * one [1, n_head, L, L] Tensor per layer.
+   * Runs the whole sequence (no cache): logits [1, L, vocab]; with outputAttentions, one
+   * [1, n_head, L, L] Tensor per layer; with outputQueriesKeys, per layer the heads' queries
+   * and keys, each [1, n_head, L, head_dim].
    */
   async forward(ids: ArrayLike<number>, options: ForwardOptions = {}): Promise<ForwardResult> {
     const fn = 'model.forward';
-    const opts = checkOpts(fn, options, ['outputAttentions']);
+    const opts = checkOpts(fn, options, ['outputAttentions', 'outputQueriesKeys']);
     const want = optBoolean(fn, opts, 'outputAttentions', false);
+    const wantQK = optBoolean(fn, opts, 'outputQueriesKeys', false);
     const h = this.#handle(fn);
     const x = this.#ids(fn, ids);
     const L = x.length;
     const { vocab_size: V, n_head: H, n_layer: NL } = this.config;
+    const D = this.config.n_embd / H;
     const scope = new HeapScope(this.#m, fn);
     try {
       const pIds = scope.alloc(4 * L, `ids [${L}]`);
       new Int32Array(heapU8(this.#m).buffer, pIds, L).set(x);
       const pLogits = scope.alloc(4 * L * V, `logits ${fmtShape([1, L, V])}`);
       const pAtt = want ? scope.alloc(4 * NL * H * L * L, `attentions ${fmtShape([NL, 1, H, L, L])}`) : 0;
-      const err = h.forward(pIds, L, pLogits, pAtt);
+      const pQ = wantQK ? scope.alloc(4 * NL * H * L * D, `queries ${fmtShape([NL, 1, H, L, D])}`) : 0;
+      const pK = wantQK ? scope.alloc(4 * NL * H * L * D, `keys ${fmtShape([NL, 1, H, L, D])}`) : 0;
+      const err = h.forward(pIds, L, pLogits, pAtt, pQ, pK);
       if (err) throw wasmError(fn, err);
       const result: ForwardResult = { logits: new Tensor(scope.read(pLogits, L * V), [1, L, V]) };
       if (want) {
         const per = H * L * L;
         result.attentions = [];
         for (let l = 0; l < NL; l++) result.attentions.push(new Tensor(scope.read(pAtt + 4 * l * per, per), [1, H, L, L]));
+      }
+      if (wantQK) {
+        const per = H * L * D;
+        result.queriesKeys = [];
+        for (let l = 0; l < NL; l++) {
+          result.queriesKeys.push({
+            queries: new Tensor(scope.read(pQ + 4 * l * per, per), [1, H, L, D]),
+            keys: new Tensor(scope.read(pK + 4 * l * per, per), [1, H, L, D]),
+          });
+        }
       }
       return result;
     } finally {
