@@ -23,8 +23,11 @@
 #include "diagnostics.hpp"
 #include "kv_cache.hpp"
 #include "mha.hpp"
+#include "guarded.hpp"
 
 using namespace emscripten;
+using qkv::wasm::guarded;
+using qkv::wasm::ptr;
 
 namespace {
 
@@ -52,11 +55,6 @@ struct MhaArgs {
   int threads = 1;
 };
 
-template <class T>
-T* ptr(uintptr_t address) {
-  return reinterpret_cast<T*>(address);
-}
-
 qkv::Dims4 dims4(const Dims& d) { return {d[0], d[1], d[2], d[3]}; }
 
 qkv::AttentionShape shape_of(const AttentionArgs& a) {
@@ -77,24 +75,6 @@ qkv::AttentionOptions options_of(const AttentionArgs& a) {
 }
 
 std::string last_error;
-
-template <class F>
-std::string guarded(F&& f) {
-  try {
-    f();
-    return {};
-  } catch (const std::invalid_argument& e) {
-    return std::string("invalid_argument|") + e.what();
-  } catch (const std::length_error& e) {
-    return std::string("length_error|") + e.what();
-  } catch (const std::bad_alloc& e) {
-    return std::string("bad_alloc|") + e.what();
-  } catch (const std::exception& e) {
-    return std::string("error|") + e.what();
-  } catch (...) {
-    return "error|unknown C++ exception";
-  }
-}
 
 std::string attention(const AttentionArgs& a) {
   return guarded([&] {

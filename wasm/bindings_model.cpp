@@ -13,35 +13,15 @@
 #include <string>
 
 #include "model/gpt2.hpp"
+#include "guarded.hpp"
 
 using namespace emscripten;
+using qkv::wasm::guarded;
+using qkv::wasm::ptr;
 
 namespace {
 
-template <class T>
-T* ptr(uintptr_t address) {
-  return reinterpret_cast<T*>(address);
-}
-
 std::string model_last_error;
-
-template <class F>
-std::string guarded(F&& f) {
-  try {
-    f();
-    return {};
-  } catch (const std::invalid_argument& e) {
-    return std::string("invalid_argument|") + e.what();
-  } catch (const std::length_error& e) {
-    return std::string("length_error|") + e.what();
-  } catch (const std::bad_alloc& e) {
-    return std::string("bad_alloc|") + e.what();
-  } catch (const std::exception& e) {
-    return std::string("error|") + e.what();
-  } catch (...) {
-    return "error|unknown C++ exception";
-  }
-}
 
 // A loaded model and its one generation session (KV caches).
 struct Model {
