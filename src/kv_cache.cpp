@@ -34,15 +34,8 @@ void KVCache::append(const float* key, const float* value, int64_t n) {
 
 void KVCache::attend(const float* query, int64_t heads, int64_t lq, const AttentionOptions& options, float* output,
                      float* weights) const {
-  AttentionShape shape;
-  shape.B = batch_;
-  shape.H = heads;
-  shape.Hkv = kv_heads_;
-  shape.Lq = lq;
-  shape.Lk = length_;
-  shape.D = head_dim_;
-  shape.Dv = value_dim_;
-  shape.kv_rows = capacity_;  // read the cache in place: each head holds `capacity` rows
+  // read the cache in place: each kv head holds `capacity` rows, the first length() are used
+  const AttentionShape shape{batch_, heads, kv_heads_, lq, length_, head_dim_, value_dim_, capacity_};
   if (length_ == 0) {
     throw std::invalid_argument("KVCache.attend: the cache is empty; append keys and values first");
   }

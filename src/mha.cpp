@@ -92,14 +92,7 @@ void MultiHeadAttention::forward(int64_t B, int64_t Lq, int64_t Lk, const float*
   }
 
   // 3. attention per head: (B, H, Lq, hd), weights (B, H, Lq, Lk)
-  AttentionShape s;
-  s.B = B;
-  s.H = H;
-  s.Hkv = H;
-  s.Lq = Lq;
-  s.Lk = Lk;
-  s.D = hd;
-  s.Dv = hd;
+  const AttentionShape s{B, H, H, Lq, Lk, hd, hd};
   const bool want_weights = opt.need_weights && weights;
   std::vector<float> heads_out(B * H * Lq * hd);
   std::vector<float> head_weights(want_weights ? B * H * Lq * Lk : 0);

@@ -85,14 +85,7 @@ int main(int argc, char** argv) {
     std::vector<float> q(B * H * L * D), k(q.size()), v(q.size()), out(q.size());
     for (auto* t : {&q, &k, &v})
       for (auto& x : *t) x = normal(rng);
-    qkv::AttentionShape s;
-    s.B = B;
-    s.H = H;
-    s.Hkv = H;
-    s.Lq = L;
-    s.Lk = L;
-    s.D = D;
-    s.Dv = D;
+    const qkv::AttentionShape s{B, H, H, L, L, D, D};
     const double flops = 4.0 * B * H * L * L * D;
     for (bool causal : {false, true}) {
       struct Variant {

@@ -381,8 +381,7 @@ void GPT2::run(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache>
       cache.append(k, v, L);  // cache now holds Lk positions [1, H, Lk, D]
       cache.attend(q, H, L, opt, att, probs);
     } else {
-      AttentionShape shape;
-      shape.B = 1, shape.H = H, shape.Hkv = H, shape.Lq = L, shape.Lk = L, shape.D = D, shape.Dv = D;
+      const AttentionShape shape{1, H, H, L, L, D, D};
       attention(shape, q, k, v, opt, att, probs);
     }
     // merge heads: xb [L, E] from att [H, L, D]

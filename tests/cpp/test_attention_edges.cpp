@@ -11,14 +11,7 @@ using namespace qkv;
 namespace {
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
-AttentionShape one_head(int64_t Lq, int64_t Lk, int64_t D, int64_t Dv) {
-  AttentionShape s;
-  s.Lq = Lq;
-  s.Lk = Lk;
-  s.D = D;
-  s.Dv = Dv;
-  return s;
-}
+AttentionShape one_head(int64_t Lq, int64_t Lk, int64_t D, int64_t Dv) { return AttentionShape{1, 1, 1, Lq, Lk, D, Dv}; }
 
 template <class F>
 void both_kernels(F&& check) {
@@ -114,14 +107,7 @@ TEST_CASE("large explicit scales: fast kernel within a tolerance relative to the
 
 TEST_CASE("masks broadcast along every combination of size-1 dimensions") {
   std::mt19937 rng(8);
-  AttentionShape s;
-  s.B = 2;
-  s.H = 3;
-  s.Hkv = 3;
-  s.Lq = 5;
-  s.Lk = 6;
-  s.D = 4;
-  s.Dv = 4;
+  const AttentionShape s{2, 3, 3, 5, 6, 4, 4};
   auto q = testing::normal(2 * 3 * 5 * 4, rng), k = testing::normal(2 * 3 * 6 * 4, rng),
        v = testing::normal(2 * 3 * 6 * 4, rng);
   const Dims4 full{2, 3, 5, 6};

@@ -18,15 +18,7 @@ const Kernel kKernels[] = {attention_reference, attention};
 const char* const kKernelNames[] = {"reference", "fast"};
 
 AttentionShape shape(int64_t B, int64_t H, int64_t Hkv, int64_t Lq, int64_t Lk, int64_t D, int64_t Dv) {
-  AttentionShape s;
-  s.B = B;
-  s.H = H;
-  s.Hkv = Hkv;
-  s.Lq = Lq;
-  s.Lk = Lk;
-  s.D = D;
-  s.Dv = Dv;
-  return s;
+  return AttentionShape{B, H, Hkv, Lq, Lk, D, Dv};
 }
 
 }  // namespace

@@ -71,11 +71,7 @@ TEST_CASE("MultiHeadAttention equals in-projection, per-head reference attention
         std::vector<uint8_t> allow(Lq * Lk);
         for (int64_t i = 0; i < Lq; ++i)
           for (int64_t j = 0; j < Lk; ++j) allow[i * Lk + j] = !(padding[b * Lk + j] || hidden[i * Lk + j]);
-        AttentionShape s;
-        s.Lq = Lq;
-        s.Lk = Lk;
-        s.D = hd;
-        s.Dv = hd;
+        const AttentionShape s{1, 1, 1, Lq, Lk, hd, hd};
         AttentionOptions o;
         o.bool_mask = {allow.data(), {1, 1, Lq, Lk}};
         attention_reference(s, qh.data(), kh.data(), vh.data(), o, oh.data(), wh.data());
@@ -104,14 +100,7 @@ TEST_CASE("KV cache: decoding step by step equals a full causal recompute (GQA)"
   const int64_t B = 2, H = 4, Hkv = 2, L = 37, D = 16, Dv = 8;
   auto q = testing::normal(B * H * L * D, rng), k = testing::normal(B * Hkv * L * D, rng),
        v = testing::normal(B * Hkv * L * Dv, rng);
-  AttentionShape s;
-  s.B = B;
-  s.H = H;
-  s.Hkv = Hkv;
-  s.Lq = L;
-  s.Lk = L;
-  s.D = D;
-  s.Dv = Dv;
+  const AttentionShape s{B, H, Hkv, L, L, D, Dv};
   AttentionOptions causal;
   causal.causal = true;
   std::vector<float> full(B * H * L * Dv);

@@ -15,17 +15,7 @@ using namespace qkv;
 
 namespace {
 
-AttentionShape good() {
-  AttentionShape s;
-  s.B = 1;
-  s.H = 4;
-  s.Hkv = 2;
-  s.Lq = 3;
-  s.Lk = 5;
-  s.D = 8;
-  s.Dv = 6;
-  return s;
-}
+AttentionShape good() { return AttentionShape{1, 4, 2, 3, 5, 8, 6}; }
 
 // Runs both kernels with (s, o); both must throw std::invalid_argument containing every fragment.
 void expect_rejected(const AttentionShape& s, const AttentionOptions& o, std::initializer_list<const char*> fragments) {
