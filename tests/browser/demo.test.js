@@ -14,10 +14,6 @@ import { serveDemo } from '../../tools/serve-demo.mjs';
 
 const ART = join(ROOT, 'build/artifacts/demo');
 const DESKTOP = { width: 1280, height: 800 }, PHONE = { width: 390, height: 844 };
-// Console messages that come from below the demo and are reported to their owners; printed, not fatal.
-const KNOWN_UPSTREAM = [
-  /Blocking on the main thread is very dangerous/, // Emscripten pthreads warnOnce (wasm module, web/lib/wasm.ts)
-];
 
 let server, url, browser;
 
@@ -30,10 +26,7 @@ before(async () => {
 after(async () => { await browser?.close(); server?.close(); });
 
 function checkProblems(page, where) {
-  const fatal = page.problems.filter((p) => !KNOWN_UPSTREAM.some((re) => re.test(p)));
-  const known = page.problems.filter((p) => KNOWN_UPSTREAM.some((re) => re.test(p)));
-  if (known.length) console.log(`# ${where}: known upstream console messages: ${[...new Set(known)].join(' | ')}`);
-  assert.deepEqual(fatal, [], `${where}: console errors/warnings`);
+  assert.deepEqual(page.problems, [], `${where}: console errors/warnings`);
 }
 
 async function open(path, viewport) {
