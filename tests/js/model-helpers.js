@@ -28,15 +28,8 @@ export function readF32(rel) {
   return new Float32Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength));
 }
 
-export function maxAbsErr(a, b) {
-  if (a.length !== b.length) return Infinity;
-  let worst = 0;
-  for (let i = 0; i < a.length; i++) {
-    const d = Math.abs(a[i] - b[i]);
-    if (!(d <= worst)) worst = Number.isNaN(d) ? Infinity : d;
-  }
-  return worst;
-}
+// The same comparison the shared SDPA cases use.
+export { maxAbsDiff as maxAbsErr } from './shared/cases.js';
 
 export function argmax(a, from = 0, n = a.length) {
   let best = 0;
