@@ -41,6 +41,20 @@ async function median(fn, reps) {
 const row = (impl, threads, L, causal, ms, reps) => ({ impl, threads, L, causal, ms, gflops: flops(L) / ms / 1e6, reps });
 
 /** qkv through its public sync API, on one variant already loaded. */
+/** benchQkv on each wasm variant in turn: scalar, SIMD, SIMD + 2 threads. */
+export async function benchQkvVariants(qkv, opts) {
+  const rows = [];
+  for (const [variant, threads] of [['scalar', 1], ['simd', 1], ['simd-threads', 2]]) {
+    qkv.dispose();
+    qkv.env.variant = variant;
+    qkv.env.numThreads = threads;
+    await qkv.init();
+    rows.push(...(await benchQkv(qkv, opts)));
+  }
+  qkv.dispose();
+  return rows;
+}
+
 export async function benchQkv(qkv, { sizes = SIZES, quick = false, log = () => {} } = {}) {
   const variant = qkv.env.loadedVariant, threads = qkv.env.threads;
   const rows = [];

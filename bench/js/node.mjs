@@ -6,7 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import os from 'node:os';
-import { SIZES, benchNaive, benchOrt, benchQkv, ratios, table } from './core.js';
+import { SIZES, benchNaive, benchOrt, benchQkvVariants, ratios, table } from './core.js';
 
 const args = process.argv.slice(2);
 const quick = args.includes('--quick') || process.env.QKV_BENCH_QUICK === '1';
@@ -17,17 +17,7 @@ const log = (r) => process.stderr.write(`  ${r.impl} t=${r.threads} L=${r.L} cau
 
 async function runPart(p) {
   if (p === 'qkv') {
-    const qkv = await import('../../dist/index.js');
-    const rows = [];
-    for (const [variant, threads] of [['scalar', 1], ['simd', 1], ['simd-threads', 2]]) {
-      qkv.dispose();
-      qkv.env.variant = variant;
-      qkv.env.numThreads = threads;
-      await qkv.init();
-      rows.push(...(await benchQkv(qkv, { sizes, quick, log })));
-    }
-    qkv.dispose();
-    return rows;
+    return benchQkvVariants(await import('../../dist/index.js'), { sizes, quick, log });
   }
   if (p.startsWith('ort')) {
     const ort = await import('onnxruntime-web');

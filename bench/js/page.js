@@ -1,6 +1,6 @@
 // The benchmark in a page (served from the repository root, crossOriginIsolated): the same
 // code as Node (core.js). ?part=qkv|ort1|ort2|naive&sizes=128,512&quick=1 -> window.__bench.
-import { SIZES, benchNaive, benchOrt, benchQkv } from './core.js';
+import { SIZES, benchNaive, benchOrt, benchQkvVariants } from './core.js';
 
 const p = new URLSearchParams(location.search);
 const part = p.get('part');
@@ -11,17 +11,7 @@ const log = (r) => { el.textContent += `${r.impl} t=${r.threads} L=${r.L} causal
 
 async function run() {
   if (part === 'qkv') {
-    const qkv = await import('/dist/index.js');
-    const rows = [];
-    for (const [variant, threads] of [['scalar', 1], ['simd', 1], ['simd-threads', 2]]) {
-      qkv.dispose();
-      qkv.env.variant = variant;
-      qkv.env.numThreads = threads;
-      await qkv.init();
-      rows.push(...(await benchQkv(qkv, { sizes, quick, log })));
-    }
-    qkv.dispose();
-    return rows;
+    return benchQkvVariants(await import('/dist/index.js'), { sizes, quick, log });
   }
   if (part.startsWith('ort')) {
     const ort = await import('/node_modules/onnxruntime-web/dist/ort.wasm.min.mjs');
