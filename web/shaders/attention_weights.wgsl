@@ -16,7 +16,6 @@ struct Params {
   dv_chunks: u32, has_bool: u32, has_float: u32, nch: u32,  // nch: 64-column chunks used (<= 4)
 }
 
-
 @group(0) @binding(0) var<uniform> P: Params;
 @group(0) @binding(1) var<storage, read> q_buf: array<f32>;
 @group(0) @binding(2) var<storage, read> k_buf: array<f32>;
@@ -28,38 +27,11 @@ struct Params {
 const T: u32 = 16u;
 const DC: u32 = 32u;
 const LDS: u32 = 33u;
-const POS_INF: f32 = 1e38;
-const CLAMP: f32 = 1e37;
 
 var<workgroup> tile_q: array<f32, 528>;  // [16][33]
 var<workgroup> tile_k: array<f32, 528>;  // [16][33]
 
-struct Score { s: f32, visible: bool }
-
-fn masked_score(dot: f32, b: u32, h: u32, i: u32, j: u32) -> Score {
-  var res = Score(0.0, true);
-  let ii = i32(i);
-  let jj = i32(j);
-  if (P.causal != 0u && jj > ii + P.diag) { res.visible = false; }
-  if (P.window > 0 && jj <= ii + P.diag - P.window) { res.visible = false; }
-  if (P.has_bool != 0u) {
-    let e = b * P.bm_b + h * P.bm_h + i * P.bm_q + j * P.bm_k;
-    if (((bool_mask[e >> 2u] >> ((e & 3u) * 8u)) & 0xffu) == 0u) { res.visible = false; }
-  }
-  var s = clamp(P.scale * dot, -CLAMP, CLAMP);
-  if (P.has_float != 0u) {
-    let bits = float_mask[b * P.fm_b + h * P.fm_h + i * P.fm_q + j * P.fm_k];
-    if (bits == 0xff800000u) {
-      res.visible = false;
-    } else if (bits == 0x7f800000u) {
-      s = POS_INF;
-    } else {
-      s = clamp(s + bitcast<f32>(bits), -CLAMP, CLAMP);
-    }
-  }
-  res.s = s;
-  return res;
-}
+// masked_score(), Score, POS_INF and CLAMP come from masked_score.wgsl, which the runner prepends.
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {

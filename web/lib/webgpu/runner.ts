@@ -8,7 +8,9 @@ import { BufferUsage, MAP_READ, SHADER_STAGE_COMPUTE } from './gpu-types.js';
 import type { GPUBufferLike, GPUBindGroupLayoutLike, GPUComputePipelineLike, GPUQuerySetLike } from './gpu-types.js';
 import { effectiveLimits, WebGPUDeviceLostError, WebGPULimitError } from './device.js';
 import type { GpuContext, GpuLimits } from './device.js';
-import { attentionWeights as WEIGHTS_WGSL, flashAttention as FLASH_WGSL } from './shaders.generated.js';
+import {
+  attentionWeights as WEIGHTS_WGSL, flashAttention as FLASH_WGSL, maskedScore as MASKED_SCORE_WGSL,
+} from './shaders.generated.js';
 
 export type Dims4 = [number, number, number, number];
 
@@ -183,7 +185,9 @@ function pipeline(ctx: GpuContext, kind: 'flash' | 'weights'): Promise<GPUComput
   const key = `pipe:${kind}`;
   let p = ctx.cache.get(key) as Promise<GPUComputePipelineLike> | undefined;
   if (!p) {
-    const module = ctx.device.createShaderModule({ code: kind === 'flash' ? FLASH_WGSL : WEIGHTS_WGSL, label: `qkv ${kind}` });
+    const module = ctx.device.createShaderModule({
+      code: MASKED_SCORE_WGSL + (kind === 'flash' ? FLASH_WGSL : WEIGHTS_WGSL), label: `qkv ${kind}`,
+    });
     const l = layouts(ctx);
     p = ctx.device.createComputePipelineAsync({
       label: key,
