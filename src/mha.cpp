@@ -45,6 +45,15 @@ MultiHeadAttention::MultiHeadAttention(int64_t embed_dim, int64_t num_heads, Mha
   check_size("in_proj_bias", w_.in_proj_bias, 3 * E, true);
   check_size("out_proj_weight", w_.out_proj_weight, E * E, false);
   check_size("out_proj_bias", w_.out_proj_bias, E, true);
+  // [out, in] -> [in, out] for the q, k and v blocks of in_proj_weight and for out_proj_weight
+  auto transpose_block = [E](float* block) {
+    std::vector<float> t(E * E);
+    for (int64_t o = 0; o < E; ++o)
+      for (int64_t i = 0; i < E; ++i) t[i * E + o] = block[o * E + i];
+    std::copy(t.begin(), t.end(), block);
+  };
+  for (int part = 0; part < 3; ++part) transpose_block(w_.in_proj_weight.data() + part * E * E);
+  transpose_block(w_.out_proj_weight.data());
 }
 
 void MultiHeadAttention::forward(int64_t B, int64_t Lq, int64_t Lk, const float* query, const float* key,
@@ -58,7 +67,7 @@ void MultiHeadAttention::forward(int64_t B, int64_t Lq, int64_t Lk, const float*
   auto project = [&](const float* x, int64_t L, int part, std::vector<float>& heads) {
     std::vector<float> flat(B * L * E);  // (B, L, E)
     linear(x, B * L, E, w_.in_proj_weight.data() + part * E * E, E, in_bias ? in_bias + part * E : nullptr,
-           flat.data(), WeightLayout::OutIn);
+           flat.data(), WeightLayout::InOut);
     heads.resize(B * L * E);  // (B, H, L, hd)
     split_heads(flat.data(), B, L, H, hd, heads.data());
   };
@@ -102,7 +111,7 @@ void MultiHeadAttention::forward(int64_t B, int64_t Lq, int64_t Lk, const float*
   std::vector<float> merged(B * Lq * E);  // (B, Lq, E)
   merge_heads(heads_out.data(), B, Lq, H, hd, merged.data());
   linear(merged.data(), B * Lq, E, w_.out_proj_weight.data(), E,
-         w_.out_proj_bias.empty() ? nullptr : w_.out_proj_bias.data(), output, WeightLayout::OutIn);
+         w_.out_proj_bias.empty() ? nullptr : w_.out_proj_bias.data(), output, WeightLayout::InOut);
 
   // 5. weights: per head, or averaged over heads
   if (!want_weights) return;

@@ -42,7 +42,8 @@ class MultiHeadAttention {
 
  private:
   int64_t embed_dim_, num_heads_;
-  MhaWeights w_;
+  MhaWeights w_;  // as given, except each E x E weight block stored transposed ([in, out]) once,
+                  // so forward runs x W with no per-call transpose (WeightLayout::InOut)
 };
 
 }  // namespace qkv
