@@ -32,8 +32,17 @@ function checkProblems(page, where) {
 async function open(path, viewport) {
   const t0 = Date.now();
   const page = await openPage(browser, url + path, { viewport });
-  const paint = await page.evaluate(() => performance.getEntriesByType('paint').find((e) => e.name === 'first-contentful-paint')?.startTime ?? null);
   await page.waitForSelector('body[data-ready=true]', { timeout: 60_000 });
+  // The paint entry is queued asynchronously and may arrive after 'load' on a busy machine:
+  // wait for it with a buffered observer rather than reading the timeline once.
+  const paint = await page.evaluate(() => new Promise((resolve) => {
+    const fcp = (list) => list.getEntries().find((e) => e.name === 'first-contentful-paint');
+    new PerformanceObserver((list, obs) => {
+      const e = fcp(list);
+      if (e) { obs.disconnect(); resolve(e.startTime); }
+    }).observe({ type: 'paint', buffered: true });
+    setTimeout(() => resolve(null), 10_000);
+  }));
   return { page, paint, wall: Date.now() - t0 };
 }
 
