@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <exception>
 #include <mutex>
@@ -16,7 +17,7 @@ class Pool {
   ~Pool() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      stopping_ = true;
+      stopping_.store(true);
     }
     wake_.notify_all();
     for (auto& t : workers_) t.join();
@@ -34,32 +35,56 @@ class Pool {
       body_ = &body;
       items_ = items;
       next_.store(0);
-      active_helpers_ = helpers;
-      pending_ = helpers;
+      active_helpers_.store(helpers, std::memory_order_relaxed);
+      pending_.store(helpers, std::memory_order_relaxed);
       error_ = nullptr;
-      ++generation_;
+      generation_.fetch_add(1, std::memory_order_release);  // publishes the job to polling helpers
     }
     wake_.notify_all();
     work(0);
-    std::unique_lock<std::mutex> lock(mutex_);
-    done_.wait(lock, [this] { return pending_ == 0; });
+    if (!poll_until([this] { return pending_.load(std::memory_order_acquire) == 0; })) {
+      std::unique_lock<std::mutex> lock(mutex_);
+      done_.wait(lock, [this] { return pending_.load(std::memory_order_acquire) == 0; });
+    }
     body_ = nullptr;
     if (error_) std::rethrow_exception(error_);
   }
 
  private:
+  // Callers often issue jobs back to back (a model's forward pass is a dozen small matmuls):
+  // a waiting thread first polls for kPollFor, so the next job often needs no futex wake-up,
+  // then sleeps on its condition variable. Measured on the tiny GPT's prefill with 2 threads:
+  // native 3.7 -> 3.2 ms at 128 tokens; wasm 5-10% (longer polling, 200 us, made short
+  // attention calls slower in wasm: the poller competes with V8's own threads on 2 cores).
+  template <class Ready>
+  static bool poll_until(Ready ready) {
+    using Clock = std::chrono::steady_clock;
+    const auto give_up = Clock::now() + kPollFor;
+    do {
+      for (int i = 0; i < 64; ++i)
+        if (ready()) return true;
+    } while (Clock::now() < give_up);
+    return false;
+  }
+
+  bool has_job(int id, uint64_t seen) const {
+    return generation_.load(std::memory_order_acquire) != seen && id <= active_helpers_.load(std::memory_order_relaxed);
+  }
+
   void loop(int id) {
     uint64_t seen = 0;
     for (;;) {
-      {
+      if (!poll_until([&] { return has_job(id, seen) || stopping_.load(std::memory_order_relaxed); })) {
         std::unique_lock<std::mutex> lock(mutex_);
-        wake_.wait(lock, [&] { return stopping_ || (generation_ != seen && id <= active_helpers_); });
-        if (stopping_) return;
-        seen = generation_;
+        wake_.wait(lock, [&] { return stopping_.load(std::memory_order_relaxed) || has_job(id, seen); });
       }
+      if (stopping_.load(std::memory_order_relaxed)) return;
+      seen = generation_.load(std::memory_order_acquire);
       work(id);
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (--pending_ == 0) done_.notify_one();
+      if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        std::lock_guard<std::mutex> lock(mutex_);  // the caller checks pending_ under this lock
+        done_.notify_one();
+      }
     }
   }
 
@@ -75,6 +100,8 @@ class Pool {
     }
   }
 
+  static constexpr std::chrono::microseconds kPollFor{50};
+
   std::mutex job_mutex_;  // serialises callers
   std::mutex mutex_;
   std::condition_variable wake_, done_;
@@ -82,9 +109,9 @@ class Pool {
   const std::function<void(int64_t, int)>* body_ = nullptr;
   int64_t items_ = 0;
   std::atomic<int64_t> next_{0};
-  int active_helpers_ = 0, pending_ = 0;
-  uint64_t generation_ = 0;
-  bool stopping_ = false;
+  std::atomic<int> active_helpers_{0}, pending_{0};
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<bool> stopping_{false};
   std::exception_ptr error_;
 };
 

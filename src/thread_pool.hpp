@@ -1,7 +1,7 @@
 // A small persistent pool of worker threads. parallel_for hands out item indices from an
 // atomic counter; each item is computed by exactly one thread, so a kernel whose items are
 // independent gives the same bits in any thread count. Threads are started once and
-// reused (thread start-up is slow, in wasm especially).
+// reused (thread start-up is slow, in wasm especially); between jobs they poll briefly, then sleep.
 #pragma once
 
 #include <cstdint>
