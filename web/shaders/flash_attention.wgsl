@@ -88,14 +88,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let idx = lid + 256u * t;
         let rr = idx / DC;
         let dd = idx % DC;
-        var qv = 0.0;
-        var kv = 0.0;
-        if (d0 + dd < P.D) {
-          if (q0 + rr < P.Lq) { qv = q_buf[(q_base + q0 + rr) * P.D + d0 + dd]; }
-          if (k0 + rr < P.Lk) { kv = k_buf[(kv_base + k0 + rr) * P.D + d0 + dd]; }
-        }
-        tile_qk[rr * LDS + dd] = qv;
-        tile_qk[1056u + rr * LDS + dd] = kv;
+        let qk = q_k_elements(q_base, kv_base, q0 + rr, k0 + rr, d0 + dd);
+        tile_qk[rr * LDS + dd] = qk.x;
+        tile_qk[1056u + rr * LDS + dd] = qk.y;
       }
       workgroupBarrier();
       let dn = min(DC, P.D - d0);

@@ -1,6 +1,7 @@
 // Shared by flash_attention.wgsl and attention_weights.wgsl: the runner prepends this file
 // to each (WGSL has no includes). It reads the including shader's uniforms P and its
-// bool_mask / float_mask bindings, so both kernels apply exactly the same visibility rules:
+// q_buf / k_buf / bool_mask / float_mask bindings, so both kernels stage Q and K tiles the same
+// way and apply exactly the same visibility rules:
 // causal (bottom-right, P.diag = Lk - Lq), window, bool mask (bytes packed in u32), float mask
 // (f32 bits, so that -inf hides a key and +inf becomes the POS_INF sentinel); finite scores
 // are clamped to +-CLAMP so no infinity enters the arithmetic.
@@ -34,4 +35,15 @@ fn masked_score(dot: f32, b: u32, h: u32, i: u32, j: u32) -> Score {
   }
   res.s = s;
   return res;
+}
+
+// Element d of query row qi and of key row kj (rows counted within the (b, h) slices that start
+// at rows q_base and kv_base), as (q, k); 0 past Lq, Lk or D, the zero padding of the tiles.
+fn q_k_elements(q_base: u32, kv_base: u32, qi: u32, kj: u32, d: u32) -> vec2<f32> {
+  var qk = vec2<f32>(0.0, 0.0);
+  if (d < P.D) {
+    if (qi < P.Lq) { qk.x = q_buf[(q_base + qi) * P.D + d]; }
+    if (kj < P.Lk) { qk.y = k_buf[(kv_base + kj) * P.D + d]; }
+  }
+  return qk;
 }
