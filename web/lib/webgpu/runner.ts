@@ -298,35 +298,22 @@ async function runPiece(
   const out = get(l.oLen * 4, STORAGE_OUT);
   const stats = get(Math.max(16, l.statsLen * 4), BufferUsage.STORAGE);
   const whole = (b: GPUBufferLike, bytes: number) => ({ buffer: b, offset: 0, size: Math.max(16, Math.ceil(bytes / 4) * 4) });
-  const bgFlash = d.createBindGroup({
-    layout: layouts(ctx).flash,
-    entries: [
-      { binding: 0, resource: { buffer: uFlash, offset: 0, size: PARAM_WORDS * 4 } },
-      { binding: 1, resource: whole(q, l.qLen * 4) },
-      { binding: 2, resource: whole(k, l.kLen * 4) },
-      { binding: 3, resource: whole(v, l.vLen * 4) },
-      { binding: 4, resource: whole(bm, l.bool?.len ?? 16) },
-      { binding: 5, resource: whole(fm, (l.float?.len ?? 4) * 4) },
-      { binding: 6, resource: whole(out, l.oLen * 4) },
-      { binding: 7, resource: whole(stats, l.statsLen * 4) },
-    ],
-  });
+  // resources in binding order (0, 1, ...), as the shaders declare them
+  const bind = (layout: GPUBindGroupLayoutLike, resources: ReturnType<typeof whole>[]) =>
+    d.createBindGroup({ layout, entries: resources.map((resource, binding) => ({ binding, resource })) });
+  const uniforms = { buffer: uFlash, offset: 0, size: PARAM_WORDS * 4 };
+  const masks = [whole(bm, l.bool?.len ?? 16), whole(fm, (l.float?.len ?? 4) * 4)];
+  const bgFlash = bind(layouts(ctx).flash, [
+    uniforms, whole(q, l.qLen * 4), whole(k, l.kLen * 4), whole(v, l.vLen * 4), ...masks, whole(out, l.oLen * 4),
+    whole(stats, l.statsLen * 4),
+  ]);
   let w: GPUBufferLike | null = null;
   let bgWeights = null;
   if (withWeights) {
     w = get(l.wLen * 4, STORAGE_OUT);
-    bgWeights = d.createBindGroup({
-      layout: layouts(ctx).weights,
-      entries: [
-        { binding: 0, resource: { buffer: uFlash, offset: 0, size: PARAM_WORDS * 4 } },
-        { binding: 1, resource: whole(q, l.qLen * 4) },
-        { binding: 2, resource: whole(k, l.kLen * 4) },
-        { binding: 3, resource: whole(stats, l.statsLen * 4) },
-        { binding: 4, resource: whole(bm, l.bool?.len ?? 16) },
-        { binding: 5, resource: whole(fm, (l.float?.len ?? 4) * 4) },
-        { binding: 6, resource: whole(w, l.wLen * 4) },
-      ],
-    });
+    bgWeights = bind(layouts(ctx).weights, [
+      uniforms, whole(q, l.qLen * 4), whole(k, l.kLen * 4), whole(stats, l.statsLen * 4), ...masks, whole(w, l.wLen * 4),
+    ]);
   }
   let tsResolve: GPUBufferLike | null = null, tsRead: GPUBufferLike | null = null;
   if (timing) {
