@@ -163,11 +163,18 @@ void Call::run_item(int64_t item, Scratch& w) const {
   }
 }
 
+// Worker threads for a call: items are (batch, head, query tile); the work counts every score
+// and output element (masked tiles are skipped, so causal calls do about half of it).
+int workers_for(const AttentionShape& s, const AttentionOptions& o) {
+  const int64_t items = s.B * s.H * ((s.Lq + kQueryTile - 1) / kQueryTile);
+  const int64_t work = s.B * s.H * s.Lq * s.Lk * (s.D + s.Dv);
+  return useful_threads(o.threads, items, work, o.min_work_per_thread);
+}
+
 }  // namespace
 
 int64_t attention_workspace_bytes(const AttentionShape& s, const AttentionOptions& o) {
-  const int64_t items = s.B * s.H * ((s.Lq + kQueryTile - 1) / kQueryTile);
-  const int64_t workers = std::max<int64_t>(1, std::min<int64_t>(o.threads, items));
+  const int64_t workers = workers_for(s, o);
   const int64_t floats = s.D * kQueryTile + kKeyTile * kQueryTile + kQueryTile * s.Dv + 3 * kQueryTile;
   return workers * floats * static_cast<int64_t>(sizeof(float));
 }
@@ -180,7 +187,7 @@ void attention(const AttentionShape& s, const float* query, const float* key, co
   const Call call{s, o, query, key, value, output, weights, scale, q_tiles,
                   detail::MaskRows<uint8_t>(o.bool_mask), detail::MaskRows<float>(o.float_mask)};
   const int64_t items = s.B * s.H * q_tiles;
-  const int workers = static_cast<int>(std::min<int64_t>(o.threads, items));
+  const int workers = workers_for(s, o);
   std::vector<Scratch> scratch(workers, Scratch(s));
   parallel_for(items, workers, [&](int64_t item, int worker) { call.run_item(item, scratch[worker]); });
 }

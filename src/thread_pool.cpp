@@ -53,9 +53,10 @@ class Pool {
  private:
   // Callers often issue jobs back to back (a model's forward pass is a dozen small matmuls):
   // a waiting thread first polls for kPollFor, so the next job often needs no futex wake-up,
-  // then sleeps on its condition variable. Measured on the tiny GPT's prefill with 2 threads:
-  // native 3.7 -> 3.2 ms at 128 tokens; wasm 5-10% (longer polling, 200 us, made short
-  // attention calls slower in wasm: the poller competes with V8's own threads on 2 cores).
+  // then sleeps on its condition variable. Measured on the tiny GPT's 128-token prefill with
+  // 2 threads: native 3.7 -> 3.2 ms, wasm a few % (within this machine's noise). Polling for
+  // 200 us instead made back-to-back short calls slower in wasm (the poller competes with
+  // V8's own threads on 2 cores); callers keep such calls on one thread (useful_threads).
   template <class Ready>
   static bool poll_until(Ready ready) {
     using Clock = std::chrono::steady_clock;
@@ -121,6 +122,12 @@ Pool& pool() {
 }
 
 }  // namespace
+
+int useful_threads(int threads, int64_t items, int64_t work, int64_t min_work_per_thread) {
+  int64_t n = std::min<int64_t>(threads, items);
+  if (min_work_per_thread > 0) n = std::min(n, work / min_work_per_thread);
+  return static_cast<int>(std::max<int64_t>(1, n));
+}
 
 void parallel_for(int64_t items, int threads, const std::function<void(int64_t, int)>& body) {
   if (items <= 0) return;

@@ -70,6 +70,9 @@ void validate_attention(const char* fn, const AttentionShape& s, const Attention
   if (o.threads < 1 || o.threads > 256) {
     fail(fn, "threads must be in [1, 256], got " + std::to_string(o.threads), s);
   }
+  if (o.min_work_per_thread < 0) {
+    fail(fn, "min_work_per_thread must be >= 0, got " + std::to_string(o.min_work_per_thread), s);
+  }
   check_mask(fn, "bool_mask", o.bool_mask, s);
   check_mask(fn, "float_mask", o.float_mask, s);
 }

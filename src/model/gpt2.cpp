@@ -265,7 +265,9 @@ void linear_rows(const float* x, int64_t M, int64_t K, const float* W, int64_t N
                  int threads) {
   constexpr int64_t kAlign = 3;
   const int64_t blocks = (M + kAlign - 1) / kAlign;
-  if (threads <= 1 || blocks < 2) {
+  // the same floor on work per thread as attention's (not worth it for one decoding step)
+  threads = useful_threads(threads, blocks, M * K * N, AttentionOptions().min_work_per_thread);
+  if (threads <= 1) {
     linear(x, M, K, W, N, b, y, WeightLayout::InOut);
     return;
   }
@@ -351,8 +353,7 @@ void GPT2::run(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache>
 
   AttentionOptions opt;
   opt.causal = true;  // query t sees keys j <= pos0 + t (bottom-right aligned)
-  // threads only pay for themselves on enough work (not for one decoding step of a small model)
-  opt.threads = L * Lk * H * D >= (int64_t(1) << 20) ? threads_ : 1;
+  opt.threads = threads_;  // attention() uses fewer where the work is small (one decoding step)
   if (!c.scale_attn_weights) opt.scale = 1.0f;
 
   for (int64_t l = 0; l < c.n_layer; ++l) {

@@ -54,6 +54,7 @@ Case random_case(std::mt19937& rng, int mask_kind) {
   c.o.causal = rng() % 2;
   c.o.window = rng() % 3 == 0 ? pick<int64_t>(rng, {1, 2, 7, 40}) : 0;
   c.o.threads = pick<int>(rng, {1, 2, 3, 8});
+  c.o.min_work_per_thread = 0;  // use them all, however small the problem
   // explicit scales that keep the scores O(1), the regime the 1e-5 tolerance is for
   if (rng() % 4 == 0) c.o.scale = pick<float>(rng, {0.0f, 0.05f, 0.3f});
   c.q = testing::normal(s.B * s.H * s.Lq * s.D, rng);

@@ -68,6 +68,9 @@ TEST_CASE("options: scale, window, threads, kv_rows") {
   o = {};
   o.threads = 0;
   expect_rejected(good(), o, {"threads must be in [1, 256], got 0"});
+  o = {};
+  o.min_work_per_thread = -1;
+  expect_rejected(good(), o, {"min_work_per_thread must be >= 0, got -1"});
   AttentionShape s = good();
   s.kv_rows = 4;
   expect_rejected(s, {}, {"kv_rows=4 is smaller than Lk=5"});

@@ -1,0 +1,68 @@
+// The thread pool: every item runs exactly once on a worker < threads, errors reach the caller,
+// back-to-back jobs (the pool polls between them) and jobs after a sleep all complete; and
+// useful_threads' floor on work per thread, which attention() applies.
+#include <atomic>
+#include <chrono>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include <doctest/doctest.h>
+
+#include "attention.hpp"
+#include "thread_pool.hpp"
+
+using namespace qkv;
+
+TEST_CASE("parallel_for runs every item once, on workers below the thread count") {
+  for (int threads : {1, 2, 3, 8}) {
+    for (int64_t items : {1, 2, 7, 100}) {
+      CAPTURE(threads);
+      CAPTURE(items);
+      std::vector<std::atomic<int>> runs(static_cast<size_t>(items));
+      std::atomic<int> bad_worker{0};
+      parallel_for(items, threads, [&](int64_t item, int worker) {
+        runs[static_cast<size_t>(item)]++;
+        if (worker < 0 || worker >= threads) bad_worker++;
+      });
+      for (auto& r : runs) CHECK(r.load() == 1);
+      CHECK(bad_worker.load() == 0);
+    }
+  }
+}
+
+TEST_CASE("parallel_for: many jobs back to back, and after the workers went to sleep") {
+  std::atomic<int64_t> sum{0};
+  for (int job = 0; job < 2000; ++job) parallel_for(4, 2, [&](int64_t item, int) { sum += item; });
+  CHECK(sum.load() == 2000 * 6);
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));  // past the polling window
+  parallel_for(4, 2, [&](int64_t item, int) { sum += item; });
+  CHECK(sum.load() == 2001 * 6);
+}
+
+TEST_CASE("parallel_for rethrows an item's exception in the caller") {
+  CHECK_THROWS_WITH_AS(parallel_for(50, 3, [](int64_t item, int) {
+                         if (item == 17) throw std::runtime_error("item 17 failed");
+                       }),
+                       "item 17 failed", std::runtime_error);
+  std::atomic<int> after{0};  // and the pool still works
+  parallel_for(10, 3, [&](int64_t, int) { after++; });
+  CHECK(after.load() == 10);
+}
+
+TEST_CASE("useful_threads: at most the items, at least min_work_per_thread each, at least 1") {
+  CHECK(useful_threads(4, 100, 1 << 30, 1 << 18) == 4);
+  CHECK(useful_threads(4, 2, 1 << 30, 1 << 18) == 2);         // items
+  CHECK(useful_threads(4, 100, 3 << 18, 1 << 18) == 3);       // work
+  CHECK(useful_threads(4, 100, 1000, 1 << 18) == 1);          // too small for a second thread
+  CHECK(useful_threads(4, 100, 1000, 0) == 4);                // no floor
+  CHECK(useful_threads(1, 100, 1 << 30, 1 << 18) == 1);
+
+  // attention() sizes its per-worker scratch by the same rule
+  AttentionShape small{1, 8, 8, 16, 16, 16, 16};  // 8 items, 64k multiply-adds
+  AttentionOptions o;
+  o.threads = 4;
+  const int64_t one = attention_workspace_bytes(small, o);
+  o.min_work_per_thread = 0;
+  CHECK(attention_workspace_bytes(small, o) == 4 * one);
+}
