@@ -35,7 +35,8 @@ export interface Env {
   variant: 'auto' | Variant;
   /**
    * Threads per call for the threads build; default min(4, hardwareConcurrency). The worker
-   * pool is sized from this at load time; raising it later is capped at that size.
+   * pool is sized from this at load time; raising it later is capped at that size. A call
+   * uses fewer when its work is small (each thread gets at least 2^18 multiply-adds).
    */
   numThreads: number;
   /**
