@@ -1,8 +1,8 @@
 // The attention benchmark in headless Chromium: the same code as Node (core.js) in a
 // crossOriginIsolated page, one page per part. Prints a table; writes bench/results/js-chromium.json.
-//   node bench/js/browser.mjs [--quick] [--sizes 128,512]
+//   node bench/js/browser.mjs [--quick] [--sizes 128,512] [--rounds 3]
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { SIZES, ratios, table } from './core.js';
+import { Fastest, ROUNDS_METHOD, SIZES, ratios, roundsFor, table } from './core.js';
 import { launch, openPage, serve } from '../../tests/browser/harness.js';
 
 const args = process.argv.slice(2);
@@ -12,24 +12,30 @@ const sizes = sizesArg ? sizesArg.split(',').map(Number) : SIZES;
 
 const server = await serve({ isolated: true });
 const browser = await launch();
-const rows = [];
+const rounds = roundsFor(args, quick);
+const fastest = new Fastest();
 let version = '';
 try {
   version = browser.version();
-  for (const part of ['qkv', 'ort1', 'ort2', 'naive']) {
+  const parts = [...Array.from({ length: rounds }, () => ['qkv', 'ort1', 'ort2']).flat(), 'naive'];
+  for (const part of parts) {
     process.stderr.write(`bench (chromium): ${part}\n`);
     const page = await openPage(browser, `${server.url}/bench/js/page.html?part=${part}&sizes=${sizes.join(',')}&quick=${quick ? 1 : 0}`);
     await page.waitForFunction(() => window.__bench !== undefined, null, { timeout: 0, polling: 500 });
     const r = await page.evaluate(() => window.__bench);
     await page.close();
     if (r.error) throw new Error(`part ${part}: ${r.error}`);
-    rows.push(...r.rows);
+    fastest.add(r.rows);
   }
 } finally {
   await browser.close();
   await server.close();
 }
-const result = { runtime: `Chromium ${version} (headless)`, date: new Date().toISOString(), shape: { B: 1, H: 8, D: 64 }, quick, rows, ratios: ratios(rows) };
+const rows = fastest.rows();
+const result = {
+  runtime: `Chromium ${version} (headless)`, date: new Date().toISOString(), shape: { B: 1, H: 8, D: 64 }, quick, rounds,
+  method: ROUNDS_METHOD, rows, ratios: ratios(rows),
+};
 const dir = new URL('../results/', import.meta.url);
 mkdirSync(dir, { recursive: true });
 writeFileSync(new URL('js-chromium.json', dir), JSON.stringify(result, null, 1) + '\n');

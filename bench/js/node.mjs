@@ -6,7 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import os from 'node:os';
-import { SIZES, benchNaive, benchOrt, benchQkvVariants, ratios, table } from './core.js';
+import { Fastest, ROUNDS_METHOD, SIZES, benchNaive, benchOrt, benchQkvVariants, ratios, roundsFor, table } from './core.js';
 
 const args = process.argv.slice(2);
 const quick = args.includes('--quick') || process.env.QKV_BENCH_QUICK === '1';
@@ -33,30 +33,22 @@ if (part) {
   process.exit(0);
 }
 
-// The machine is shared and noisy, and noise only ever slows a run down: the qkv and ORT parts
-// run `rounds` times, alternating, and each row keeps its fastest median (the naive loop,
-// 100x slower than the rest, runs once).
-const rounds = Number(args.includes('--rounds') ? args[args.indexOf('--rounds') + 1] : quick ? 1 : 3);
-const best = new Map();
+const rounds = roundsFor(args, quick);
+const fastest = new Fastest();
 const runChild = (p) => {
   process.stderr.write(`bench (node): ${p}\n`);
   const r = spawnSync(process.execPath, [fileURLToPath(import.meta.url), '--part', p, ...(quick ? ['--quick'] : []), '--sizes', sizes.join(',')],
     { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 1 << 26 });
   if (r.status !== 0) throw new Error(`bench part ${p} failed (${r.status})`);
-  for (const row of JSON.parse(r.stdout)) {
-    const key = `${row.impl}/${row.threads}/${row.L}/${row.causal}`;
-    const seen = best.get(key);
-    if (!seen || row.ms < seen.ms) best.set(key, { ...row, rounds: (seen?.rounds ?? 0) + 1 });
-    else seen.rounds += 1;
-  }
+  fastest.add(JSON.parse(r.stdout));
 };
 for (let round = 0; round < rounds; round++) for (const p of ['qkv', 'ort1', 'ort2']) runChild(p);
 runChild('naive');
-const rows = [...best.values()];
+const rows = fastest.rows();
 const result = {
   runtime: `node ${process.version}`, cpus: os.cpus().length, cpu: os.cpus()[0]?.model, load: os.loadavg(),
   date: new Date().toISOString(), shape: { B: 1, H: 8, D: 64 }, quick, rounds,
-  method: 'per row: the fastest of `rounds` medians (parts alternate qkv, ORT 1t, ORT 2t per round)', rows, ratios: ratios(rows),
+  method: ROUNDS_METHOD, rows, ratios: ratios(rows),
 };
 const dir = new URL('../results/', import.meta.url);
 mkdirSync(dir, { recursive: true });
