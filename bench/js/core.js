@@ -69,7 +69,6 @@ export class Fastest {
 }
 export const ROUNDS_METHOD = 'per row: the fastest of `rounds` medians (parts alternate qkv, ORT 1t, ORT 2t per round; the naive loop runs once)';
 
-/** qkv through its public sync API, on one variant already loaded. */
 /** benchQkv on each wasm variant in turn: scalar, SIMD, SIMD + 2 threads. */
 export async function benchQkvVariants(qkv, opts) {
   const rows = [];
@@ -84,6 +83,7 @@ export async function benchQkvVariants(qkv, opts) {
   return rows;
 }
 
+/** qkv through its public sync API, on one variant already loaded. */
 export async function benchQkv(qkv, { sizes = SIZES, quick = false, log = () => {} } = {}) {
   const variant = qkv.env.loadedVariant, threads = qkv.env.threads;
   const rows = [];
