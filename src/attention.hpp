@@ -14,6 +14,8 @@
 #include <cstdint>
 #include <optional>
 
+#include "thread_pool.hpp"
+
 namespace qkv {
 
 using Dims4 = std::array<int64_t, 4>;
@@ -48,7 +50,7 @@ struct AttentionOptions {
   int threads = 1;                 // worker threads for the fast kernel; results do not depend on it
   // multiply-adds each thread must get for it to be used (waking a thread costs ~10-50 us);
   // 0 = always use `threads` (the tests, to exercise the threaded paths on small problems)
-  int64_t min_work_per_thread = int64_t(1) << 18;
+  int64_t min_work_per_thread = kMinWorkPerThread;
 };
 
 // Throws std::invalid_argument naming `function`, the argument and the shapes it got.

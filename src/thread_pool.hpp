@@ -14,6 +14,10 @@ namespace qkv {
 // rethrown in the caller after all items finish.
 void parallel_for(int64_t items, int threads, const std::function<void(int64_t item, int worker)>& body);
 
+// The default floor on work per thread: 2^18 multiply-adds, ~10-20 us of compute in wasm,
+// about what waking a sleeping thread costs.
+constexpr int64_t kMinWorkPerThread = int64_t(1) << 18;
+
 // How many of `threads` are worth using on `items` items of `work` multiply-adds in all: no
 // more than there are items, and each gets at least min_work_per_thread (0: no such floor).
 int useful_threads(int threads, int64_t items, int64_t work, int64_t min_work_per_thread);

@@ -266,7 +266,7 @@ void linear_rows(const float* x, int64_t M, int64_t K, const float* W, int64_t N
   constexpr int64_t kAlign = 3;
   const int64_t blocks = (M + kAlign - 1) / kAlign;
   // the same floor on work per thread as attention's (not worth it for one decoding step)
-  threads = useful_threads(threads, blocks, M * K * N, AttentionOptions().min_work_per_thread);
+  threads = useful_threads(threads, blocks, M * K * N, kMinWorkPerThread);
   if (threads <= 1) {
     linear(x, M, K, W, N, b, y, WeightLayout::InOut);
     return;
