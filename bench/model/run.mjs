@@ -73,11 +73,6 @@ async function child(threads, only) {
     return { wall: (now() - t0) / calls, cpu: (c.user + c.system) / 1000 / calls, last };
   }
   const pick = (xs, key) => median(xs.map((x) => x[key]));
-  // Before each timed batch one untimed call (`untimed`): worker threads fall asleep between
-  // batches, and waking them costs this VM milliseconds per forward (a 20 ms pause before each
-  // 2-thread forward made qkv's L=128 prefill 7 -> 12 ms); the tables report steady-state
-  // times, for both runtimes alike.
-  const untimed = (f) => f();
 
   // Warm-up: V8 compiles wasm lazily and tiers hot functions up per isolate, so each pthread
   // worker starts on baseline code of its own; the first ~100 forwards with 2 threads ran 2-3x
@@ -97,13 +92,17 @@ async function child(threads, only) {
     const tq = [];
     const to = [];
     for (let r = 0; r < REPS + 2; r++) {
+      // Before each timed batch one untimed call: worker threads fall asleep between batches,
+      // and waking them costs this VM milliseconds per forward (a 20 ms pause before each
+      // 2-thread forward made qkv's L=128 prefill 7 -> 12 ms); the tables report steady-state
+      // times, for both runtimes alike.
       if (useQkv) {
-        await untimed(() => model.forward(ids));
+        await model.forward(ids);
         const a = await timed(() => model.forward(ids), calls);
         if (r >= 2) tq.push(a);
       }
       if (useOrt) {
-        await untimed(() => sess.run(feeds));
+        await sess.run(feeds);
         const b = await timed(() => sess.run(feeds), calls);
         if (r >= 2) to.push(b);
       }
