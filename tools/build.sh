@@ -6,11 +6,14 @@
 #   dist/wasm/qkv-<v>.node.cjs   Node loader (CommonJS, loaded with createRequire)
 #   dist/wasm/qkv-<v>.wasm       the module (one binary shared by both loaders)
 #   dist/wasm/qkv-simd-threads.worker.js, qkv-simd-threads.node.worker.cjs   pthread workers
-# Incremental: cmake/ninja rebuild only what changed, tsc -b is incremental, files are copied
+# Incremental: cmake/ninja rebuild only what changed, tsc is incremental, files are copied
 # only when they differ. QKV_VARIANTS="simd" builds a subset (default: all three).
+# On a fresh clone it first installs what it needs (tools/setup.sh: Debian packages as root,
+# else the one apt-get line to run; npm ci when node_modules does not match the lock).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export NODE_PATH=${NODE_PATH:-/usr/share/nodejs}   # Debian's emcc needs Debian's acorn
+bash tools/setup.sh
 
 variants=${QKV_VARIANTS:-"scalar simd simd-threads"}
 jobs=${QKV_JOBS:-$(nproc)}
@@ -59,6 +62,8 @@ for v in $variants; do
   fi
 done
 
+# WGSL kernels -> web/lib/webgpu/shaders.generated.ts (written only when a .wgsl changed)
+node tools/webgpu/embed-shaders.mjs
 echo "build: tsc"
 # tsc -b style incrementality trusts its build info; when dist/ was removed, start over.
 [ -f dist/index.js ] || rm -f build/tsc/tsbuildinfo.json
