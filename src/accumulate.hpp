@@ -1,44 +1,57 @@
-// C[r, :] += sum_k A[r, k] B[k, :] for a few rows: the register-blocked micro-kernel that
+// C[r, :] (+)= sum_k A[r, k] B[k, :] for a few rows: the register-blocked micro-kernel that
 // the attention kernel (K Qᵀ and P V) and the dense layers (x W) are all made of. Vectorised over
-// the columns of B and C; a block of R rows x NV batches keeps R*NV accumulators (9 by
-// default: enough independent mul+add chains to hide latency, few enough not to spill).
+// the columns of B and C; a block of R rows x NV batches keeps R*NV accumulators in registers
+// (enough independent mul+add chains to keep the vector units busy, few enough not to spill:
+// V8 allocates 15 of x64's 16 vector registers).
+//
+// A's elements are read one at a time (broadcast), so A may be laid out either way: element
+// (r, k) is a[r * row + k * col]. A stride is either a run-time value or a compile-time one
+// (Fixed<N>), which becomes a constant offset of the load instructions.
+// The k loop is not unrolled here: V8 unrolls it, and a source-level unroll let LLVM hoist
+// the loads of several steps together, which V8 then spilled (a third slower).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "simd.hpp"
 
 namespace qkv::detail {
 
-// A's elements are read one at a time (broadcast), so A may be laid out either way:
-// element (r, k) is a[r * a_row + k * a_col].
+template <std::ptrdiff_t N>
+using Fixed = std::integral_constant<std::ptrdiff_t, N>;
+
+// Run-time strides of A (the dense layers' entry point).
 struct Strides {
   int64_t row, col;
 };
 
-// c[r, 0 : NV*W] += sum_{k < K} a(r, k) * b[k * ldb + 0 : NV*W] for r < R.
-// Indices are pointer-sized (32-bit in wasm32, where 64-bit index arithmetic costs extra
-// instructions in the innermost loop) and advance by pointer bumps.
-template <class V, int R, int NV>
-inline void accumulate_block(const float* a, Strides as, const float* b, int64_t ldb, int64_t K, float* c,
-                             int64_t ldc) {
+// c[r, 0 : NV*W] (+)= sum_{k < K} a(r, k) * b[k * ldb + 0 : NV*W] for r < R; zero: start from 0
+// instead of c. Indices are pointer-sized (32-bit in wasm32, where 64-bit index arithmetic
+// costs extra instructions in the innermost loop) and advance by pointer bumps.
+template <class V, int R, int NV, class Row, class Col, class Ldb>
+inline void accumulate_block(const float* a, Row row, Col col, const float* b, Ldb ldb, std::ptrdiff_t K, float* c,
+                             std::ptrdiff_t ldc, bool zero) {
   constexpr int W = simd::lanes<V>;
-  const std::ptrdiff_t a_row = static_cast<std::ptrdiff_t>(as.row), a_col = static_cast<std::ptrdiff_t>(as.col);
-  const std::ptrdiff_t b_step = static_cast<std::ptrdiff_t>(ldb), c_step = static_cast<std::ptrdiff_t>(ldc);
   V acc[R][NV];
   QKV_UNROLL
   for (int r = 0; r < R; ++r) {
     QKV_UNROLL
-    for (int v = 0; v < NV; ++v) acc[r][v] = simd::load<V>(c + r * c_step + v * W);
+    for (int v = 0; v < NV; ++v) acc[r][v] = zero ? simd::splat<V>(0.0f) : simd::load<V>(c + r * ldc + v * W);
   }
-  for (std::ptrdiff_t k = 0, n = static_cast<std::ptrdiff_t>(K); k < n; ++k, a += a_col, b += b_step) {
+  // A's rows: a pointer each (with a compile-time row stride they are constant offsets of one)
+  const float* ar[R];
+  QKV_UNROLL
+  for (int r = 0; r < R; ++r) ar[r] = a + r * row;
+  for (const float* const b_end = b + K * ldb; b != b_end; b += ldb) {
     V bk[NV];
     QKV_UNROLL
     for (int v = 0; v < NV; ++v) bk[v] = simd::load<V>(b + v * W);
     QKV_UNROLL
     for (int r = 0; r < R; ++r) {
-      const V ak = simd::splat<V>(a[r * a_row]);
+      const V ak = simd::splat<V>(*ar[r]);
+      ar[r] += col;
       QKV_UNROLL
       for (int v = 0; v < NV; ++v) acc[r][v] += ak * bk[v];
     }
@@ -46,34 +59,39 @@ inline void accumulate_block(const float* a, Strides as, const float* b, int64_t
   QKV_UNROLL
   for (int r = 0; r < R; ++r) {
     QKV_UNROLL
-    for (int v = 0; v < NV; ++v) simd::store(c + r * c_step + v * W, acc[r][v]);
+    for (int v = 0; v < NV; ++v) simd::store(c + r * ldc + v * W, acc[r][v]);
   }
 }
 
-// The same over all N columns: blocks of 3 batches, then 2, then 1, then a scalar tail.
-template <int R>
-inline void accumulate_rows(const float* a, Strides as, const float* b, int64_t ldb, int64_t K, int64_t N, float* c,
-                            int64_t ldc) {
+// The same over all N columns: blocks of NV batches, then of 1, then a scalar tail.
+template <int R, int NV, class Row, class Col, class Ldb>
+inline void accumulate_rows(const float* a, Row row, Col col, const float* b, Ldb ldb, std::ptrdiff_t K,
+                            std::ptrdiff_t N, float* c, std::ptrdiff_t ldc, bool zero) {
   using V = simd::Batch;
   constexpr int W = simd::lanes<V>;
-  int64_t n = 0;
-  for (; n + 3 * W <= N; n += 3 * W) accumulate_block<V, R, 3>(a, as, b + n, ldb, K, c + n, ldc);
-  if (n + 2 * W <= N) {
-    accumulate_block<V, R, 2>(a, as, b + n, ldb, K, c + n, ldc);
-    n += 2 * W;
-  }
-  for (; n + W <= N; n += W) accumulate_block<V, R, 1>(a, as, b + n, ldb, K, c + n, ldc);
-  for (; n < N; ++n) accumulate_block<float, R, 1>(a, as, b + n, ldb, K, c + n, ldc);
+  std::ptrdiff_t n = 0;
+  for (; n + NV * W <= N; n += NV * W) accumulate_block<V, R, NV>(a, row, col, b + n, ldb, K, c + n, ldc, zero);
+  for (; n + W <= N; n += W) accumulate_block<V, R, 1>(a, row, col, b + n, ldb, K, c + n, ldc, zero);
+  for (; n < N; ++n) accumulate_block<float, R, 1>(a, row, col, b + n, ldb, K, c + n, ldc, zero);
 }
 
-// C[M, N] += A[M, K] B[K, N], rows in blocks of 3 then one at a time. 3 rows x 3 batches
-// = 9 accumulators + 3 loads + 1 broadcast fit 16 vector registers with room for V8's scratch
-// register (4 x 3 spilled in wasm and ran ~25% slower).
+// C[M, N] (+)= A[M, K] B[K, N] in blocks of R rows x NV batches, then rows one at a time.
+// The attention kernel's tiles (64 x 64) are whole blocks of the default 2 x 4 (8 chains:
+// 8 accumulators + 4 loads of B + 2 broadcasts of A fit V8's registers with no spill).
+template <int R = 2, int NV = 4, class Row, class Col, class Ldb>
+inline void accumulate(const float* a, Row row, Col col, const float* b, Ldb ldb, std::ptrdiff_t M, std::ptrdiff_t K,
+                       std::ptrdiff_t N, float* c, std::ptrdiff_t ldc, bool zero = false) {
+  std::ptrdiff_t m = 0;
+  for (; m + R <= M; m += R) accumulate_rows<R, NV>(a + m * row, row, col, b, ldb, K, N, c + m * ldc, ldc, zero);
+  for (; m < M; ++m) accumulate_rows<1, NV>(a + m * row, row, col, b, ldb, K, N, c + m * ldc, ldc, zero);
+}
+
+// The dense layers' entry point: C[M, N] += A[M, K] B[K, N] with run-time strides.
 inline void accumulate(const float* a, Strides as, const float* b, int64_t ldb, int64_t M, int64_t K, int64_t N,
                        float* c, int64_t ldc) {
-  int64_t m = 0;
-  for (; m + 3 <= M; m += 3) accumulate_rows<3>(a + m * as.row, as, b, ldb, K, N, c + m * ldc, ldc);
-  for (; m < M; ++m) accumulate_rows<1>(a + m * as.row, as, b, ldb, K, N, c + m * ldc, ldc);
+  using P = std::ptrdiff_t;
+  accumulate(a, static_cast<P>(as.row), static_cast<P>(as.col), b, static_cast<P>(ldb), static_cast<P>(M),
+             static_cast<P>(K), static_cast<P>(N), c, static_cast<P>(ldc));
 }
 
 }  // namespace qkv::detail

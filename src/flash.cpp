@@ -12,8 +12,10 @@
 // broadcasts St elements against value rows. Both products are the register-blocked
 // micro-kernel in accumulate.hpp (3 x 3 batches = 9 independent mul+add chains).
 #include <algorithm>
+#include <cstdint>
 #include <cmath>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "accumulate.hpp"
@@ -26,44 +28,93 @@ namespace qkv {
 namespace {
 
 using simd::Batch;
+using detail::Fixed;
+using P = std::ptrdiff_t;
 
 constexpr int64_t kQueryTile = 64;  // query rows per work item
 constexpr int64_t kKeyTile = 64;    // keys per tile
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+constexpr float kLog2e = 1.44269504088896341f;
 
-// Per-worker scratch, reused across the items a worker computes.
-struct Scratch {
-  std::vector<float> qt;  // (D, kQueryTile)        queries, transposed and multiplied by scale
-  std::vector<float> st;  // (kKeyTile, kQueryTile) scores of one key tile, then exp(score - m)
-  std::vector<float> o;   // (kQueryTile, Dv)       unnormalised output
-  std::vector<float> m;   // (kQueryTile)           running max of the scores
-  std::vector<float> l;   // (kQueryTile)           running sum of exp(score - m)
-  std::vector<float> alpha;  // (kQueryTile)        rescale factor of this tile, exp(m_old - m_new)
+// Per-worker scratch, reused across the items a worker computes: one allocation, each array
+// starting on a 64-byte cache line (so that no vector load of it straddles two lines).
+class Scratch {
+ public:
+  float* qt;     // (D, kQueryTile)        queries, transposed and multiplied by scale * log2(e)
+  float* st;     // (kKeyTile, kQueryTile) scores of one key tile (log2 units), then 2^(score - m)
+  float* o;      // (kQueryTile, Dv)       unnormalised output
+  float* m;      // (kQueryTile)           reference max of the scores (lags the true max, see below)
+  float* l;      // (kQueryTile)           running sum of 2^(score - m)
+  float* alpha;  // (kQueryTile)           rescale factor of this tile, 2^(m_old - m_new)
 
-  explicit Scratch(const AttentionShape& s)
-      : qt(s.D * kQueryTile), st(kKeyTile * kQueryTile), o(kQueryTile * s.Dv), m(kQueryTile), l(kQueryTile),
-        alpha(kQueryTile) {}
+  explicit Scratch(const AttentionShape& s) : buffer_(floats(s)) {
+    const auto misaligned = reinterpret_cast<std::uintptr_t>(buffer_.data()) / sizeof(float) % kAlign;
+    float* p = buffer_.data() + (kAlign - misaligned) % kAlign;
+    const auto take = [&p](int64_t n) { return std::exchange(p, p + round_up(n)); };
+    qt = take(s.D * kQueryTile);
+    st = take(kKeyTile * kQueryTile);
+    o = take(kQueryTile * s.Dv);
+    m = take(kQueryTile);
+    l = take(kQueryTile);
+    alpha = take(kQueryTile);
+  }
+  Scratch(const Scratch&) = delete;
+  Scratch(Scratch&&) = default;  // the buffer's storage moves with it, so the pointers stay valid
+
+  // Floats a worker allocates: the arrays above, each rounded up to whole cache lines, and the
+  // slack to align the first.
+  static int64_t floats(const AttentionShape& s) {
+    return round_up(s.D * kQueryTile) + round_up(kKeyTile * kQueryTile) + round_up(kQueryTile * s.Dv) +
+           3 * round_up(kQueryTile) + kAlign;
+  }
+
+ private:
+  static constexpr int64_t kAlign = 64 / sizeof(float);
+  static int64_t round_up(int64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+  std::vector<float> buffer_;
 };
 
+// Scores are kept in log2 units (the queries are multiplied by scale * log2(e) once per item),
+// so the softmax's exponential is a bare exp2. The running max m lags behind: it moves only
+// when a tile's max exceeds it by more than this (FlashAttention-4's conditional rescaling),
+// so the accumulator is rarely rescaled; p = 2^(s - m) <= 2^8 meanwhile, and the result is
+// the same after the final division by l.
+constexpr float kRescaleThreshold = 8.0f;
+
 // Online softmax over one key tile for the query rows [r, r + lanes<V>): st[j, r] holds
-// masked scores (-inf = hidden) for j < n. Replaces them by p = exp(s - m_new) (0 where
-// nothing is visible yet), updates m and l, and writes alpha = exp(m_old - m_new).
+// masked scores (-inf = hidden) for j < n. Replaces them by p = 2^(s - m) (0 where nothing
+// is visible yet), moves m if needed, and updates l; alpha = 2^(m_old - m_new) rescales o.
 template <class V>
-inline void softmax_rows(float* st, int64_t n, int64_t r, float* m, float* l, float* alpha) {
-  const V neg_inf = simd::splat<V>(kNegInf);
+inline void softmax_rows(float* st, std::ptrdiff_t n, std::ptrdiff_t r, float* m, float* l, float* alpha) {
+  const V neg_inf = simd::splat<V>(kNegInf), pos_inf = simd::splat<V>(-kNegInf), zero = simd::splat<V>(0.0f);
+  float* col = st + r;  // st[:, r .. r + lanes)
   V tile_max = neg_inf;
-  for (int64_t j = 0; j < n; ++j) tile_max = simd::max(tile_max, simd::load<V>(st + j * kQueryTile + r));
+  for (std::ptrdiff_t j = 0; j < n; ++j) tile_max = simd::max(tile_max, simd::load<V>(col + j * kQueryTile));
   const V m_old = simd::load<V>(m + r);
-  const V m_new = simd::max(m_old, tile_max);
-  const auto nothing_visible = m_new == neg_inf;
-  const V zero = simd::splat<V>(0.0f);
+  // the new reference: the tile's max where it exceeds the old one by more than the threshold
+  // (always the first time a row sees a key: m_old = -inf)
+  const V m_new = simd::select(tile_max > m_old + simd::splat<V>(kRescaleThreshold), tile_max, m_old);
+  // subtracted from the scores: 0 for rows with nothing visible yet (-inf - -inf would be NaN)
+  const V m_sub = simd::select(m_new == neg_inf, zero, m_new);
   V sum = zero;
-  for (int64_t j = 0; j < n; ++j) {
-    const V p = simd::select(nothing_visible, zero, simd::exp_shifted(simd::load<V>(st + j * kQueryTile + r), m_new));
-    simd::store(st + j * kQueryTile + r, p);
-    sum += p;
+  if (!simd::any(m_new == pos_inf)) {
+    for (std::ptrdiff_t j = 0; j < n; ++j) {
+      float* at = col + j * kQueryTile;
+      const V p = simd::exp2(simd::load<V>(at) - m_sub);
+      simd::store(at, p);
+      sum += p;
+    }
+  } else {  // a +inf score (from +inf in a float mask or overflowing products): +inf keys share the weight
+    const V one = simd::splat<V>(1.0f);
+    for (std::ptrdiff_t j = 0; j < n; ++j) {
+      float* at = col + j * kQueryTile;
+      const V s = simd::load<V>(at);
+      const V p = simd::select(s == m_new, one, simd::exp2(s - m_sub));
+      simd::store(at, p);
+      sum += p;
+    }
   }
-  const V a = simd::select(nothing_visible, simd::splat<V>(1.0f), simd::exp_shifted(m_old, m_new));
+  const V a = simd::select(m_old == m_new, simd::splat<V>(1.0f), simd::exp2(m_old - m_sub));
   simd::store(alpha + r, a);
   simd::store(l + r, simd::load<V>(l + r) * a + sum);
   simd::store(m + r, m_new);
@@ -98,12 +149,14 @@ void Call::run_item(int64_t item, Scratch& w) const {
   float* out_rows = output + (bh * s.Lq + i0) * s.Dv;              // (rows, Dv)
   float* w_rows = weights ? weights + (bh * s.Lq + i0) * s.Lk : nullptr;  // (rows, Lk)
 
-  // 1. Qt = scale * Q transposed; m = -inf, l = 0, o = 0; weights start at -inf (hidden)
+  // 1. Qt = scale * log2(e) * Q transposed (scores in log2 units); m = -inf, l = 0, o = 0;
+  //    weights start at -inf (hidden)
+  const float q_scale = scale * kLog2e;
   for (int64_t r = 0; r < rows; ++r)
-    for (int64_t d = 0; d < s.D; ++d) w.qt[d * QT + r] = scale * q_rows[r * s.D + d];
-  std::fill(w.m.begin(), w.m.end(), kNegInf);
-  std::fill(w.l.begin(), w.l.end(), 0.0f);
-  std::fill(w.o.begin(), w.o.end(), 0.0f);
+    for (int64_t d = 0; d < s.D; ++d) w.qt[d * QT + r] = q_scale * q_rows[r * s.D + d];
+  std::fill(w.m, w.m + QT, kNegInf);
+  std::fill(w.l, w.l + QT, 0.0f);
+  std::fill(w.o, w.o + QT * s.Dv, 0.0f);
   if (w_rows) std::fill(w_rows, w_rows + rows * s.Lk, kNegInf);
 
   // 2. the key tiles any row of this item may see
@@ -112,9 +165,9 @@ void Call::run_item(int64_t item, Scratch& w) const {
   const bool plain = !allow.data && !add.data;
   for (int64_t j0 = first.begin; j0 < last.end; j0 += kKeyTile) {
     const int64_t n = std::min(kKeyTile, last.end - j0);
-    // 2a. St = K Qt over the tile's n keys
-    std::fill(w.st.begin(), w.st.begin() + n * QT, 0.0f);
-    detail::accumulate(k_head + j0 * s.D, {s.D, 1}, w.qt.data(), QT, n, s.D, rows, w.st.data(), QT);
+    // 2a. St = K Qt over the tile's n keys: K's rows are D apart, Qt's QT
+    detail::accumulate(k_head + j0 * s.D, P(s.D), Fixed<1>(), w.qt, Fixed<QT>(), n, s.D, rows, w.st,
+                       QT, /*zero=*/true);
     // 2b. masks: keys outside a row's range or hidden by the bool mask become -inf; float mask added
     for (int64_t r = 0; r < rows; ++r) {
       const detail::KeyRange range = detail::visible_keys(s, o, i0 + r);
@@ -127,7 +180,7 @@ void Call::run_item(int64_t item, Scratch& w) const {
         if (j < range.begin || j >= range.end || (allow_row && !allow_row[j * allow.k_stride])) {
           score = kNegInf;
         } else if (add_row) {
-          score += add_row[j * add.k_stride];
+          score += kLog2e * add_row[j * add.k_stride];
         }
       }
     }
@@ -137,28 +190,31 @@ void Call::run_item(int64_t item, Scratch& w) const {
     }
     // 2c. online softmax, a batch of rows at a time, then a scalar tail
     int64_t r = 0;
-    for (; r + W <= rows; r += W) softmax_rows<Batch>(w.st.data(), n, r, w.m.data(), w.l.data(), w.alpha.data());
-    for (; r < rows; ++r) softmax_rows<float>(w.st.data(), n, r, w.m.data(), w.l.data(), w.alpha.data());
+    for (; r + W <= rows; r += W) softmax_rows<Batch>(w.st, n, r, w.m, w.l, w.alpha);
+    for (; r < rows; ++r) softmax_rows<float>(w.st, n, r, w.m, w.l, w.alpha);
     // 2d. o = alpha * o + P V
     for (r = 0; r < rows; ++r) {
       if (w.alpha[r] == 1.0f) continue;
       const Batch a = simd::splat<Batch>(w.alpha[r]);
-      float* o_row = &w.o[r * s.Dv];
+      float* o_row = w.o + r * s.Dv;
       int64_t e = 0;
       for (; e + W <= s.Dv; e += W) simd::store(o_row + e, simd::load<Batch>(o_row + e) * a);
       for (; e < s.Dv; ++e) o_row[e] *= w.alpha[r];
     }
-    detail::accumulate(w.st.data(), {1, QT}, v_head + j0 * s.Dv, s.Dv, rows, n, s.Dv, w.o.data(), s.Dv);
+    //     P's rows are adjacent in St, its keys QT apart; V's rows are Dv apart
+    detail::accumulate(w.st, Fixed<1>(), Fixed<QT>(), v_head + j0 * s.Dv, P(s.Dv), rows, n, s.Dv, w.o,
+                       s.Dv);
   }
 
-  // 3. output = o / l (0 for a row with nothing visible); weights = exp(s - m) / l
+  // 3. output = o / l (0 for a row with nothing visible); weights = 2^(s - m) / l
   for (int64_t r = 0; r < rows; ++r) {
     const float inv_l = w.l[r] > 0.0f ? 1.0f / w.l[r] : 0.0f;
     for (int64_t e = 0; e < s.Dv; ++e) out_rows[r * s.Dv + e] = w.o[r * s.Dv + e] * inv_l;
     if (!w_rows) continue;
     float* wr = w_rows + r * s.Lk;
     for (int64_t j = 0; j < s.Lk; ++j) {
-      wr[j] = w.m[r] == kNegInf ? 0.0f : simd::exp_shifted(wr[j], w.m[r]) * inv_l;
+      const float p = wr[j] == w.m[r] ? 1.0f : simd::exp2(wr[j] - w.m[r]);  // 1, not NaN, for +inf == +inf
+      wr[j] = w.m[r] == kNegInf ? 0.0f : p * inv_l;
     }
   }
 }
@@ -175,8 +231,7 @@ int workers_for(const AttentionShape& s, const AttentionOptions& o) {
 
 int64_t attention_workspace_bytes(const AttentionShape& s, const AttentionOptions& o) {
   const int64_t workers = workers_for(s, o);
-  const int64_t floats = s.D * kQueryTile + kKeyTile * kQueryTile + kQueryTile * s.Dv + 3 * kQueryTile;
-  return workers * floats * static_cast<int64_t>(sizeof(float));
+  return workers * Scratch::floats(s) * static_cast<int64_t>(sizeof(float));
 }
 
 void attention(const AttentionShape& s, const float* query, const float* key, const float* value,
@@ -188,7 +243,9 @@ void attention(const AttentionShape& s, const float* query, const float* key, co
                   detail::MaskRows<uint8_t>(o.bool_mask), detail::MaskRows<float>(o.float_mask)};
   const int64_t items = s.B * s.H * q_tiles;
   const int workers = workers_for(s, o);
-  std::vector<Scratch> scratch(workers, Scratch(s));
+  std::vector<Scratch> scratch;
+  scratch.reserve(workers);
+  for (int w = 0; w < workers; ++w) scratch.emplace_back(s);
   parallel_for(items, workers, [&](int64_t item, int worker) { call.run_item(item, scratch[worker]); });
 }
 

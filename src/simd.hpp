@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 
 #ifndef QKV_NO_SIMD
 #include <xsimd/xsimd.hpp>
@@ -33,8 +35,14 @@ inline float max(float a, float b) { return std::max(a, b); }
 inline float sum(float v) { return v; }
 inline float reduce_max(float v) { return v; }
 inline float select(bool c, float a, float b) { return c ? a : b; }
-// p = (s == m) ? 1 : exp(s - m): exact at the maximum, and 1 (not NaN) when s == m == +inf.
-inline float exp_shifted(float s, float m) { return s == m ? 1.0f : std::exp(s - m); }
+inline bool any(bool c) { return c; }
+inline float exponent_from_low_bits(float t) {
+  uint32_t bits;
+  std::memcpy(&bits, &t, sizeof bits);
+  bits <<= 23;
+  std::memcpy(&t, &bits, sizeof bits);
+  return t;
+}
 
 #ifndef QKV_NO_SIMD
 using Batch = xsimd::batch<float>;
@@ -54,36 +62,27 @@ template <class A>
 inline xsimd::batch<float, A> splat(float x, xsimd::batch<float, A>) {
   return xsimd::batch<float, A>(x);
 }
-// exp for the softmax, in plain arithmetic and integer bit operations that lower to wasm
-// SIMD128 one to one (xsimd's generic exp goes through SSE rounding/conversion intrinsics
-// that Emscripten emulates with several instructions each). Cephes' expf: n = round(x/ln2)
-// by the 1.5*2^23 trick, r = x - n ln2 in two parts, a degree-5 polynomial, then 2^n built
-// in the exponent bits. Relative error ~1e-7; exactly 0 below -87.3 (and for -inf), where
-// float32 underflows anyway. The softmax only calls it on x <= 0.
-template <class A>
-inline xsimd::batch<float, A> exp(xsimd::batch<float, A> x) {
-  using F = xsimd::batch<float, A>;
-  using I = xsimd::batch<int32_t, A>;
-  const F lowest(-87.3365479f), highest(88.3762589f), magic(12582912.0f);  // magic = 1.5 * 2^23
-  const F xc = xsimd::min(xsimd::max(x, lowest), highest);
-  const F t = xc * F(1.44269504088896341f) + magic;  // n + magic, n in t's low mantissa bits
-  const F n = t - magic;
-  F r = xc - n * F(0.693359375f);
-  r = r - n * F(-2.12194440e-4f);
-  F p(1.9875691500e-4f);
-  p = p * r + F(1.3981999507e-3f);
-  p = p * r + F(8.3334519073e-3f);
-  p = p * r + F(4.1665795894e-2f);
-  p = p * r + F(1.6666665459e-1f);
-  p = p * r + F(5.0000001201e-1f);
-  p = p * (r * r) + r + F(1.0f);
-  const I exponent = xsimd::bitwise_cast<I>(t) - xsimd::bitwise_cast<I>(magic) + I(127);
-  const F two_n = xsimd::bitwise_cast<F>(exponent << 23);
-  return xsimd::select(x < lowest, F(0.0f), p * two_n);
-}
+// max(a, b) (either one when a NaN is involved). In wasm this is f32x4.pmax, one instruction
+// in V8; xsimd's max is SSE's _mm_max_ps, which Emscripten emulates with a compare and a
+// bitselect (4 instructions in V8).
 template <class A>
 inline xsimd::batch<float, A> max(xsimd::batch<float, A> a, xsimd::batch<float, A> b) {
+#if defined(__wasm_simd128__)
+  return xsimd::batch<float, A>(__builtin_wasm_pmax_f32x4(a, b));
+#else
   return xsimd::max(a, b);
+#endif
+}
+template <class A>
+inline bool any(xsimd::batch_bool<float, A> c) {
+  return xsimd::any(c);
+}
+// The float whose bits are t's shifted left by 23: with t = 1.5 * 2^23 + e, 0 <= e < 256 (an
+// integer held in t's low mantissa bits), this is 2^(e - 127).
+template <class A>
+inline xsimd::batch<float, A> exponent_from_low_bits(xsimd::batch<float, A> t) {
+  using I = xsimd::batch<int32_t, A>;
+  return xsimd::bitwise_cast<xsimd::batch<float, A>>(xsimd::bitwise_cast<I>(t) << 23);
 }
 template <class A>
 inline float sum(xsimd::batch<float, A> v) {
@@ -100,10 +99,6 @@ inline xsimd::batch<float, A> select(xsimd::batch_bool<float, A> c, xsimd::batch
                                      xsimd::batch<float, A> b) {
   return xsimd::select(c, a, b);
 }
-template <class A>
-inline xsimd::batch<float, A> exp_shifted(xsimd::batch<float, A> s, xsimd::batch<float, A> m) {
-  return xsimd::select(s == m, xsimd::batch<float, A>(1.0f), simd::exp(s - m));
-}
 #else
 using Batch = float;
 #endif
@@ -119,6 +114,30 @@ inline V load(const float* p) {
 template <class V>
 inline V splat(float x) {
   return splat(x, V{});
+}
+
+// 2^x for the online softmax's arguments, scores minus a running max in log2 units: x <= 64
+// (the max may lag the scores by the rescaling threshold), -inf included; the same formula for
+// every batch type, so the vector lanes and the scalar tail agree to the bit.
+//   x = max(x, -127); n = round(x), by adding 1.5 * 2^23 + 127: the sum t then holds n + 127,
+//   2^n's biased exponent, in its low mantissa bits, and t << 23 (bitwise) is 2^n (+0 for
+//   n = -127, so exp2(-inf) = 0 exactly); r = x - n in [-0.5, 0.5] (exact); 2^r by a
+//   degree-5 polynomial fitted for relative error (c0 = 1, so exp2(0) = 1 exactly).
+// Relative error < 2.5e-7 for x >= -126 (tested in tests/cpp); below that the result is
+// subnormal or 0, as float32's own 2^x is.
+template <class V>
+inline V exp2(V x) {
+  const V magic = splat<V>(12583039.0f);  // 1.5 * 2^23 + 127
+  x = max(x, splat<V>(-127.0f));
+  const V t = x + magic;
+  const V r = x - (t - magic);
+  V p = splat<V>(1.3264715196e-3f);
+  p = p * r + splat<V>(9.6715088955e-3f);
+  p = p * r + splat<V>(5.5507337367e-2f);
+  p = p * r + splat<V>(2.4022242143e-1f);
+  p = p * r + splat<V>(6.9314697763e-1f);
+  p = p * r + splat<V>(1.0f);
+  return p * exponent_from_low_bits(t);
 }
 
 }  // namespace qkv::simd

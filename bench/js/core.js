@@ -3,10 +3,14 @@
 // same inputs. Times are medians (ms) after a warm-up (WARM_MS); GFLOP/s counts the dense work,
 // 4 * H * L^2 * D, for causal runs too (so skipping masked tiles shows as a higher rate).
 import { attentionModel, causalMask } from './onnx.js';
+import { peakGflops } from './peak.js';
 
 export const H = 8, D = 64;
 export const SIZES = [128, 512, 1024, 2048];
 export const flops = (L) => 4 * H * L * L * D;
+/** The FLOPs a call needs: causal rows see L(L+1)/2 of the L² scores. */
+export const usefulFlops = (L, causal) => (causal ? (flops(L) * (L + 1)) / (2 * L) : flops(L));
+export const PEAK = 'peak-mul-add';
 
 const now = () => performance.now();
 
@@ -67,11 +71,23 @@ export class Fastest {
     return [...this.#best.values()];
   }
 }
-export const ROUNDS_METHOD = 'per row: the fastest of `rounds` medians (parts alternate qkv, ORT 1t, ORT 2t per round; the naive loop runs once)';
+export const ROUNDS_METHOD = 'per row: the fastest of `rounds` medians (parts alternate qkv, ORT 1t, ORT 2t per round; the naive loop runs once); the limit (peak-mul-add, bench/js/peak.js): the fastest of its measurements, before and after the qkv variants in each qkv part';
 
-/** benchQkv on each wasm variant in turn: scalar, SIMD, SIMD + 2 threads. */
+/**
+ * The machine's limit in this runtime (bench/js/peak.js), as a row: gflops is one thread's
+ * rate on the fastest pure f32x4 multiply-add loop; ms is per GFLOP, so that Fastest keeps the
+ * fastest measurement.
+ */
+export async function benchPeak({ log = () => {} } = {}) {
+  const p = await peakGflops();
+  const r = { impl: PEAK, threads: 1, L: 0, causal: false, ms: 1000 / p.gflops, gflops: p.gflops, loop: p.loop, loops: p.loops };
+  log(r);
+  return [r];
+}
+
+/** benchQkv on each wasm variant in turn: scalar, SIMD, SIMD + 2 threads; the limit before and after. */
 export async function benchQkvVariants(qkv, opts) {
-  const rows = [];
+  const rows = [...(await benchPeak(opts))];
   for (const [variant, threads] of [['scalar', 1], ['simd', 1], ['simd-threads', 2]]) {
     qkv.dispose();
     qkv.env.variant = variant;
@@ -80,6 +96,7 @@ export async function benchQkvVariants(qkv, opts) {
     rows.push(...(await benchQkv(qkv, opts)));
   }
   qkv.dispose();
+  rows.push(...(await benchPeak(opts)));
   return rows;
 }
 
@@ -164,17 +181,28 @@ export async function benchNaive({ sizes = SIZES, quick = false, log = () => {} 
   return rows;
 }
 
+/**
+ * A row's share of the machine's limit: the FLOPs the call needs (causal: the visible half) per
+ * second, over `threads` times one thread's multiply-add rate measured in the same run.
+ */
+export function fractionOfLimit(rows, row) {
+  const peak = rows.find((r) => r.impl === PEAK);
+  if (!peak || row.impl === PEAK) return null;
+  return +(usefulFlops(row.L, row.causal) / row.ms / 1e6 / (row.threads * peak.gflops)).toFixed(3);
+}
+
 /** Ratios that the targets are stated in, per (L, causal). */
 export function ratios(rows) {
   const get = (impl, threads, L, causal) => rows.find((r) => r.impl === impl && r.threads === threads && r.L === L && r.causal === causal);
   const out = [];
-  const Ls = [...new Set(rows.map((r) => r.L))].sort((a, b) => a - b);
+  const Ls = [...new Set(rows.filter((r) => r.impl !== PEAK).map((r) => r.L))].sort((a, b) => a - b);
   for (const L of Ls) {
     for (const causal of [false, true]) {
       const scalar = get('qkv-scalar', 1, L, causal), simd = get('qkv-simd', 1, L, causal);
       const t2 = get('qkv-simd-threads', 2, L, causal), ort1 = get('onnxruntime-web', 1, L, causal);
       const ort2 = get('onnxruntime-web', 2, L, causal), naive = get('naive-js', 1, L, causal);
       const r = (a, b) => (a && b ? +(b.ms / a.ms).toFixed(2) : null);
+      const f = (a) => (a ? fractionOfLimit(rows, a) : null);
       out.push({
         L, causal,
         simdVsScalar: r(simd, scalar),
@@ -182,6 +210,8 @@ export function ratios(rows) {
         threads2VsOrt2: r(t2, ort2),
         threads2VsSimd: r(t2, simd),
         simdVsNaive: r(simd, naive),
+        simdOfLimit: f(simd),
+        threads2OfLimit: f(t2),
       });
     }
   }
@@ -190,14 +220,22 @@ export function ratios(rows) {
 
 /** A plain-text table of rows and ratios. */
 export function table(rows, title) {
-  const lines = [`${title}`, 'impl                 thr     L causal      ms   GFLOP/s'];
-  for (const r of rows) {
-    lines.push(`${r.impl.padEnd(20)} ${String(r.threads).padStart(3)} ${String(r.L).padStart(5)} ${String(r.causal).padStart(6)} ${r.ms.toFixed(2).padStart(9)} ${r.gflops.toFixed(2).padStart(9)}`);
+  const peak = rows.find((r) => r.impl === PEAK);
+  const lines = [`${title}`];
+  if (peak) {
+    const loops = Object.entries(peak.loops).map(([k, v]) => `${k} ${v}`).join(', ');
+    lines.push(`limit: ${peak.gflops.toFixed(2)} GFLOP/s per thread (${peak.loop}; fastest of ${peak.rounds ?? 1} measurements; loops: ${loops})`);
+  }
+  lines.push('impl                 thr     L causal      ms   GFLOP/s  of limit');
+  for (const r of rows.filter((x) => x.impl !== PEAK)) {
+    const f = fractionOfLimit(rows, r);
+    lines.push(`${r.impl.padEnd(20)} ${String(r.threads).padStart(3)} ${String(r.L).padStart(5)} ${String(r.causal).padStart(6)} ${r.ms.toFixed(2).padStart(9)} ${r.gflops.toFixed(2).padStart(9)} ${f === null ? '        -' : `${(100 * f).toFixed(1).padStart(8)}%`}`);
   }
   lines.push('', '    L causal  simd/scalar  simd/ort(1t)  2t/ort(2t)  2t/1t  simd/naive');
   for (const x of ratios(rows)) {
     const f = (v) => (v === null ? '-' : v.toFixed(2)).padStart(11);
     lines.push(`${String(x.L).padStart(5)} ${String(x.causal).padStart(6)} ${f(x.simdVsScalar)}  ${f(x.simdVsOrt1)} ${f(x.threads2VsOrt2)} ${f(x.threads2VsSimd).slice(4)} ${f(x.simdVsNaive)}`);
   }
+  lines.push('', 'of limit: the FLOPs a call needs (causal: the visible L(L+1)/2 scores) per second, over threads x the limit');
   return lines.join('\n');
 }
