@@ -86,28 +86,36 @@ constexpr float kRescaleThreshold = 8.0f;
 // is visible yet), moves m if needed, and updates l; alpha = 2^(m_old - m_new) rescales o.
 template <class V>
 inline void softmax_rows(float* st, std::ptrdiff_t n, std::ptrdiff_t r, float* m, float* l, float* alpha) {
-  const V neg_inf = simd::splat<V>(kNegInf), pos_inf = simd::splat<V>(-kNegInf), zero = simd::splat<V>(0.0f);
-  float* col = st + r;  // st[:, r .. r + lanes)
-  V tile_max = neg_inf;
-  for (std::ptrdiff_t j = 0; j < n; ++j) tile_max = simd::max(tile_max, simd::load<V>(col + j * kQueryTile));
+  const V neg_inf = simd::splat<V>(kNegInf), zero = simd::splat<V>(0.0f);
+  float* const col = st + r;  // st[:, r .. r + lanes)
+  float* const end = col + n * kQueryTile;
+  // the tile's max, in 4 partial maxima (one chain of dependent max would be latency-bound)
+  V part[4] = {neg_inf, neg_inf, neg_inf, neg_inf};
+  float* at = col;
+  for (; at + 3 * kQueryTile < end; at += 4 * kQueryTile) {
+    QKV_UNROLL
+    for (int u = 0; u < 4; ++u) part[u] = simd::max(part[u], simd::load<V>(at + u * kQueryTile));
+  }
+  for (; at != end; at += kQueryTile) part[0] = simd::max(part[0], simd::load<V>(at));
+  const V tile_max = simd::max(simd::max(part[0], part[1]), simd::max(part[2], part[3]));
   const V m_old = simd::load<V>(m + r);
-  // the new reference: the tile's max where it exceeds the old one by more than the threshold
-  // (always the first time a row sees a key: m_old = -inf)
-  const V m_new = simd::select(tile_max > m_old + simd::splat<V>(kRescaleThreshold), tile_max, m_old);
+  // the new reference: the tile's max rounded up to a whole number, where it exceeds the old one
+  // by more than the threshold (always the first time a row sees a key: m_old = -inf)
+  const V m_new = simd::select(tile_max > m_old + simd::splat<V>(kRescaleThreshold), simd::ceil(tile_max), m_old);
   // subtracted from the scores: 0 for rows with nothing visible yet (-inf - -inf would be NaN)
   const V m_sub = simd::select(m_new == neg_inf, zero, m_new);
   V sum = zero;
-  if (!simd::any(m_new == pos_inf)) {
-    for (std::ptrdiff_t j = 0; j < n; ++j) {
-      float* at = col + j * kQueryTile;
-      const V p = simd::exp2(simd::load<V>(at) - m_sub);
+  if (simd::all(simd::abs(m_sub) < simd::splat<V>(4194304.0f))) {  // 2^22: 2^(s - m) with m folded in
+    const simd::Exp2Offset<V> shift(m_sub);
+    for (at = col; at != end; at += kQueryTile) {
+      const V p = simd::exp2(simd::load<V>(at), shift);
       simd::store(at, p);
       sum += p;
     }
-  } else {  // a +inf score (from +inf in a float mask or overflowing products): +inf keys share the weight
+  } else {  // a +inf score (from +inf in a float mask or overflowing products; +inf keys share the
+            // weight) or scores beyond 2^22
     const V one = simd::splat<V>(1.0f);
-    for (std::ptrdiff_t j = 0; j < n; ++j) {
-      float* at = col + j * kQueryTile;
+    for (at = col; at != end; at += kQueryTile) {
       const V s = simd::load<V>(at);
       const V p = simd::select(s == m_new, one, simd::exp2(s - m_sub));
       simd::store(at, p);
