@@ -2,18 +2,19 @@
 //
 // Work is split into items of (batch, head, tile of kQueryTile query rows); each item walks
 // the key tiles its rows may see (tiles the causal/window rules hide entirely are never
-// touched), keeping per row a running max m, a running sum l and an unnormalised output
-// accumulator o that is rescaled whenever m grows (the online softmax). Only O(tile)
-// scratch is used, never an Lq x Lk matrix (unless the caller asks for the weights).
+// touched), keeping per row a reference max m, a running sum l and an unnormalised output
+// accumulator o that is rescaled when m moves (the online softmax). Only O(tile) scratch is
+// used, never an Lq x Lk matrix (unless the caller asks for the weights).
 //
 // Scores are kept transposed, St[key, row], so that every step is vectorised without
 // transposing keys: St = K Qᵀ broadcasts key elements against rows of the (once per item)
 // transposed queries, the softmax runs across query rows a batch at a time, and P V
 // broadcasts St elements against value rows. Both products are the register-blocked
-// micro-kernel in accumulate.hpp (3 x 3 batches = 9 independent mul+add chains).
+// micro-kernel in accumulate.hpp (2 rows x 4 batches = 8 independent mul+add chains; a 64 x 64
+// tile is whole blocks). Scores are in log2 units, so the softmax's exponential is exp2.
 #include <algorithm>
-#include <cstdint>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <utility>
 #include <vector>
@@ -176,19 +177,26 @@ void Call::run_item(int64_t item, Scratch& w) const {
     // 2a. St = K Qt over the tile's n keys: K's rows are D apart, Qt's QT
     detail::accumulate(k_head + j0 * s.D, P(s.D), Fixed<1>(), w.qt, Fixed<QT>(), n, s.D, rows, w.st,
                        QT, /*zero=*/true);
-    // 2b. masks: keys outside a row's range or hidden by the bool mask become -inf; float mask added
-    for (int64_t r = 0; r < rows; ++r) {
+    // 2b. masks: keys outside a row's range or hidden by the bool mask become -inf; float mask added.
+    //     Ranges only move right with the row, so with no mask a tile is visible to every row
+    //     when it is to the last row's begin and the first row's end.
+    const bool whole_tile = plain && j0 >= last.begin && j0 + n <= first.end;
+    for (int64_t r = 0; r < rows && !whole_tile; ++r) {
+      // this row sees the tile's keys [lo, hi)
       const detail::KeyRange range = detail::visible_keys(s, o, i0 + r);
-      if (plain && j0 >= range.begin && j0 + n <= range.end) continue;
+      const int64_t lo = std::clamp<int64_t>(range.begin - j0, 0, n);
+      const int64_t hi = std::clamp<int64_t>(range.end - j0, lo, n);
+      float* column = w.st + r;  // St[:, r]
+      for (int64_t jj = 0; jj < lo; ++jj) column[jj * QT] = kNegInf;
+      for (int64_t jj = hi; jj < n; ++jj) column[jj * QT] = kNegInf;
       const uint8_t* allow_row = allow.row(b, h, i0 + r);
       const float* add_row = add.row(b, h, i0 + r);
-      for (int64_t jj = 0; jj < n; ++jj) {
+      for (int64_t jj = lo; jj < hi && (allow_row || add_row); ++jj) {
         const int64_t j = j0 + jj;
-        float& score = w.st[jj * QT + r];
-        if (j < range.begin || j >= range.end || (allow_row && !allow_row[j * allow.k_stride])) {
-          score = kNegInf;
+        if (allow_row && !allow_row[j * allow.k_stride]) {
+          column[jj * QT] = kNegInf;
         } else if (add_row) {
-          score += kLog2e * add_row[j * add.k_stride];
+          column[jj * QT] += kLog2e * add_row[j * add.k_stride];
         }
       }
     }
