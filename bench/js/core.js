@@ -71,7 +71,7 @@ export class Fastest {
     return [...this.#best.values()];
   }
 }
-export const ROUNDS_METHOD = 'per row: the fastest of `rounds` medians (parts alternate qkv, ORT 1t, ORT 2t per round; the naive loop runs once); the limit (peak-mul-add, bench/js/peak.js): the fastest of its measurements, before and after the qkv variants in each qkv part';
+export const ROUNDS_METHOD = 'per row: the fastest of `rounds` medians (parts alternate qkv, ORT 1t, ORT 2t per round; the naive loop runs once); the limit (peak-mul-add, bench/js/peak.js): the fastest of its medians, measured before and after the qkv variants in each qkv part';
 
 /**
  * The machine's limit in this runtime (bench/js/peak.js), as a row: gflops is one thread's
@@ -224,7 +224,7 @@ export function table(rows, title) {
   const lines = [`${title}`];
   if (peak) {
     const loops = Object.entries(peak.loops).map(([k, v]) => `${k} ${v}`).join(', ');
-    lines.push(`limit: ${peak.gflops.toFixed(2)} GFLOP/s per thread (${peak.loop}; fastest of ${peak.rounds ?? 1} measurements; loops: ${loops})`);
+    lines.push(`limit: ${peak.gflops.toFixed(2)} GFLOP/s per thread (${peak.loop}; the fastest of ${peak.rounds ?? 1} medians; its loops then: ${loops})`);
   }
   lines.push('impl                 thr     L causal      ms   GFLOP/s  of limit');
   for (const r of rows.filter((x) => x.impl !== PEAK)) {
