@@ -100,21 +100,19 @@ inline void softmax_rows(float* st, std::ptrdiff_t n, std::ptrdiff_t r, float* m
   for (; at != end; at += kQueryTile) part[0] = simd::max(part[0], simd::load<V>(at));
   const V tile_max = simd::max(simd::max(part[0], part[1]), simd::max(part[2], part[3]));
   const V m_old = simd::load<V>(m + r);
-  // the new reference: the tile's max rounded up to a whole number, where it exceeds the old one
-  // by more than the threshold (always the first time a row sees a key: m_old = -inf)
-  const V m_new = simd::select(tile_max > m_old + simd::splat<V>(kRescaleThreshold), simd::ceil(tile_max), m_old);
+  // the new reference: the tile's max where it exceeds the old one by more than the threshold
+  // (always the first time a row sees a key: m_old = -inf)
+  const V m_new = simd::select(tile_max > m_old + simd::splat<V>(kRescaleThreshold), tile_max, m_old);
   // subtracted from the scores: 0 for rows with nothing visible yet (-inf - -inf would be NaN)
   const V m_sub = simd::select(m_new == neg_inf, zero, m_new);
   V sum = zero;
-  if (simd::all(simd::abs(m_sub) < simd::splat<V>(4194304.0f))) {  // 2^22: 2^(s - m) with m folded in
-    const simd::Exp2Offset<V> shift(m_sub);
+  if (!simd::any(m_new == simd::splat<V>(-kNegInf))) {
     for (at = col; at != end; at += kQueryTile) {
-      const V p = simd::exp2(simd::load<V>(at), shift);
+      const V p = simd::exp2(simd::load<V>(at) - m_sub);
       simd::store(at, p);
       sum += p;
     }
-  } else {  // a +inf score (from +inf in a float mask or overflowing products; +inf keys share the
-            // weight) or scores beyond 2^22
+  } else {  // a +inf score (from +inf in a float mask or overflowing products): +inf keys share the weight
     const V one = simd::splat<V>(1.0f);
     for (at = col; at != end; at += kQueryTile) {
       const V s = simd::load<V>(at);

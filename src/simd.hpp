@@ -35,9 +35,7 @@ inline float max(float a, float b) { return std::max(a, b); }
 inline float sum(float v) { return v; }
 inline float reduce_max(float v) { return v; }
 inline float select(bool c, float a, float b) { return c ? a : b; }
-inline bool all(bool c) { return c; }
-inline float ceil(float x) { return std::ceil(x); }
-inline float abs(float x) { return std::fabs(x); }
+inline bool any(bool c) { return c; }
 inline float exponent_from_low_bits(float t) {
   uint32_t bits;
   std::memcpy(&bits, &t, sizeof bits);
@@ -76,16 +74,8 @@ inline xsimd::batch<float, A> max(xsimd::batch<float, A> a, xsimd::batch<float, 
 #endif
 }
 template <class A>
-inline bool all(xsimd::batch_bool<float, A> c) {
-  return xsimd::all(c);
-}
-template <class A>
-inline xsimd::batch<float, A> ceil(xsimd::batch<float, A> x) {
-  return xsimd::ceil(x);
-}
-template <class A>
-inline xsimd::batch<float, A> abs(xsimd::batch<float, A> x) {
-  return xsimd::abs(x);
+inline bool any(xsimd::batch_bool<float, A> c) {
+  return xsimd::any(c);
 }
 // The float whose bits are t's shifted left by 23: with t = 1.5 * 2^23 + e, 0 <= e < 256 (an
 // integer held in t's low mantissa bits), this is 2^(e - 127).
@@ -126,30 +116,21 @@ inline V splat(float x) {
   return splat(x, V{});
 }
 
-// 2^x by the exponent bits and a polynomial, and 2^(s - m) for a whole number m with the
-// subtraction folded into the rounding constant (the softmax's inner loop):
+// 2^x for the online softmax's arguments, scores minus a reference max in log2 units: x <= 64
+// (the max may lag the scores by the rescaling threshold), -inf included.
 //   x = max(x, -127); n = round(x), by adding 1.5 * 2^23 + 127: the sum t then holds n + 127,
 //   2^n's biased exponent, in its low mantissa bits, and t << 23 (bitwise) is 2^n (+0 for
-//   n = -127, so 2^-inf = 0 exactly); r = x - n in [-0.5, 0.5] (exact); 2^r by a degree-5
-//   polynomial fitted for relative error (c0 = 1, so 2^0 = 1 exactly).
-// For 2^(s - m): t = s + (1.5 * 2^23 + 127 - m) is rounded exactly as (s - m) + 1.5 * 2^23 + 127
-// when m is a whole number (|m| < 2^22), and r = s - (t - c) = s - round(s) is exact.
-// Relative error < 2.5e-7 for arguments in [-125, 64] (tested in tests/cpp); below that the
-// result is subnormal or 0, as float32's own 2^x is. Arguments above 64 are out of range.
-constexpr float kExp2Round = 12583039.0f;  // 1.5 * 2^23 + 127
-
-// The rounding constant and the clamp of 2^(s - m), for a whole number m with |m| < 2^22.
+//   n = -127, so exp2(-inf) = 0 exactly); r = x - n in [-0.5, 0.5] (exact); 2^r by a
+//   degree-5 polynomial fitted for relative error (c0 = 1, so exp2(0) = 1 exactly: the max
+//   of a row weighs exactly 1).
+// Relative error < 2.5e-7 for x in [-125, 64] (tested in tests/cpp); below that the result is
+// subnormal or 0, as float32's own 2^x is.
 template <class V>
-struct Exp2Offset {
-  V c, lo;
-  explicit Exp2Offset(V m) : c(splat<V>(kExp2Round) - m), lo(m - splat<V>(127.0f)) {}
-};
-
-template <class V>
-inline V exp2(V s, const Exp2Offset<V>& m) {
-  s = max(s, m.lo);
-  const V t = s + m.c;
-  const V r = s - (t - m.c);
+inline V exp2(V x) {
+  const V magic = splat<V>(12583039.0f);  // 1.5 * 2^23 + 127
+  x = max(x, splat<V>(-127.0f));
+  const V t = x + magic;
+  const V r = x - (t - magic);
   // Horner's scheme (Estrin's, with half the dependent steps and one more multiply, measured
   // the same: the softmax's loop is bound by throughput, not latency)
   V p = splat<V>(1.3264715196e-3f);
@@ -159,11 +140,6 @@ inline V exp2(V s, const Exp2Offset<V>& m) {
   p = p * r + splat<V>(6.9314697763e-1f);
   p = p * r + splat<V>(1.0f);
   return p * exponent_from_low_bits(t);
-}
-
-template <class V>
-inline V exp2(V x) {
-  return exp2(x, Exp2Offset<V>(splat<V>(0.0f)));
 }
 
 }  // namespace qkv::simd

@@ -154,3 +154,23 @@ TEST_CASE("causal is bottom-right aligned: with Lq == Lk it is the usual lower t
     CHECK(w[0 * 6 + 2] == doctest::Approx(1.0f / 3));
   });
 }
+
+TEST_CASE("one visible key per row gives exactly that key's value (its weight is exactly 1), over many tiles") {
+  // the row's max weighs 2^0 = 1 exactly, so o = v and l = 1 with no rounding; keys in later
+  // tiles than the first, and rows in several query tiles, go through the same path
+  std::mt19937 rng(9);
+  const AttentionShape s = one_head(70, 200, 8, 5);
+  auto q = testing::normal(70 * 8, rng), k = testing::normal(200 * 8, rng), v = testing::normal(200 * 5, rng);
+  std::vector<uint8_t> allow(70 * 200, 0);
+  std::vector<int> key(70);
+  for (int i = 0; i < 70; ++i) allow[i * 200 + (key[i] = static_cast<int>(rng() % 200))] = 1;
+  AttentionOptions o;
+  o.bool_mask = {allow.data(), {1, 1, 70, 200}};
+  both_kernels([&](auto kernel, const char* name) {
+    INFO(name);
+    std::vector<float> out(70 * 5);
+    kernel(s, q.data(), k.data(), v.data(), o, out.data(), nullptr);
+    for (int i = 0; i < 70; ++i)
+      for (int e = 0; e < 5; ++e) CHECK(out[i * 5 + e] == v[key[i] * 5 + e]);
+  });
+}
