@@ -27,18 +27,19 @@ struct Strides {
   int64_t row, col;
 };
 
-// c[r, 0 : NV*W] (+)= sum_{k < K} a(r, k) * b[k * ldb + 0 : NV*W] for r < R; zero: start from 0
-// instead of c. Indices are pointer-sized (32-bit in wasm32, where 64-bit index arithmetic
-// costs extra instructions in the innermost loop) and advance by pointer bumps.
+// c[r, 0 : NV*W] = start + sum_{k < K} a(r, k) * b[k * ldb + 0 : NV*W] for r < R, where start is
+// c's own row (accumulate) or, given init, init[0 : NV*W] for every row. Indices are
+// pointer-sized (32-bit in wasm32, where 64-bit index arithmetic costs extra instructions in
+// the innermost loop) and advance by pointer bumps.
 template <class V, int R, int NV, class Row, class Col, class Ldb>
 inline void accumulate_block(const float* a, Row row, Col col, const float* b, Ldb ldb, std::ptrdiff_t K, float* c,
-                             std::ptrdiff_t ldc, bool zero) {
+                             std::ptrdiff_t ldc, const float* init) {
   constexpr int W = simd::lanes<V>;
   V acc[R][NV];
   QKV_UNROLL
   for (int r = 0; r < R; ++r) {
     QKV_UNROLL
-    for (int v = 0; v < NV; ++v) acc[r][v] = zero ? simd::splat<V>(0.0f) : simd::load<V>(c + r * ldc + v * W);
+    for (int v = 0; v < NV; ++v) acc[r][v] = simd::load<V>(init ? init + v * W : c + r * ldc + v * W);
   }
   // A's rows: a pointer each (with a compile-time row stride they are constant offsets of one)
   const float* ar[R];
@@ -66,24 +67,25 @@ inline void accumulate_block(const float* a, Row row, Col col, const float* b, L
 // The same over all N columns: blocks of NV batches, then of 1, then a scalar tail.
 template <int R, int NV, class Row, class Col, class Ldb>
 inline void accumulate_rows(const float* a, Row row, Col col, const float* b, Ldb ldb, std::ptrdiff_t K,
-                            std::ptrdiff_t N, float* c, std::ptrdiff_t ldc, bool zero) {
+                            std::ptrdiff_t N, float* c, std::ptrdiff_t ldc, const float* init) {
   using V = simd::Batch;
   constexpr int W = simd::lanes<V>;
   std::ptrdiff_t n = 0;
-  for (; n + NV * W <= N; n += NV * W) accumulate_block<V, R, NV>(a, row, col, b + n, ldb, K, c + n, ldc, zero);
-  for (; n + W <= N; n += W) accumulate_block<V, R, 1>(a, row, col, b + n, ldb, K, c + n, ldc, zero);
-  for (; n < N; ++n) accumulate_block<float, R, 1>(a, row, col, b + n, ldb, K, c + n, ldc, zero);
+  for (; n + NV * W <= N; n += NV * W) accumulate_block<V, R, NV>(a, row, col, b + n, ldb, K, c + n, ldc, init ? init + n : nullptr);
+  for (; n + W <= N; n += W) accumulate_block<V, R, 1>(a, row, col, b + n, ldb, K, c + n, ldc, init ? init + n : nullptr);
+  for (; n < N; ++n) accumulate_block<float, R, 1>(a, row, col, b + n, ldb, K, c + n, ldc, init ? init + n : nullptr);
 }
 
-// C[M, N] (+)= A[M, K] B[K, N] in blocks of R rows x NV batches, then rows one at a time.
+// C[M, N] += A[M, K] B[K, N] (or, given init, C = init + A B with init[0 : N] added to every
+// row) in blocks of R rows x NV batches, then rows one at a time.
 // The attention kernel's tiles (64 x 64) are whole blocks of the default 2 x 4 (8 chains:
 // 8 accumulators + 4 loads of B + 2 broadcasts of A fit V8's registers with no spill).
 template <int R = 2, int NV = 4, class Row, class Col, class Ldb>
 inline void accumulate(const float* a, Row row, Col col, const float* b, Ldb ldb, std::ptrdiff_t M, std::ptrdiff_t K,
-                       std::ptrdiff_t N, float* c, std::ptrdiff_t ldc, bool zero = false) {
+                       std::ptrdiff_t N, float* c, std::ptrdiff_t ldc, const float* init = nullptr) {
   std::ptrdiff_t m = 0;
-  for (; m + R <= M; m += R) accumulate_rows<R, NV>(a + m * row, row, col, b, ldb, K, N, c + m * ldc, ldc, zero);
-  for (; m < M; ++m) accumulate_rows<1, NV>(a + m * row, row, col, b, ldb, K, N, c + m * ldc, ldc, zero);
+  for (; m + R <= M; m += R) accumulate_rows<R, NV>(a + m * row, row, col, b, ldb, K, N, c + m * ldc, ldc, init);
+  for (; m < M; ++m) accumulate_rows<1, NV>(a + m * row, row, col, b, ldb, K, N, c + m * ldc, ldc, init);
 }
 
 // The dense layers' entry point: C[M, N] += A[M, K] B[K, N] with run-time strides.

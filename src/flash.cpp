@@ -47,6 +47,8 @@ class Scratch {
   float* m;      // (kQueryTile)           reference max of the scores (lags the true max, see below)
   float* l;      // (kQueryTile)           running sum of 2^(score - m)
   float* alpha;  // (kQueryTile)           rescale factor of this tile, 2^(m_old - m_new)
+  float* pt;     // (kKeyTile, kQueryTile) probabilities of one key tile, 2^(score - m)
+  float* shift;  // (kQueryTile)           -m where m is finite, else 0: St = shift + K Qt
 
   explicit Scratch(const AttentionShape& s) : buffer_(floats(s)) {
     const auto misaligned = reinterpret_cast<std::uintptr_t>(buffer_.data()) / sizeof(float) % kAlign;
@@ -58,6 +60,8 @@ class Scratch {
     m = take(kQueryTile);
     l = take(kQueryTile);
     alpha = take(kQueryTile);
+    pt = take(kKeyTile * kQueryTile);
+    shift = take(kQueryTile);
   }
   Scratch(const Scratch&) = delete;
   Scratch(Scratch&&) = default;  // the buffer's storage moves with it, so the pointers stay valid
@@ -65,8 +69,8 @@ class Scratch {
   // Floats a worker allocates: the arrays above, each rounded up to whole cache lines, and the
   // slack to align the first.
   static int64_t floats(const AttentionShape& s) {
-    return round_up(s.D * kQueryTile) + round_up(kKeyTile * kQueryTile) + round_up(kQueryTile * s.Dv) +
-           3 * round_up(kQueryTile) + kAlign;
+    return round_up(s.D * kQueryTile) + 2 * round_up(kKeyTile * kQueryTile) + round_up(kQueryTile * s.Dv) +
+           4 * round_up(kQueryTile) + kAlign;
   }
 
  private:
@@ -82,46 +86,75 @@ class Scratch {
 // the same after the final division by l.
 constexpr float kRescaleThreshold = 8.0f;
 
-// Online softmax over one key tile for the query rows [r, r + lanes<V>): st[j, r] holds
-// masked scores (-inf = hidden) for j < n. Replaces them by p = 2^(s - m) (0 where nothing
-// is visible yet), moves m if needed, and updates l; alpha = 2^(m_old - m_new) rescales o.
+// Online softmax over one key tile for the query rows [r, r + lanes<V>). st[j, r] holds
+// x = score - m_sub for j < n, where m_sub is the row's reference max m where finite, else 0
+// (the product K Qt starts from -m_sub), masked (-inf = hidden). Writes p = 2^(score - m) to
+// pt, moves m where the tile needs it, and updates l; alpha = 2^(m_old - m_new) rescales o.
 template <class V>
-inline void softmax_rows(float* st, std::ptrdiff_t n, std::ptrdiff_t r, float* m, float* l, float* alpha) {
-  const V neg_inf = simd::splat<V>(kNegInf), zero = simd::splat<V>(0.0f);
-  float* const col = st + r;  // st[:, r .. r + lanes)
-  float* const end = col + n * kQueryTile;
-  // the tile's max, in 4 partial maxima (one chain of dependent max would be latency-bound)
-  V part[4] = {neg_inf, neg_inf, neg_inf, neg_inf};
-  float* at = col;
-  for (; at + 3 * kQueryTile < end; at += 4 * kQueryTile) {
-    QKV_UNROLL
-    for (int u = 0; u < 4; ++u) part[u] = simd::max(part[u], simd::load<V>(at + u * kQueryTile));
-  }
-  for (; at != end; at += kQueryTile) part[0] = simd::max(part[0], simd::load<V>(at));
-  const V tile_max = simd::max(simd::max(part[0], part[1]), simd::max(part[2], part[3]));
+inline void softmax_rows(const float* st, float* pt, std::ptrdiff_t n, std::ptrdiff_t r, float* m, float* l,
+                         float* alpha) {
+  const V neg_inf = simd::splat<V>(kNegInf), pos_inf = simd::splat<V>(-kNegInf);
+  const V zero = simd::splat<V>(0.0f), one = simd::splat<V>(1.0f), threshold = simd::splat<V>(kRescaleThreshold);
+  const float* const col = st + r;  // st[:, r .. r + lanes)
+  const float* const end = col + n * kQueryTile;
+  float* const out = pt + r;
   const V m_old = simd::load<V>(m + r);
-  // the new reference: the tile's max where it exceeds the old one by more than the threshold
-  // (always the first time a row sees a key: m_old = -inf)
-  const V m_new = simd::select(tile_max > m_old + simd::splat<V>(kRescaleThreshold), tile_max, m_old);
-  // subtracted from the scores: 0 for rows with nothing visible yet (-inf - -inf would be NaN)
-  const V m_sub = simd::select(m_new == neg_inf, zero, m_new);
-  V sum = zero;
-  if (!simd::any(m_new == simd::splat<V>(-kNegInf))) {
-    for (at = col; at != end; at += kQueryTile) {
-      const V p = simd::exp2(simd::load<V>(at) - m_sub);
-      simd::store(at, p);
+  const auto finite = (m_old != neg_inf) & (m_old != pos_inf);
+  const V m_sub = simd::select(finite, m_old, zero);
+  V sum = zero, x_max = neg_inf;
+  if (simd::all(finite)) {
+    // Every row has a reference: one pass, p = 2^x, with the tile's max alongside. Done
+    // unless that max exceeds the reference by more than the threshold (then p is redone).
+    float* o = out;
+    for (const float* at = col; at != end; at += kQueryTile, o += kQueryTile) {
+      const V x = simd::load<V>(at);
+      x_max = simd::max(x_max, x);
+      const V p = simd::exp2(x);
+      simd::store(o, p);
       sum += p;
     }
-  } else {  // a +inf score (from +inf in a float mask or overflowing products): +inf keys share the weight
-    const V one = simd::splat<V>(1.0f);
-    for (at = col; at != end; at += kQueryTile) {
-      const V s = simd::load<V>(at);
-      const V p = simd::select(s == m_new, one, simd::exp2(s - m_sub));
-      simd::store(at, p);
+    if (!simd::any(x_max > threshold)) {
+      simd::store(alpha + r, one);
+      simd::store(l + r, simd::load<V>(l + r) + sum);
+      return;
+    }
+  } else {
+    // The tile's max first, in 4 partial maxima (one chain of dependent max is latency-bound)
+    V part[4] = {neg_inf, neg_inf, neg_inf, neg_inf};
+    const float* at = col;
+    for (; at + 3 * kQueryTile < end; at += 4 * kQueryTile) {
+      QKV_UNROLL
+      for (int u = 0; u < 4; ++u) part[u] = simd::max(part[u], simd::load<V>(at + u * kQueryTile));
+    }
+    for (; at != end; at += kQueryTile) part[0] = simd::max(part[0], simd::load<V>(at));
+    x_max = simd::max(simd::max(part[0], part[1]), simd::max(part[2], part[3]));
+  }
+  // The new reference: the tile's max where it exceeds the old one by more than the threshold
+  // (always where the row had seen nothing and now sees a key: m_old = -inf)
+  const V tile_max = x_max + m_sub;
+  const auto moves = (tile_max > m_old + threshold) | ((m_old == neg_inf) & (x_max != neg_inf));
+  const V m_new = simd::select(moves, tile_max, m_old);
+  sum = zero;
+  float* o = out;
+  if (!simd::any(m_new == pos_inf)) {
+    const V d = simd::select(moves, x_max, zero);  // x - d = score - m_new (exactly 0 at the max)
+    for (const float* at = col; at != end; at += kQueryTile, o += kQueryTile) {
+      const V p = simd::exp2(simd::load<V>(at) - d);
+      simd::store(o, p);
+      sum += p;
+    }
+  } else {
+    // a +inf score (+inf in a float mask, or products that overflow): the +inf keys share the
+    // weight; rows that see nothing (m_new = -inf) keep weight 0
+    const V m_new_sub = simd::select(m_new == neg_inf, zero, m_new);
+    for (const float* at = col; at != end; at += kQueryTile, o += kQueryTile) {
+      const V score = simd::load<V>(at) + m_sub;
+      const V p = simd::select((score == m_new) & (m_new == pos_inf), one, simd::exp2(score - m_new_sub));
+      simd::store(o, p);
       sum += p;
     }
   }
-  const V a = simd::select(m_old == m_new, simd::splat<V>(1.0f), simd::exp2(m_old - m_sub));
+  const V a = simd::select(m_old == m_new, one, simd::exp2(m_old - m_new));
   simd::store(alpha + r, a);
   simd::store(l + r, simd::load<V>(l + r) * a + sum);
   simd::store(m + r, m_new);
@@ -173,8 +206,9 @@ void Call::run_item(int64_t item, Scratch& w) const {
   for (int64_t j0 = first.begin; j0 < last.end; j0 += kKeyTile) {
     const int64_t n = std::min(kKeyTile, last.end - j0);
     // 2a. St = K Qt over the tile's n keys: K's rows are D apart, Qt's QT
-    detail::accumulate(k_head + j0 * s.D, P(s.D), Fixed<1>(), w.qt, Fixed<QT>(), n, s.D, rows, w.st,
-                       QT, /*zero=*/true);
+    //     minus each row's reference max (where it has one): St = shift + K Qt
+    for (int64_t r = 0; r < QT; ++r) w.shift[r] = std::isfinite(w.m[r]) ? -w.m[r] : 0.0f;
+    detail::accumulate(k_head + j0 * s.D, P(s.D), Fixed<1>(), w.qt, Fixed<QT>(), n, s.D, rows, w.st, QT, w.shift);
     // 2b. masks: keys outside a row's range or hidden by the bool mask become -inf; float mask added.
     //     Ranges only move right with the row, so with no mask a tile is visible to every row
     //     when it is to the last row's begin and the first row's end.
@@ -200,12 +234,12 @@ void Call::run_item(int64_t item, Scratch& w) const {
     }
     if (w_rows) {
       for (int64_t r = 0; r < rows; ++r)
-        for (int64_t jj = 0; jj < n; ++jj) w_rows[r * s.Lk + j0 + jj] = w.st[jj * QT + r];
+        for (int64_t jj = 0; jj < n; ++jj) w_rows[r * s.Lk + j0 + jj] = w.st[jj * QT + r] - w.shift[r];
     }
     // 2c. online softmax, a batch of rows at a time, then a scalar tail
     int64_t r = 0;
-    for (; r + W <= rows; r += W) softmax_rows<Batch>(w.st, n, r, w.m, w.l, w.alpha);
-    for (; r < rows; ++r) softmax_rows<float>(w.st, n, r, w.m, w.l, w.alpha);
+    for (; r + W <= rows; r += W) softmax_rows<Batch>(w.st, w.pt, n, r, w.m, w.l, w.alpha);
+    for (; r < rows; ++r) softmax_rows<float>(w.st, w.pt, n, r, w.m, w.l, w.alpha);
     // 2d. o = alpha * o + P V
     for (r = 0; r < rows; ++r) {
       if (w.alpha[r] == 1.0f) continue;
@@ -215,8 +249,8 @@ void Call::run_item(int64_t item, Scratch& w) const {
       for (; e + W <= s.Dv; e += W) simd::store(o_row + e, simd::load<Batch>(o_row + e) * a);
       for (; e < s.Dv; ++e) o_row[e] *= w.alpha[r];
     }
-    //     P's rows are adjacent in St, its keys QT apart; V's rows are Dv apart
-    detail::accumulate(w.st, Fixed<1>(), Fixed<QT>(), v_head + j0 * s.Dv, P(s.Dv), rows, n, s.Dv, w.o,
+    //     P's rows are adjacent in Pt, its keys QT apart; V's rows are Dv apart
+    detail::accumulate(w.pt, Fixed<1>(), Fixed<QT>(), v_head + j0 * s.Dv, P(s.Dv), rows, n, s.Dv, w.o,
                        s.Dv);
   }
 

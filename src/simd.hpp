@@ -36,6 +36,7 @@ inline float sum(float v) { return v; }
 inline float reduce_max(float v) { return v; }
 inline float select(bool c, float a, float b) { return c ? a : b; }
 inline bool any(bool c) { return c; }
+inline bool all(bool c) { return c; }
 inline float exponent_from_low_bits(float t) {
   uint32_t bits;
   std::memcpy(&bits, &t, sizeof bits);
@@ -76,6 +77,10 @@ inline xsimd::batch<float, A> max(xsimd::batch<float, A> a, xsimd::batch<float, 
 template <class A>
 inline bool any(xsimd::batch_bool<float, A> c) {
   return xsimd::any(c);
+}
+template <class A>
+inline bool all(xsimd::batch_bool<float, A> c) {
+  return xsimd::all(c);
 }
 // The float whose bits are t's shifted left by 23: with t = 1.5 * 2^23 + e, 0 <= e < 256 (an
 // integer held in t's low mantissa bits), this is 2^(e - 127).

@@ -174,3 +174,29 @@ TEST_CASE("one visible key per row gives exactly that key's value (its weight is
       for (int e = 0; e < 5; ++e) CHECK(out[i * 5 + e] == v[key[i] * 5 + e]);
   });
 }
+
+TEST_CASE("a row with a +inf key and a row that sees nothing, in one batch of rows: +inf takes the weight, the other row stays 0") {
+  // rows 0-7 share a vector batch in the fast kernel's softmax (4 or 8 lanes); its +inf path
+  // must not give weight to the fully masked row
+  const AttentionShape s = one_head(8, 5, 2, 2);
+  std::mt19937 rng(10);
+  auto q = testing::normal(16, rng), k = testing::normal(10, rng), v = testing::normal(10, rng);
+  std::vector<float> add(40, 0.0f);
+  add[0 * 5 + 1] = kInf;                                // row 0: key 1 takes all the weight
+  std::fill(add.begin() + 5, add.begin() + 10, -kInf);  // row 1: nothing visible
+  AttentionOptions o;
+  o.float_mask = {add.data(), {1, 1, 8, 5}};
+  both_kernels([&](auto kernel, const char* name) {
+    INFO(name);
+    std::vector<float> out(16, NAN), w(40, NAN);
+    kernel(s, q.data(), k.data(), v.data(), o, out.data(), w.data());
+    CHECK(testing::all_finite(out));
+    CHECK(testing::all_finite(w));
+    CHECK(out[0] == v[2]);
+    CHECK(out[1] == v[3]);
+    CHECK(w[1] == 1.0f);
+    for (int j = 0; j < 5; ++j) CHECK(w[5 + j] == 0.0f);
+    CHECK(out[2] == 0.0f);
+    CHECK(out[3] == 0.0f);
+  });
+}
