@@ -9,7 +9,7 @@
 // Scores are kept transposed, St[key, row], so that every step is vectorised without
 // transposing keys: St = K Qᵀ broadcasts key elements against rows of the (once per item)
 // transposed queries, the softmax runs across query rows a batch at a time, and P V
-// broadcasts St elements against value rows. Both products are the register-blocked
+// broadcasts elements of Pt (the probabilities, laid out as St) against value rows. Both products are the register-blocked
 // micro-kernel in accumulate.hpp (2 rows x 4 batches = 8 independent mul+add chains; a 64 x 64
 // tile is whole blocks). Scores are in log2 units, so the softmax's exponential is exp2.
 #include <algorithm>
@@ -42,7 +42,7 @@ constexpr float kLog2e = 1.44269504088896341f;
 class Scratch {
  public:
   float* qt;     // (D, kQueryTile)        queries, transposed and multiplied by scale * log2(e)
-  float* st;     // (kKeyTile, kQueryTile) scores of one key tile (log2 units), then 2^(score - m)
+  float* st;     // (kKeyTile, kQueryTile) scores of one key tile (log2 units) minus the reference max
   float* o;      // (kQueryTile, Dv)       unnormalised output
   float* m;      // (kQueryTile)           reference max of the scores (lags the true max, see below)
   float* l;      // (kQueryTile)           running sum of 2^(score - m)
