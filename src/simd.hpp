@@ -30,10 +30,7 @@ struct Lanes<float> {
 inline float load(const float* p, float) { return *p; }
 inline void store(float* p, float v) { *p = v; }
 inline float splat(float x, float) { return x; }
-inline float exp(float x) { return std::exp(x); }
 inline float max(float a, float b) { return std::max(a, b); }
-inline float sum(float v) { return v; }
-inline float reduce_max(float v) { return v; }
 inline float select(bool c, float a, float b) { return c ? a : b; }
 inline bool any(bool c) { return c; }
 inline bool all(bool c) { return c; }
@@ -75,6 +72,11 @@ inline xsimd::batch<float, A> max(xsimd::batch<float, A> a, xsimd::batch<float, 
 #endif
 }
 template <class A>
+inline xsimd::batch<float, A> select(xsimd::batch_bool<float, A> c, xsimd::batch<float, A> a,
+                                     xsimd::batch<float, A> b) {
+  return xsimd::select(c, a, b);
+}
+template <class A>
 inline bool any(xsimd::batch_bool<float, A> c) {
   return xsimd::any(c);
 }
@@ -88,21 +90,6 @@ template <class A>
 inline xsimd::batch<float, A> exponent_from_low_bits(xsimd::batch<float, A> t) {
   using I = xsimd::batch<int32_t, A>;
   return xsimd::bitwise_cast<xsimd::batch<float, A>>(xsimd::bitwise_cast<I>(t) << 23);
-}
-template <class A>
-inline float sum(xsimd::batch<float, A> v) {
-  return xsimd::hadd(v);
-}
-template <class A>
-inline float reduce_max(xsimd::batch<float, A> v) {
-  alignas(64) float lanes[xsimd::batch<float, A>::size];
-  v.store_aligned(lanes);
-  return *std::max_element(lanes, lanes + xsimd::batch<float, A>::size);
-}
-template <class A>
-inline xsimd::batch<float, A> select(xsimd::batch_bool<float, A> c, xsimd::batch<float, A> a,
-                                     xsimd::batch<float, A> b) {
-  return xsimd::select(c, a, b);
 }
 #else
 using Batch = float;
