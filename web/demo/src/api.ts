@@ -95,8 +95,8 @@ export async function loadModelFromUrl(base: string, onProgress: Progress): Prom
 /** Loads dropped checkpoint files with qkv: its loader checks them, and its Error says what is wrong. */
 export async function loadModelFromFiles(files: CheckpointFiles, onProgress: Progress): Promise<DemoModel> {
   onProgress(null, 'loading into qkv');
-  if (!files.weights) throw new CheckpointError('model.safetensors is missing. Drop config.json, model.safetensors, vocab.json and merges.txt together.');
-  const source: qkv.ModelFiles = { config: files.config, weights: files.weights };
+  // qkv checks config.json first, then the weights (a missing file is its Error too)
+  const source = { config: files.config, weights: files.weights } as qkv.ModelFiles;
   if (files.vocab !== undefined) source.vocab = files.vocab;
   if (files.merges !== undefined) source.merges = files.merges;
   const m = await loadModel(source);
