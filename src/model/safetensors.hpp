@@ -47,7 +47,7 @@ class File {
   static File parse(const uint8_t* data, size_t size, const Limits& limits = {});
 
   const std::vector<TensorInfo>& tensors() const { return tensors_; }      // in file (offset) order
-  const std::vector<std::pair<std::string, std::string>>& metadata() const { return metadata_; }
+  const std::vector<std::pair<std::string, std::string>>& metadata() const { return metadata_; }  // sorted by key
   const TensorInfo* find(std::string_view name) const;                     // nullptr when absent
   uint64_t header_bytes() const { return header_bytes_; }
   uint64_t data_offset() const { return 8 + header_bytes_; }              // where the data region starts
