@@ -18,10 +18,9 @@ struct DTypeEntry {
 };
 
 constexpr DTypeEntry kDTypes[] = {
-    {"BOOL", DType::BOOL, 1}, {"U8", DType::U8, 1},   {"I8", DType::I8, 1},
-    {"U16", DType::U16, 2},   {"I16", DType::I16, 2}, {"F16", DType::F16, 2},
-    {"BF16", DType::BF16, 2}, {"U32", DType::U32, 4}, {"I32", DType::I32, 4},
-    {"F32", DType::F32, 4},   {"U64", DType::U64, 8}, {"I64", DType::I64, 8},
+    {"BOOL", DType::BOOL, 1}, {"U8", DType::U8, 1},           {"I8", DType::I8, 1},           {"U16", DType::U16, 2},
+    {"I16", DType::I16, 2},   {"F16", DType::F16, 2},         {"BF16", DType::BF16, 2},       {"U32", DType::U32, 4},
+    {"I32", DType::I32, 4},   {"F32", DType::F32, 4},         {"U64", DType::U64, 8},         {"I64", DType::I64, 8},
     {"F64", DType::F64, 8},   {"F8_E4M3", DType::F8_E4M3, 1}, {"F8_E5M2", DType::F8_E5M2, 1},
 };
 
@@ -241,8 +240,7 @@ File File::parse(const uint8_t* data, size_t size, const Limits& limits) {
   }
   if (at != data_size) {
     bad("the tensors end at data offset " + u64s(at) + " but the data region holds " + u64s(data_size) +
-        " bytes (file " + u64s(size) + " bytes, header " + u64s(n) + "): " + u64s(data_size - at) +
-        " trailing bytes");
+        " bytes (file " + u64s(size) + " bytes, header " + u64s(n) + "): " + u64s(data_size - at) + " trailing bytes");
   }
   return f;
 }

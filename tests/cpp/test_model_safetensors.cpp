@@ -64,13 +64,15 @@ TEST_CASE("json: values") {
 }
 
 TEST_CASE("json: strictness") {
+  // clang-format off
   const char* bad[] = {
       "",        "{",         "[1,]",       "{\"a\":1,}", "01",          "1.",     ".5",       "1e",
       "+1",      "NaN",       "Infinity",   "tru",        "nul",         "'a'",    "\"a",      "\"\\x\"",
       "\"\\u12\"", "\"\\ud800\"", "\"\\udc00\"", "\"\t\"",  "{\"a\" 1}",   "{1:2}",  "[1 2]",    "1 2",
       "{\"a\":1,\"a\":2}", "\"\xff\"", "\"\xc0\x80\"", "\"\xed\xa0\x80\"", "\"\xe2\x82\"", "/* */ 1", "1e999",
-      "[-]", "1 // c", "[1]]", "{\"a\":{\"b\":1,\"b\":1}}",
+      "[-]",     "1 // c",    "[1]]",       "{\"a\":{\"b\":1,\"b\":1}}",
   };
+  // clang-format on
   for (const char* text : bad) {
     CAPTURE(text);
     CHECK_THROWS_AS(json::parse(text), std::invalid_argument);
@@ -87,8 +89,9 @@ TEST_CASE("json: strictness") {
   CHECK(contains(deep_error, ": nesting deeper than 64"));
   CHECK(std::count(deep_error.begin(), deep_error.end(), '/') == 64);  // the 65th array's pointer
   CHECK(contains(error_of([&] { json::parse("1e999"); }), "number overflow parsing '1e999'"));
-  CHECK(contains(error_of([&] { json::parse("[\"\x01\"]"); }), "json: at byte 2: syntax error while parsing value - invalid string: "
-                                                                "control character U+0001 (SOH) must be escaped"));
+  CHECK(contains(error_of([&] { json::parse("[\"\x01\"]"); }),
+                 "json: at byte 2: syntax error while parsing value - invalid string: "
+                 "control character U+0001 (SOH) must be escaped"));
   // invalid UTF-8 is named, and the message itself stays printable ASCII
   const std::string utf8_error = error_of([&] { json::parse("[\"ab\xff\"]"); });
   CHECK(contains(utf8_error, "ill-formed UTF-8 byte"));
@@ -107,8 +110,8 @@ TEST_CASE("safetensors: F32, F16 and BF16 read back") {
   std::vector<float> f32 = {1.0f, -2.5f, 3.25f, 0.0f, 1e-30f, -INFINITY};
   // F16: 1, -2, 65504 (max), 2^-24 (smallest subnormal), 2^-14 (smallest normal), inf, -0, 0.5 + subnormal
   std::vector<uint16_t> f16 = {0x3C00, 0xC000, 0x7BFF, 0x0001, 0x0400, 0x7C00, 0x8000, 0x03FF};
-  std::vector<float> f16_want = {1.0f, -2.0f, 65504.0f, std::ldexp(1.0f, -24), std::ldexp(1.0f, -14), INFINITY, -0.0f,
-                                 std::ldexp(1023.0f, -24)};
+  std::vector<float> f16_want = {
+      1.0f, -2.0f, 65504.0f, std::ldexp(1.0f, -24), std::ldexp(1.0f, -14), INFINITY, -0.0f, std::ldexp(1023.0f, -24)};
   // BF16: the top half of float32
   std::vector<uint16_t> bf16 = {0x3F80, 0xC020, 0x7F80, 0x0001};
   std::vector<float> bf16_want = {1.0f, -2.5f, INFINITY, std::ldexp(1.0f, -133)};
@@ -147,7 +150,8 @@ TEST_CASE("safetensors: F32, F16 and BF16 read back") {
   CHECK(file.to_f32(*file.find("c.bf16")) == bf16_want);
   CHECK(file.to_f32(*file.find("e.scalar")) == std::vector<float>{7.0f});
   CHECK(file.to_f32(*file.find("f.empty")).empty());
-  CHECK(contains(error_of([&] { file.to_f32(*file.find("d.i64")); }), "tensor \"d.i64\": dtype I64 cannot be converted"));
+  CHECK(
+      contains(error_of([&] { file.to_f32(*file.find("d.i64")); }), "tensor \"d.i64\": dtype I64 cannot be converted"));
   CHECK(file.find("nope") == nullptr);
 
   // a header with no tensors at all is fine
@@ -222,7 +226,8 @@ TEST_CASE("safetensors: damaged files each give their error") {
     CHECK(contains(st_error(raw_safetensors(h, zeros(8))),
                    "tensor \"w\": dtype F16 and shape [2, 3] need 12 bytes, but data_offsets [0, 8] hold 8"));
     std::string ovf = R"({"w":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,8]}})";
-    CHECK(contains(st_error(raw_safetensors(ovf, zeros(8))), "tensor \"w\": shape [4294967296, 4294967296] is too large"));
+    CHECK(contains(st_error(raw_safetensors(ovf, zeros(8))),
+                   "tensor \"w\": shape [4294967296, 4294967296] is too large"));
     std::string negdim = R"({"w":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})";
     CHECK(contains(st_error(raw_safetensors(negdim, zeros(8))), "shape[0] must be a non-negative integer, got -2"));
     std::string frac = R"({"w":{"dtype":"F32","shape":[2.5],"data_offsets":[0,8]}})";
@@ -233,7 +238,8 @@ TEST_CASE("safetensors: damaged files each give their error") {
     CHECK(contains(st_error(raw_safetensors(missing, zeros(8))), "tensor \"w\": missing \"data_offsets\""));
     std::string extra = R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8],"x":1}})";
     CHECK(contains(st_error(raw_safetensors(extra, zeros(8))), "tensor \"w\": unknown key \"x\""));
-    std::string dup = R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"w":{"dtype":"F32","shape":[0],"data_offsets":[8,8]}})";
+    std::string dup =
+        R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"w":{"dtype":"F32","shape":[0],"data_offsets":[8,8]}})";
     CHECK(contains(st_error(raw_safetensors(dup, zeros(8))), "duplicate key \"w\""));
     std::string meta = R"({"__metadata__":{"a":1}})";
     CHECK(contains(st_error(raw_safetensors(meta, {})), "__metadata__[\"a\"] must be a string"));
