@@ -14,18 +14,18 @@ namespace {
 using nlohmann::json;
 
 // s with control bytes (and, when asked, every byte >= 0x80) written as \xNN, cut after
-// 160 bytes: nlohmann's messages quote the token read so far, which may be long or broken UTF-8.
+// 200 bytes: nlohmann's messages quote the token read so far, which may be long or broken UTF-8.
 std::string printable(std::string_view s, bool ascii_only) {
   static const char* hex = "0123456789abcdef";
   std::string out;
-  for (unsigned char c : s.substr(0, 160)) {
+  for (unsigned char c : s.substr(0, 200)) {
     if (c < 0x20 || c == 0x7f || (ascii_only && c >= 0x80)) {
       out += std::string("\\x") + hex[c >> 4] + hex[c & 15];
     } else {
       out += char(c);
     }
   }
-  return s.size() > 160 ? out + "..." : out;
+  return s.size() > 200 ? out + "..." : out;
 }
 
 // nlohmann's SAX events built into a json value, as its own DOM parser does, plus the checks
@@ -35,12 +35,12 @@ class StrictBuilder {
   explicit StrictBuilder(int max_depth) : max_depth_(max_depth) {}
   json take() { return std::move(root_); }
 
-  bool null() { return add(nullptr) != nullptr; }
-  bool boolean(bool b) { return add(b) != nullptr; }
-  bool number_integer(json::number_integer_t v) { return add(v) != nullptr; }
-  bool number_unsigned(json::number_unsigned_t v) { return add(v) != nullptr; }
-  bool number_float(json::number_float_t v, const std::string&) { return add(v) != nullptr; }
-  bool string(std::string& s) { return add(std::move(s)) != nullptr; }
+  bool null() { return add(nullptr); }
+  bool boolean(bool b) { return add(b); }
+  bool number_integer(json::number_integer_t v) { return add(v); }
+  bool number_unsigned(json::number_unsigned_t v) { return add(v); }
+  bool number_float(json::number_float_t v, const std::string&) { return add(v); }
+  bool string(std::string& s) { return add(std::move(s)); }
   bool binary(json::binary_t&) { return false; }  // only binary formats (CBOR, ...) produce these
   bool start_object(std::size_t) { return open(json::object()); }
   bool start_array(std::size_t) { return open(json::array()); }
@@ -72,23 +72,27 @@ class StrictBuilder {
     std::string key;  // objects: the key whose value is being read
   };
 
-  json* add(json&& v) {
-    if (stack_.empty()) {
-      root_ = std::move(v);
-      return &root_;
-    }
+  // Puts v where the parser is (the root, the end of an array, or the key just read) and
+  // returns where it went; key() has checked that the key is new.
+  json& put(json&& v) {
+    if (stack_.empty()) return root_ = std::move(v);
     Frame& f = stack_.back();
     if (f.container->is_array()) {
       f.container->push_back(std::move(v));
-      return &f.container->back();
+      return f.container->back();
     }
-    return &((*f.container)[f.key] = std::move(v));
+    return (*f.container)[f.key] = std::move(v);
+  }
+
+  bool add(json&& v) {
+    put(std::move(v));
+    return true;
   }
 
   bool open(json&& empty) {
-    json* c = add(std::move(empty));
+    json& c = put(std::move(empty));
     if (int(stack_.size()) >= max_depth_) fail("nesting deeper than " + std::to_string(max_depth_));
-    stack_.push_back({c, {}});
+    stack_.push_back({&c, {}});
     return true;
   }
 
