@@ -41,6 +41,8 @@ for f in "${unformatted[@]}"; do
 done
 echo "lint: clang-format: ${#checked[@]} files formatted (${#unformatted[@]} listed as not yet)"
 
+# The package includes the WGSL kernels as generated TypeScript (written only when changed).
+node tools/webgpu/embed-shaders.mjs
 # Separate build-info files: tsc --noEmit must not touch the one tools/build.sh emits with.
 npx --no-install tsc -p tsconfig.json --noEmit --tsBuildInfoFile build/tsc/lint-lib.tsbuildinfo
 npx --no-install tsc -p web/demo/tsconfig.json --noEmit --incremental --tsBuildInfoFile build/tsc/lint-demo.tsbuildinfo
