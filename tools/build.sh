@@ -22,6 +22,8 @@ command -v ninja > /dev/null && generator=(-G Ninja)
 
 xsimd_host=${QKV_XSIMD_INCLUDE:-/usr/include}
 [ -f "$xsimd_host/xsimd/xsimd.hpp" ] || { echo "build: xsimd headers not found in $xsimd_host (apt-get install libxsimd-dev)" >&2; exit 1; }
+json_host=${QKV_JSON_INCLUDE:-/usr/include}
+[ -f "$json_host/nlohmann/json.hpp" ] || { echo "build: nlohmann-json headers not found in $json_host (apt-get install nlohmann-json3-dev)" >&2; exit 1; }
 
 mkdir -p dist/wasm
 copy_if_changed() {  # src dst
@@ -36,13 +38,16 @@ for v in $variants; do
     *) echo "build: unknown variant '$v'" >&2; exit 1 ;;
   esac
   dir=build/wasm-$v
-  if [ ! -f "$dir/CMakeCache.txt" ]; then
-    # xsimd is header-only; hand Emscripten a directory holding only its headers (the host's
-    # /usr/include on an Emscripten compile line would put glibc's headers over Emscripten's libc).
-    mkdir -p "$dir/xsimd-include"
+  # xsimd and nlohmann-json are header-only; hand Emscripten directories holding only their
+  # headers (the host's /usr/include on an Emscripten compile line would put glibc's headers
+  # over Emscripten's libc). A tree configured before nlohmann-json was used is configured again.
+  if [ ! -f "$dir/CMakeCache.txt" ] || ! grep -q '^NLOHMANN_JSON_INCLUDE_DIR:.*/json-include$' "$dir/CMakeCache.txt"; then
+    mkdir -p "$dir/xsimd-include" "$dir/json-include"
     ln -sfn "$xsimd_host/xsimd" "$dir/xsimd-include/xsimd"
+    ln -sfn "$json_host/nlohmann" "$dir/json-include/nlohmann"
     emcmake cmake -S . -B "$dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DQKV_WASM_VARIANT="$v" \
-      -DXSIMD_INCLUDE_DIR="$PWD/$dir/xsimd-include" "${flags[@]}" > /dev/null
+      -DXSIMD_INCLUDE_DIR="$PWD/$dir/xsimd-include" -DNLOHMANN_JSON_INCLUDE_DIR="$PWD/$dir/json-include" \
+      "${flags[@]}" > /dev/null
   fi
   echo "build: wasm $v"
   cmake --build "$dir" -j"$jobs" | { grep -v -E '^\[[0-9/ ]+\]|^ninja: no work' || true; }
