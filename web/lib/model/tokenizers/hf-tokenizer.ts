@@ -89,11 +89,11 @@ export class HfTokenizer implements Tokenizer {
     if (type === 'BPE') this.#model = parseBpeModel(m, mAt);
     else if (type === 'WordPiece') this.#model = parseWordPieceModel(m, mAt);
     else throw mAt.unsupported('model', type, MODELS);
-    this.kind = kindOf(json, this.#model, at);
 
     this.#normalizer = parseNormalizer(json.normalizer, at.key('normalizer'));
     this.#preTokenizer = parsePreTokenizer(json.pre_tokenizer, at.key('pre_tokenizer'));
     this.#decoder = parseDecoder(json.decoder, at.key('decoder'));
+    this.kind = kindOf(json, this.#model, at); // after the parts: an unsupported part is named first
 
     // the vocabulary: the model's, then the added tokens (which win for their ids)
     const added: AddedToken[] = parseAddedTokens(json.added_tokens, at.key('added_tokens'));
