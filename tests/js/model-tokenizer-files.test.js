@@ -204,3 +204,34 @@ test('tokenizer.json regexes: Oniguruma\'s \\s, \\d, \\w, (?i:...), \\p{Script};
     });
   }
 });
+
+test('added tokens: lstrip/rstrip take the whitespace beside them, single_word only between non-word characters, normalized ones are found after the normalizer', () => {
+  const added = (content, id, flags) => ({ id, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: false, ...flags });
+  const json = tinyByteLevel({
+    normalizer: { type: 'Lowercase' },
+    added_tokens: [
+      added('<mask>', 260, { lstrip: true, special: true }),
+      added('[R]', 261, { rstrip: true }),
+      added('word', 262, { single_word: true }),
+      added('abc', 263, { normalized: true }),
+      added('XYZ', 264, { normalized: false }),
+    ],
+  });
+  const tok = qkv.tokenizerFromFiles({ tokenizerJson: json });
+  const enc = (s) => tok.encode(s);
+  assert.equal(tok.vocabSize, 265);
+  // lstrip: the spaces before <mask> are part of it
+  assert.deepEqual(enc('the  <mask> x'), [...enc('the'), 260, ...enc(' x')]);
+  // rstrip: the spaces after [R]
+  assert.deepEqual(enc('a [R]   b'), [...enc('a '), 261, ...enc('b')]);
+  // single_word: not inside a word
+  assert.deepEqual(enc('a word.'), [...enc('a '), 262, ...enc('.')]);
+  assert.ok(!enc('swordfish').includes(262) && !enc('words').includes(262));
+  // normalized: true is matched in the lower-cased text; normalized: false in the raw text
+  assert.deepEqual(enc('xABCx'), [...enc('x'), 263, ...enc('x')]);
+  assert.deepEqual(enc('-XYZ-'), [...enc('-'), 264, ...enc('-')]);
+  assert.ok(!enc('-xyz-').includes(264), 'not normalized: the raw text must hold XYZ');
+  // decode gives the tokens back; skipSpecialTokens drops <mask> only
+  assert.equal(tok.decode(enc('a <mask> word')), 'a<mask> word');
+  assert.equal(tok.decode(enc('a <mask> word'), { skipSpecialTokens: true }), 'a word');
+});
