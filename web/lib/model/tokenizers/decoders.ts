@@ -119,7 +119,9 @@ function parseStep(v: unknown, at: Where): Step[] {
     }
     case 'Metaspace': {
       const replacement = asChar(o.replacement, at.key('replacement'));
-      const scheme = o.prepend_scheme ?? (o.add_prefix_space === false ? 'never' : 'always');
+      const scheme = o.prepend_scheme === undefined || o.prepend_scheme === null
+        ? (o.add_prefix_space === false ? 'never' : 'always')
+        : asString(o.prepend_scheme, at.key('prepend_scheme'));
       // the first token loses its replacement characters unless nothing was prepended (tokenizers' metaspace.rs)
       const dropFirst = scheme !== 'never';
       return [{

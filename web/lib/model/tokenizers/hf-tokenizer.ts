@@ -84,7 +84,7 @@ export class HfTokenizer implements Tokenizer {
     // the model
     const mAt = at.key('model');
     const m = asObject(json.model, mAt);
-    let type = m.type === undefined ? (m.merges !== undefined ? 'BPE' : m.continuing_subword_prefix !== undefined ? 'WordPiece' : '') : typeOf(m, mAt);
+    const type = m.type === undefined ? (m.merges !== undefined ? 'BPE' : m.continuing_subword_prefix !== undefined ? 'WordPiece' : '') : typeOf(m, mAt);
     if (type === '') throw mAt.error('has no type, and neither merges (BPE) nor continuing_subword_prefix (WordPiece) to tell it');
     if (type === 'BPE') this.#model = parseBpeModel(m, mAt);
     else if (type === 'WordPiece') this.#model = parseWordPieceModel(m, mAt);
