@@ -131,3 +131,26 @@ test('tokenizer.json regexes: Oniguruma\'s \\s, \\d, \\w, (?i:...), \\p{Script};
   }
 });
 
+
+test('readTokenizerFiles asks for the files of the first set found only (each miss is a 404 in a browser)', async () => {
+  const { readTokenizerFiles } = await internal('from-files');
+  const folder = (files) => {
+    const asked = [];
+    const read = async (name) => {
+      asked.push(name);
+      return name in files ? new TextEncoder().encode(files[name]) : null;
+    };
+    return { asked, read };
+  };
+  let f = folder({ 'tokenizer.json': '{}', 'tokenizer_config.json': '{}', 'vocab.json': '{}', 'merges.txt': '' });
+  assert.deepEqual(await readTokenizerFiles(f.read, 'llama'), { tokenizerJson: '{}', tokenizerConfig: '{}' });
+  assert.deepEqual(f.asked, ['tokenizer.json', 'tokenizer_config.json']);
+  f = folder({ 'tokenizer.json': '{}', 'vocab.json': '{}', 'merges.txt': 'a b' });
+  assert.deepEqual(await readTokenizerFiles(f.read, 'gpt2'), { vocabJson: '{}', merges: 'a b' });
+  assert.deepEqual(f.asked.sort(), ['merges.txt', 'vocab.json'], 'GPT-2: its own files first');
+  f = folder({ 'vocab.txt': '[UNK]\n' });
+  assert.deepEqual(await readTokenizerFiles(f.read, 'bert'), { vocabTxt: '[UNK]\n', tokenizerConfig: undefined });
+  assert.deepEqual(f.asked.sort(), ['merges.txt', 'tokenizer.json', 'tokenizer_config.json', 'vocab.json', 'vocab.txt']);
+  f = folder({});
+  assert.deepEqual(await readTokenizerFiles(f.read, 'bert'), {});
+});

@@ -34,10 +34,11 @@ export const TOKENIZER_FILE_NAMES: Record<keyof TokenizerFiles, string> = {
   vocabTxt: 'vocab.txt',
 };
 
-type Set_ = 'tokenizer.json' | 'bpe' | 'vocab.txt';
+/** A set of files that makes one tokenizer: tokenizer.json, vocab.json + merges.txt ('bpe'), vocab.txt. */
+export type TokenizerFileSet = 'tokenizer.json' | 'bpe' | 'vocab.txt';
 
 /** The order in which a model looks for its tokenizer: GPT-2's own files first for GPT-2. */
-export function tokenizerSearchOrder(modelType: unknown): Set_[] {
+export function tokenizerSearchOrder(modelType: unknown): TokenizerFileSet[] {
   return modelType === 'gpt2' ? ['bpe', 'tokenizer.json', 'vocab.txt'] : ['tokenizer.json', 'bpe', 'vocab.txt'];
 }
 
@@ -103,9 +104,10 @@ export function tokenizerFromFiles(files: TokenizerFiles, options: { where?: str
       return new BpeTokenizer(vocab as Record<string, number>, files.merges);
     }
     if (set === 'vocab.txt' && files.vocabTxt !== undefined) {
+      const c = config();
       return new HfTokenizer({
-        tokenizer: bertTokenizerJson(files.vocabTxt, config(), { vocab: name('vocabTxt'), config: name('tokenizerConfig') }),
-        config: config(),
+        tokenizer: bertTokenizerJson(files.vocabTxt, c, { vocab: name('vocabTxt'), config: name('tokenizerConfig') }),
+        config: c,
         names: { tokenizer: `${name('vocabTxt')} (as tokenizer.json)`, config: name('tokenizerConfig') },
         cleanUpDefault: true, // transformers' BertTokenizer
       });
