@@ -136,7 +136,8 @@ test('damaged or unsupported tokenizer.json: an Error naming the file, the field
     }, `expected ${re}`);
   }
   assert.throws(() => load(base, '{"bos_token": '), /SyntaxError|tokenizer_config\.json is not valid JSON/);
-  assert.throws(() => load(base, { add_bos_token: true }), /tokenizer_config\.json: add_bos_token is true but bos_token is not set/);
+  assert.throws(() => load(base, { add_bos_token: true, bos_token: '<s>' }), /tokenizer_config\.json: bos_token: "<s>" is not in the vocabulary/);
+  assert.throws(() => load(base, { add_bos_token: 1 }), /tokenizer_config\.json: add_bos_token: expected true or false, got number 1/);
   assert.throws(() => qkv.tokenizerFromFiles({ tokenizer: base }), /tokenizerFromFiles: unknown file 'tokenizer' \(expected tokenizerJson, tokenizerConfig, vocabJson, merges, vocabTxt\)/);
   assert.equal(qkv.tokenizerFromFiles({}), null);
   // within a folder, the names carry it

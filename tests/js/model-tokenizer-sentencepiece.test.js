@@ -131,8 +131,9 @@ describe('BOS/EOS from tokenizer_config.json (transformers LlamaTokenizerFast.up
     assert.equal(tok.specialTokens.eos, 2);
   });
 
-  test('a BOS/EOS the vocabulary lacks, or none named, is an Error', () => {
-    assert.throws(() => make({ add_eos_token: true, eos_token: null }), /tokenizer_config\.json: add_eos_token is true but eos_token is not set/);
+  test('a BOS/EOS the vocabulary lacks is an Error; none named adds none (transformers)', () => {
+    assert.deepEqual(make({ add_eos_token: true, eos_token: null }).encode('Hello there'), [1, ...body]);
+    assert.deepEqual(make({ bos_token: null }).encode('Hello there'), body);
     assert.throws(() => make({ bos_token: '<nope>' }), /tokenizer_config\.json: bos_token: "<nope>" is not in the vocabulary/);
     assert.throws(() => make({ add_bos_token: 'yes' }), /tokenizer_config\.json: add_bos_token: expected true or false, got string "yes"/);
     // a named token the vocabulary lacks, not needed by encode: no id

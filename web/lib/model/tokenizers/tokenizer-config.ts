@@ -52,10 +52,11 @@ export function specialTokenIds(
 }
 
 /**
- * When tokenizer_config.json sets add_bos_token or add_eos_token, the templates transformers'
- * LlamaTokenizerFast.update_post_processor builds from them:
- * single `[BOS:0] $A:0 [EOS:0]`, pair `single [BOS:1] $B:1 [EOS:1]`. Null when neither is set
- * (the tokenizer.json post-processor decides).
+ * When tokenizer_config.json sets add_bos_token or add_eos_token, the templates transformers
+ * builds from them for a fast tokenizer (update_post_processor, LlamaTokenizerFast's and since
+ * transformers PR 31316 every fast tokenizer's): single `[BOS:0] $A:0 [EOS:0]`, pair
+ * `single [BOS:1] $B:1 [EOS:1]`. An add_*_token without its token (bos_token null) adds nothing,
+ * as transformers does (PR 44090). Null when neither is set: the tokenizer.json post-processor decides.
  */
 export function bosEosTemplates(
   config: JsonObject | null,
@@ -63,22 +64,16 @@ export function bosEosTemplates(
   idOf: (token: string) => number | undefined,
 ): { single: TemplatePiece[]; pair: TemplatePiece[] } | null {
   if (!config || (config.add_bos_token === undefined && config.add_eos_token === undefined)) return null;
-  const addBos = asBool(config.add_bos_token, at.key('add_bos_token'), false);
-  const addEos = asBool(config.add_eos_token, at.key('add_eos_token'), false);
-  const special = (key: 'bos' | 'eos', typeId: number): TemplatePiece => {
+  /** The BOS or EOS piece when the config asks for it and names it; a name the vocabulary lacks is an Error. */
+  const special = (key: 'bos' | 'eos', typeId: number): TemplatePiece[] => {
+    if (!asBool(config[`add_${key}_token`], at.key(`add_${key}_token`), false)) return [];
     const name = tokenName(config[`${key}_token`], at.key(`${key}_token`));
-    if (name === null) throw at.error(`add_${key}_token is true but ${key}_token is not set`);
+    if (name === null) return [];
     const id = idOf(name);
     if (id === undefined) throw at.key(`${key}_token`).error(`${JSON.stringify(name)} is not in the vocabulary`);
-    return { special: name, ids: [id], typeId };
+    return [{ special: name, ids: [id], typeId }];
   };
-  const single: TemplatePiece[] = [];
-  if (addBos) single.push(special('bos', 0));
-  single.push({ seq: 'A', typeId: 0 });
-  if (addEos) single.push(special('eos', 0));
-  const pair = [...single];
-  if (addBos) pair.push(special('bos', 1));
-  pair.push({ seq: 'B', typeId: 1 });
-  if (addEos) pair.push(special('eos', 1));
+  const single: TemplatePiece[] = [...special('bos', 0), { seq: 'A', typeId: 0 }, ...special('eos', 0)];
+  const pair: TemplatePiece[] = [...single, ...special('bos', 1), { seq: 'B', typeId: 1 }, ...special('eos', 1)];
   return { single, pair };
 }
