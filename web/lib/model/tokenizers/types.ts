@@ -61,7 +61,12 @@ export interface Tokenizer {
   encode(text: string, options?: EncodeOptions): number[];
   /** Two texts -> one sequence, as HF's `tokenizer(a, b)`: ids and token type ids. */
   encodePair(a: string, b: string, options?: EncodeOptions): EncodedPair;
-  /** Token ids -> text, as HF's `tokenizer.decode` (its decoder; invalid UTF-8 becomes U+FFFD). */
+  /**
+   * Token ids -> text, as HF's `tokenizer.decode` (its decoder; invalid UTF-8 becomes U+FFFD).
+   * Ids that are not integers >= 0 are a RangeError; an id with no token (beyond the vocabulary,
+   * as the padding rows of Qwen's embedding) is left out by tokenizer.json tokenizers, as HF
+   * does, and a RangeError for GPT-2's and the byte tokenizer.
+   */
   decode(ids: ArrayLike<number>, options?: DecodeOptions): string;
   /**
    * Token ids -> the UTF-8 bytes they stand for in the middle of a text: each token's bytes,
