@@ -192,6 +192,7 @@ export class BpeTokenizer implements Tokenizer {
 
   decode(ids: ArrayLike<number>, options?: DecodeOptions): string {
     const { skip, cleanUp } = checkDecodeOptions('tokenizer.decode', options);
+    checkIds('tokenizer.decode', ids, this.vocabSize);
     const eot = this.specialTokens.eos;
     const kept = skip && eot !== null ? Array.from(ids).filter((id) => id !== eot) : ids;
     const text = new TextDecoder('utf-8').decode(this.decodeBytes(kept));
