@@ -2,6 +2,7 @@
 // crossOriginIsolated page, one page per part. Prints a table; writes bench/results/js-<browser>.json.
 //   node bench/js/browser.mjs [--browser chromium|firefox] [--quick] [--sizes 128,512] [--rounds 3]
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { Fastest, ROUNDS_METHOD, SIZES, ratios, roundsFor, table } from './core.js';
 import { serve } from '../../tests/browser/harness.js';
 import { BROWSER, launchBrowser } from '../../tests/browser/browsers.js';
@@ -16,6 +17,7 @@ const server = await serve({ isolated: true });
 const browser = await launchBrowser(browserName);
 const rounds = roundsFor(args, quick);
 const fastest = new Fastest();
+const loadBefore = loadavg();
 let version = '';
 try {
   version = browser.version;
@@ -35,7 +37,7 @@ try {
 }
 const rows = fastest.rows();
 const result = {
-  runtime: `${version} (headless)`, date: new Date().toISOString(), shape: { B: 1, H: 8, D: 64 }, quick, rounds,
+  runtime: `${version} (headless)`, date: new Date().toISOString(), load: { before: loadBefore, after: loadavg() }, shape: { B: 1, H: 8, D: 64 }, quick, rounds,
   method: ROUNDS_METHOD, rows, ratios: ratios(rows),
 };
 const dir = new URL('../results/', import.meta.url);
