@@ -18,7 +18,6 @@ References are computed in float64 from the float32 weights and rounded once to 
 they do not depend on the BLAS library; a float32 implementation should match them to ~1e-5.
 """
 import argparse
-import collections
 import hashlib
 import json
 import os
@@ -29,11 +28,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import train_tiny as tt  # noqa: E402
-
-try:
-    import regex as re_u
-except ImportError:  # pragma: no cover
-    sys.exit('make_reference: needs the `regex` module: apt-get install -y python3-regex')
+from bpe import GPT2Encoder, learn_bpe, save_tokenizer  # noqa: E402
 
 DATA = os.path.join(tt.ROOT, 'tests', 'data', 'model')
 
@@ -163,117 +158,6 @@ def print_samples(model):
         print('```\n' + tt.decode_bytes(ids) + '\n```')
 
 
-# ----------------------------------------------------------------------------- GPT-2 BPE
-
-GPT2_PAT = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
-
-
-def bytes_to_unicode():
-    """GPT-2's reversible byte -> printable unicode char map (openai/gpt-2 encoder.py)."""
-    bs = list(range(ord('!'), ord('~') + 1)) + list(range(ord('¡'), ord('¬') + 1)) + \
-        list(range(ord('®'), ord('ÿ') + 1))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return bs, [chr(c) for c in cs]   # bs[i] is the byte whose token has id i in GPT-2's vocab
-
-
-def learn_bpe(text, n_merges):
-    """Plain BPE over GPT-2 pre-tokens: repeatedly merge the most frequent adjacent pair
-    (ties: the lexicographically smallest pair)."""
-    bs, cs = bytes_to_unicode()
-    b2u = dict(zip(bs, cs))
-    counts = collections.Counter(re_u.findall(GPT2_PAT, text))
-    words = {}
-    for tok, c in counts.items():
-        w = tuple(b2u[b] for b in tok.encode('utf-8'))
-        words[w] = words.get(w, 0) + c
-    merges = []
-    for _ in range(n_merges):
-        pairs = collections.Counter()
-        for w, c in words.items():
-            for a, b in zip(w, w[1:]):
-                pairs[(a, b)] += c
-        best = min(pairs.items(), key=lambda kv: (-kv[1], kv[0]))[0]
-        merges.append(best)
-        new_words = {}
-        for w, c in words.items():
-            out, i = [], 0
-            while i < len(w):
-                if i < len(w) - 1 and (w[i], w[i + 1]) == best:
-                    out.append(w[i] + w[i + 1])
-                    i += 2
-                else:
-                    out.append(w[i])
-                    i += 1
-            t = tuple(out)
-            new_words[t] = new_words.get(t, 0) + c
-        words = new_words
-    return merges
-
-
-class GPT2Encoder:
-    """GPT-2's encoder (openai/gpt-2 src/encoder.py), verbatim in its algorithm."""
-
-    def __init__(self, vocab, merges):
-        self.encoder = vocab
-        self.decoder = {v: k for k, v in vocab.items()}
-        bs, cs = bytes_to_unicode()
-        self.byte_encoder = dict(zip(bs, cs))
-        self.byte_decoder = {v: k for k, v in self.byte_encoder.items()}
-        self.bpe_ranks = {tuple(m): i for i, m in enumerate(merges)}
-        self.pat = re_u.compile(GPT2_PAT)
-
-    def bpe(self, token):
-        word = tuple(token)
-        pairs = set(zip(word, word[1:]))
-        if not pairs:
-            return token
-        while True:
-            bigram = min(pairs, key=lambda p: self.bpe_ranks.get(p, float('inf')))
-            if bigram not in self.bpe_ranks:
-                break
-            first, second = bigram
-            new_word, i = [], 0
-            while i < len(word):
-                try:
-                    j = word.index(first, i)
-                except ValueError:
-                    new_word.extend(word[i:])
-                    break
-                new_word.extend(word[i:j])
-                i = j
-                if word[i] == first and i < len(word) - 1 and word[i + 1] == second:
-                    new_word.append(first + second)
-                    i += 2
-                else:
-                    new_word.append(word[i])
-                    i += 1
-            word = tuple(new_word)
-            if len(word) == 1:
-                break
-            pairs = set(zip(word, word[1:]))
-        return ' '.join(word)
-
-    def pieces(self, text):
-        return self.pat.findall(text)
-
-    def encode(self, text):
-        ids = []
-        for tok in self.pat.findall(text):
-            tok = ''.join(self.byte_encoder[b] for b in tok.encode('utf-8'))
-            ids.extend(self.encoder[t] for t in self.bpe(tok).split(' '))
-        return ids
-
-    def decode(self, ids):
-        s = ''.join(self.decoder[i] for i in ids)
-        return bytearray(self.byte_decoder[c] for c in s).decode('utf-8', errors='replace')
-
-
 TOKENIZER_STRINGS = [
     'In the beginning God created the heaven and the earth.',
     "And the LORD said unto Moses, I'll go; they've said it's theirs, we're here.",
@@ -311,17 +195,8 @@ def make_random(seed, n_inner=None):
     # tokenizer: 256 byte tokens in GPT-2's order + 44 merges learned on the KJV
     text = tt.kjv_text()
     merges = learn_bpe(text, 300 - 256)
-    bs, cs = bytes_to_unicode()
-    vocab = {c: i for i, c in enumerate(cs)}
-    for a, b in merges:
-        vocab[a + b] = len(vocab)
+    vocab = save_tokenizer(out_dir, merges)
     assert len(vocab) == 300
-    with open(os.path.join(out_dir, 'vocab.json'), 'w', encoding='utf-8') as f:
-        json.dump(vocab, f, ensure_ascii=False)
-    with open(os.path.join(out_dir, 'merges.txt'), 'w', encoding='utf-8') as f:
-        f.write('#version: 0.2\n')
-        for a, b in merges:
-            f.write(f'{a} {b}\n')
     enc = GPT2Encoder(vocab, merges)
 
     model = random_gpt2(seed, n_inner)
