@@ -52,7 +52,8 @@ function renderControls(): void {
   headSel.value = String(st.sel.head);
   if (d) {
     const L = d.tokens.length;
-    if (qSel.options.length !== L) qSel.replaceChildren(...d.tokens.map((t, i) => new Option(`${i}: ${showToken(t)}`, String(i))));
+    const key = d.tokens.join('\u0000'); // tokens or words: rebuilt when they change
+    if (qSel.dataset.key !== key) { qSel.replaceChildren(...d.tokens.map((t, i) => new Option(`${i}: ${showToken(t)}`, String(i)))); qSel.dataset.key = key; }
     qSel.value = String(st.query < 0 ? L - 1 : st.query);
   }
   // head chips: colour, pattern label, toggle
