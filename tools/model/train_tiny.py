@@ -1,10 +1,16 @@
 #!/usr/bin/python3
-"""Train the tiny byte-level GPT-2 used by the qkv demo, and export it.
+"""Train the tiny GPT-2s used by the qkv demo (byte-level, or GPT-2 BPE), and export them.
 
 Runs with Debian's PyTorch (CPU) under /usr/bin/python3, on one thread:
 
     /usr/bin/python3 tools/model/train_tiny.py --quick            # pipeline check, < 1 min
-    /usr/bin/python3 tools/model/train_tiny.py                    # the real model (~70 min)
+    /usr/bin/python3 tools/model/train_tiny.py                    # web/models/tiny-kjv (~70 min)
+    /usr/bin/python3 tools/model/train_tiny.py --bpe-vocab 3000 --n-positions 128 --block 128 \
+        --steps 1600 --eval-every 200                             # web/models/tiny-kjv-bpe
+
+With --bpe-vocab N it first learns a GPT-2 byte-level BPE of N tokens on the training text
+(bpe.py), trains on those tokens and writes vocab.json + merges.txt beside the weights. Losses
+are reported in bits per byte either way (nats over the predicted tokens / their bytes / ln 2).
 
 The text is the King James Bible from the Debian packages `bible-kjv` (the `bible`
 command) and `bible-kjv-text` (its data), extracted by `kjv_text()` below.
