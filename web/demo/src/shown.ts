@@ -8,7 +8,7 @@ import { groupWords, wordData, type Words } from './words';
 export interface ShownData { data: AttnData; stats: HeadStats[][]; words: Words | null }
 
 export class Shown {
-  /** the toggle: read by words */
+  /** whether the views show words (the toggle) or tokens */
   words = false;
   private from: AttnData | null = null;
   private cached: ShownData | null = null;

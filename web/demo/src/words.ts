@@ -4,9 +4,9 @@
 // What a word is: one piece of GPT-2's pre-tokenizer regex over the decoded text: a run of
 // letters, a run of digits or a run of other symbols, each with at most one space before it
 // (" beginning", " 3", ","), a contraction ("'s"), or a run of whitespace ("\n"). A token
-// belongs to the word that holds its first byte. GPT-2 BPE tokens never cross these pieces, so
-// for a BPE model a word is exactly a pre-tokenizer piece; for a byte-level model it is the run
-// of bytes that spell it.
+// belongs to the word that holds its first byte. GPT-2 BPE encodes each piece on its own, so for
+// an encoded prompt a BPE model's words are exactly its pieces; for a byte-level model a word is
+// the run of bytes that spell it; generated tokens are grouped by the text they spell.
 //
 // The rule for the weights (WORD_RULE): the weight from query word a to key word b is the sum
 // over b's tokens (a word receives what its tokens receive) of the mean over a's tokens (a word
