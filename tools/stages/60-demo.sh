@@ -1,10 +1,8 @@
 #!/usr/bin/env bash
 # The demo site: type-check it, build it with Vite exactly as `npm start` does, then drive every
-# page in headless Chromium (tests/browser/demo.test.js; demo-words.test.js: the word view).
-# Screenshots: build/artifacts/demo/. tests/js/demo-words.test.js: the word view's logic in Node.
+# page in headless Chromium (tests/browser/demo.test.js). Screenshots: build/artifacts/demo/.
 set -euo pipefail
 [ -f dist/index.js ] || bash tools/build.sh
 npx --no-install tsc -p web/demo/tsconfig.json
 npx --no-install vite build --config web/demo/vite.config.ts
-node --test --test-reporter=spec tests/js/demo-words.test.js   # the word view's grouping and merging
-node --test --test-reporter=spec tests/browser/demo.test.js tests/browser/demo-words.test.js
+node --test --test-reporter=spec tests/browser/demo.test.js

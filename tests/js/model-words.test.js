@@ -1,5 +1,6 @@
-// The demo's word view (web/demo/src/words.ts): tokens grouped into GPT-2 pre-tokenizer
-// pieces for byte-level and BPE tokenizers alike, and merged attention rows that still sum to 1.
+// The demo's word view (web/demo/src/words.ts; run by stage 50 with the other model tests):
+// tokens grouped into GPT-2 pre-tokenizer pieces for byte-level and BPE tokenizers alike, and
+// merged attention rows that still sum to 1.
 // words.ts has no runtime imports, so it is transpiled here with TypeScript and imported.
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
