@@ -5,6 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 for f in web/models/tiny-kjv/config.json web/models/tiny-kjv/model.safetensors tests/data/model/tiny-kjv.json \
+         web/models/tiny-kjv-bpe/model.safetensors web/models/tiny-kjv-bpe/vocab.json tests/data/model/tiny-kjv-bpe.json \
          tests/data/model/random-gpt2.json; do
   [ -f "$f" ] || { echo "50-model: missing $f (tools/model/train_tiny.py and make_reference.py write it)" >&2; exit 1; }
 done

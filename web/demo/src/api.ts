@@ -50,6 +50,8 @@ export interface Tokenizer {
   decode(ids: number[]): string;
   /** one token's text (bytes that are not whole UTF-8 characters shown as \xNN) */
   tokenText(id: number): string;
+  /** one token's UTF-8 bytes */
+  tokenBytes(id: number): Uint8Array;
 }
 
 /** What the page needs from a model. */
@@ -179,6 +181,7 @@ function demoModel(m: GPT2Model, name: string, backend: string): DemoModel {
     encode: (text) => m.tokenizer.encode(text),
     decode: (ids) => m.tokenizer.decode(ids),
     tokenText: tokenTextOf(m.tokenizer),
+    tokenBytes: (id) => m.tokenizer.decodeBytes([id]),
   };
   return {
     name, config, tokenizer, engine: backend, headDim: config.n_embd / config.n_head,

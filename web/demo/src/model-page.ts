@@ -10,8 +10,10 @@ import { HeadView } from './headview';
 import { ModelView } from './modelview';
 import { renderNeuron } from './neuronview';
 import { elementToPng } from './export';
+import { DEFAULT_MODEL, fillModelSelect, showDropped } from './models';
+import { Shown } from './shown';
+import { WORD_RULE } from './words';
 
-const DEFAULT_MODEL = './models/tiny-kjv/';
 type Tab = 'head' | 'model' | 'neuron';
 
 const st = {
@@ -36,13 +38,16 @@ let promptTimer = 0;
 const headView = new HeadView($('#headview'), (q) => { st.query = q; st.neuronKey = -1; renderControls(); headView.update(viewState()); });
 const modelView = new ModelView($('#thumbs'), $('#heatmap'), (s) => { st.sel = s; st.layer = s.layer; render(); });
 const viewState = () => ({ layer: st.layer, heads: st.heads, query: st.query });
+// what the views draw: st.data, or with the word toggle on the same attention merged into words
+const shown = new Shown();
+const view = () => (st.data && st.model ? shown.get(st.data, st.stats, st.model.tokenizer.tokenBytes) : null);
 
 $('#caveat').textContent = `How to read these maps: ${CAVEAT}`;
 
 // ---------------------------------------------------------------- rendering
 
 function renderControls(): void {
-  const d = st.data, m = st.model;
+  const v = view(), d = v?.data, m = st.model;
   const layerSel = $<HTMLSelectElement>('#layer'), headSel = $<HTMLSelectElement>('#head'), qSel = $<HTMLSelectElement>('#query');
   const nL = m?.config.n_layer ?? 0, nH = m?.config.n_head ?? 0;
   if (layerSel.options.length !== nL) layerSel.replaceChildren(...Array.from({ length: nL }, (_v, l) => new Option(String(l), String(l))));
@@ -51,7 +56,8 @@ function renderControls(): void {
   headSel.value = String(st.sel.head);
   if (d) {
     const L = d.tokens.length;
-    if (qSel.options.length !== L) qSel.replaceChildren(...d.tokens.map((t, i) => new Option(`${i}: ${showToken(t)}`, String(i))));
+    const key = d.tokens.join('\u0000'); // tokens or words: rebuilt when they change
+    if (qSel.dataset.key !== key) { qSel.replaceChildren(...d.tokens.map((t, i) => new Option(`${i}: ${showToken(t)}`, String(i)))); qSel.dataset.key = key; }
     qSel.value = String(st.query < 0 ? L - 1 : st.query);
   }
   // head chips: colour, pattern label, toggle
@@ -67,7 +73,7 @@ function renderControls(): void {
   }
   [...chips.children].forEach((b, h) => {
     b.setAttribute('aria-pressed', String(st.heads[h] !== false));
-    const s = st.stats[st.layer]?.[h];
+    const s = v?.stats[st.layer]?.[h];
     const badge = b.querySelector<HTMLElement>('.badge')!;
     badge.textContent = s ? `${s.label} · ${s.entropy.toFixed(2)} b` : '';
     badge.className = `badge ${s ? badgeClass(s.label) : ''}`;
@@ -75,13 +81,14 @@ function renderControls(): void {
   });
   document.querySelectorAll<HTMLElement>('.neuron-only').forEach((e) => { e.hidden = st.tab !== 'neuron'; });
   document.querySelectorAll<HTMLElement>('.head-only').forEach((e) => { e.hidden = st.tab !== 'head'; });
+  $<HTMLSelectElement>('#model').disabled = st.generating;
   $<HTMLButtonElement>('#export-png').disabled = !d;
   $<HTMLButtonElement>('#export-json').disabled = !d;
 }
 
 function render(): void {
   renderControls();
-  const d = st.data;
+  const v = view(), d = v?.data;
   $('#empty').hidden = !!d;
   for (const t of ['head', 'model', 'neuron'] as Tab[]) {
     $(`#view-${t}`).hidden = st.tab !== t || !d;
@@ -89,13 +96,13 @@ function render(): void {
     tab.setAttribute('aria-selected', String(st.tab === t));
     tab.tabIndex = st.tab === t ? 0 : -1;
   }
-  if (!d) return;
+  if (!v || !d) return;
   if (st.tab === 'head') headView.render(d, viewState());
-  else if (st.tab === 'model') modelView.render(d, st.stats, st.sel);
+  else if (st.tab === 'model') modelView.render(d, v.stats, st.sel);
   else renderNeuronView();
   const err = maxRowSumError(d);
   const rc = $('#rowcheck');
-  rc.textContent = `${d.nLayer} layers × ${d.nHead} heads × ${d.tokens.length} tokens; every row sums to 1 (largest deviation ${err.toExponential(1)}).`;
+  rc.textContent = `${d.nLayer} layers × ${d.nHead} heads × ${d.tokens.length} ${v.words ? 'words' : 'tokens'}; every row sums to 1 (largest deviation ${err.toExponential(1)}).`;
   rc.dataset.maxRowError = String(err);
 }
 
@@ -129,7 +136,9 @@ function renderNeuronView(): void {
     }
     return;
   }
-  renderNeuron(box, d, { layer: st.layer, head: st.sel.head, query: st.query, key: st.neuronKey });
+  const v = view()!;
+  renderNeuron(box, d, { layer: st.layer, head: st.sel.head, query: shown.queryToken(v, st.query), key: v.words ? -1 : st.neuronKey },
+    v.words ? { data: v.data, query: st.query } : undefined);
 }
 
 let renderQueued = false;
@@ -277,6 +286,7 @@ async function loadDropped(files: File[]): Promise<void> {
     const onProgress = (f: number | null, what: string) => progress(bar, f, what, text);
     const ck = await readDroppedFiles(files, onProgress);
     await useModel(await loadModelFromFiles(ck, onProgress));
+    showDropped($<HTMLSelectElement>('#model'), ck.name);
     progress(bar, 1, '', text);
     message(msg, `Loaded ${ck.name}. The explorer now shows its heads.`, 'ok');
   } catch (e) {
@@ -305,7 +315,30 @@ function wireDrop(): void {
 
 function setTab(t: Tab): void { st.tab = t; render(); }
 
+/** The model <select>: loads the chosen model (the page keeps the old one if that fails). */
+async function pickModel(url: string): Promise<void> {
+  if (st.generating || !url.startsWith('./models/')) return;
+  const msg = $('#gen-msg');
+  message(msg, `Loading ${url}…`);
+  try {
+    await useModel(await loadModelFromUrl(url, () => {}));
+    message(msg, '');
+  } catch (e) {
+    message(msg, `The model could not be loaded: ${(e as Error).message}`, 'error');
+  }
+}
+
 function wire(): void {
+  const modelSel = $<HTMLSelectElement>('#model');
+  fillModelSelect(modelSel);
+  modelSel.addEventListener('change', () => void pickModel(modelSel.value));
+  $('#word-rule').textContent = WORD_RULE;
+  $('#words').addEventListener('change', () => {
+    shown.words = $<HTMLInputElement>('#words').checked;
+    st.query = -1; st.neuronKey = -1; // positions count words or tokens: a pinned one no longer applies
+    $('#word-rule').hidden = !shown.words;
+    render();
+  });
   $('#generate').addEventListener('click', () => void generate());
   $('#stop').addEventListener('click', () => { st.stopRequested = true; });
   $('#prompt').addEventListener('keydown', (e) => { if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) void generate(); });
