@@ -7,4 +7,4 @@ cd "$(dirname "$0")/../.."
 [ -f dist/index.js ] && [ -f dist/wasm/qkv-simd-threads.wasm ] || bash tools/build.sh
 npx --no-install tsc -p tsconfig.json   # incremental: dist/*.js up to date with web/lib
 node --test --test-reporter=spec tests/js/cases.test.js tests/js/reference.test.js tests/js/invalid.test.js \
-  tests/js/fuzz.test.js tests/js/api.test.js
+  tests/js/fuzz.test.js tests/js/api.test.js tests/js/matmul.test.js
