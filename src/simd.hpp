@@ -28,10 +28,7 @@ struct Lanes<float> {
 inline float load(const float* p, float) { return *p; }
 inline void store(float* p, float v) { *p = v; }
 inline float splat(float x, float) { return x; }
-inline float exp(float x) { return std::exp(x); }
 inline float max(float a, float b) { return std::max(a, b); }
-inline float sum(float v) { return v; }
-inline float reduce_max(float v) { return v; }
 inline float select(bool c, float a, float b) { return c ? a : b; }
 // p = (s == m) ? 1 : exp(s - m): exact at the maximum, and 1 (not NaN) when s == m == +inf.
 inline float exp_shifted(float s, float m) { return s == m ? 1.0f : std::exp(s - m); }
@@ -84,16 +81,6 @@ inline xsimd::batch<float, A> exp(xsimd::batch<float, A> x) {
 template <class A>
 inline xsimd::batch<float, A> max(xsimd::batch<float, A> a, xsimd::batch<float, A> b) {
   return xsimd::max(a, b);
-}
-template <class A>
-inline float sum(xsimd::batch<float, A> v) {
-  return xsimd::hadd(v);
-}
-template <class A>
-inline float reduce_max(xsimd::batch<float, A> v) {
-  alignas(64) float lanes[xsimd::batch<float, A>::size];
-  v.store_aligned(lanes);
-  return *std::max_element(lanes, lanes + xsimd::batch<float, A>::size);
 }
 template <class A>
 inline xsimd::batch<float, A> select(xsimd::batch_bool<float, A> c, xsimd::batch<float, A> a,

@@ -6,11 +6,14 @@
 #   dist/wasm/qkv-<v>.node.cjs   Node loader (CommonJS, loaded with createRequire)
 #   dist/wasm/qkv-<v>.wasm       the module (one binary shared by both loaders)
 #   dist/wasm/qkv-simd-threads.worker.js, qkv-simd-threads.node.worker.cjs   pthread workers
-# Incremental: cmake/ninja rebuild only what changed, tsc -b is incremental, files are copied
+# Incremental: cmake/ninja rebuild only what changed, tsc is incremental, files are copied
 # only when they differ. QKV_VARIANTS="simd" builds a subset (default: all three).
+# On a fresh clone it first installs what it needs (tools/setup.sh: Debian packages as root,
+# else the one apt-get line to run; npm ci when node_modules does not match the lock).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export NODE_PATH=${NODE_PATH:-/usr/share/nodejs}   # Debian's emcc needs Debian's acorn
+bash tools/setup.sh
 
 variants=${QKV_VARIANTS:-"scalar simd simd-threads"}
 jobs=${QKV_JOBS:-$(nproc)}
@@ -19,6 +22,8 @@ command -v ninja > /dev/null && generator=(-G Ninja)
 
 xsimd_host=${QKV_XSIMD_INCLUDE:-/usr/include}
 [ -f "$xsimd_host/xsimd/xsimd.hpp" ] || { echo "build: xsimd headers not found in $xsimd_host (apt-get install libxsimd-dev)" >&2; exit 1; }
+json_host=${QKV_JSON_INCLUDE:-/usr/include}
+[ -f "$json_host/nlohmann/json.hpp" ] || { echo "build: nlohmann-json headers not found in $json_host (apt-get install nlohmann-json3-dev)" >&2; exit 1; }
 
 mkdir -p dist/wasm
 copy_if_changed() {  # src dst
@@ -33,13 +38,16 @@ for v in $variants; do
     *) echo "build: unknown variant '$v'" >&2; exit 1 ;;
   esac
   dir=build/wasm-$v
-  if [ ! -f "$dir/CMakeCache.txt" ]; then
-    # xsimd is header-only; hand Emscripten a directory holding only its headers (the host's
-    # /usr/include on an Emscripten compile line would put glibc's headers over Emscripten's libc).
-    mkdir -p "$dir/xsimd-include"
+  # xsimd and nlohmann-json are header-only; hand Emscripten directories holding only their
+  # headers (the host's /usr/include on an Emscripten compile line would put glibc's headers
+  # over Emscripten's libc). A tree configured before nlohmann-json was used is configured again.
+  if [ ! -f "$dir/CMakeCache.txt" ] || ! grep -q '^NLOHMANN_JSON_INCLUDE_DIR:.*/json-include$' "$dir/CMakeCache.txt"; then
+    mkdir -p "$dir/xsimd-include" "$dir/json-include"
     ln -sfn "$xsimd_host/xsimd" "$dir/xsimd-include/xsimd"
+    ln -sfn "$json_host/nlohmann" "$dir/json-include/nlohmann"
     emcmake cmake -S . -B "$dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DQKV_WASM_VARIANT="$v" \
-      -DXSIMD_INCLUDE_DIR="$PWD/$dir/xsimd-include" "${flags[@]}" > /dev/null
+      -DXSIMD_INCLUDE_DIR="$PWD/$dir/xsimd-include" -DNLOHMANN_JSON_INCLUDE_DIR="$PWD/$dir/json-include" \
+      "${flags[@]}" > /dev/null
   fi
   echo "build: wasm $v"
   cmake --build "$dir" -j"$jobs" | { grep -v -E '^\[[0-9/ ]+\]|^ninja: no work' || true; }
@@ -59,6 +67,8 @@ for v in $variants; do
   fi
 done
 
+# WGSL kernels -> web/lib/webgpu/shaders.generated.ts (written only when a .wgsl changed)
+node tools/webgpu/embed-shaders.mjs
 echo "build: tsc"
 # tsc -b style incrementality trusts its build info; when dist/ was removed, start over.
 [ -f dist/index.js ] || rm -f build/tsc/tsbuildinfo.json

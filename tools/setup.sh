@@ -5,13 +5,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# package -> a file it installs (cheap presence check without dpkg-query per package)
+# package -> a file it installs, or a glob matching it (cheap presence check without
+# dpkg-query per package)
 declare -A NEEDS=(
   [cmake]=/usr/bin/cmake
   [g++]=/usr/bin/g++
   [clang]=/usr/bin/clang
-  [libclang-rt-14-dev]=/usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a
+  [clang-format]=/usr/bin/clang-format
+  [libclang-rt-14-dev]='/usr/lib/llvm-14/lib/clang/14.*/lib/linux/libclang_rt.fuzzer-x86_64.a'
   [libxsimd-dev]=/usr/include/xsimd/xsimd.hpp
+  [nlohmann-json3-dev]=/usr/include/nlohmann/json.hpp
   [doctest-dev]=/usr/include/doctest/doctest.h
   [emscripten]=/usr/bin/emcc
   [wabt]=/usr/bin/wasm-objdump
@@ -21,7 +24,7 @@ declare -A NEEDS=(
 )
 missing=()
 for pkg in "${!NEEDS[@]}"; do
-  [ -e "${NEEDS[$pkg]}" ] || missing+=("$pkg")
+  compgen -G "${NEEDS[$pkg]}" > /dev/null || missing+=("$pkg")
 done
 if [ ${#missing[@]} -gt 0 ]; then
   cmd="apt-get install -y --no-install-recommends ${missing[*]}"

@@ -7,15 +7,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export NODE_PATH=${NODE_PATH:-/usr/share/nodejs}   # Debian's emcc needs Debian's acorn
 
-# Debian packages (as root) and npm packages, as npm test does; then the library (wasm
-# variants + TypeScript API): tools/build.sh is incremental, a few seconds when up to date.
-bash tools/setup.sh
+# The library (wasm variants + TypeScript API, after installing Debian and npm packages as npm
+# test does): tools/build.sh is incremental, a few seconds when up to date.
 bash tools/build.sh
 
 # The demo: rebuild when any input is newer than the last build.
 stamp=build/demo/index.html
 if [ -n "${QKV_DEMO_REBUILD:-}" ] || [ ! -f "$stamp" ] || \
-   [ -n "$(find web/demo web/lib web/shaders web/models dist -newer "$stamp" -type f -not -path '*/node_modules/*' 2>/dev/null | head -1)" ]; then
+   [ -n "$(find web/demo web/lib web/models dist -newer "$stamp" -type f -not -path '*/node_modules/*' 2>/dev/null | head -1)" ]; then
   echo "start: building the demo (vite)"
   npx --no-install vite build --config web/demo/vite.config.ts
 fi

@@ -12,7 +12,6 @@
 #include <malloc.h>
 
 #include <array>
-#include <cmath>
 #include <cstdint>
 #include <new>
 #include <stdexcept>
@@ -20,7 +19,6 @@
 #include <vector>
 
 #include "attention.hpp"
-#include "diagnostics.hpp"
 #include "kv_cache.hpp"
 #include "mha.hpp"
 #include "guarded.hpp"
@@ -36,7 +34,7 @@ using Dims = std::array<int, 4>;
 struct AttentionArgs {
   int B = 1, H = 1, Hkv = 1, Lq = 1, Lk = 1, D = 1, Dv = 1;
   uintptr_t query = 0, key = 0, value = 0, output = 0, weights = 0;
-  double scale = NAN;  // NaN = default 1/sqrt(D)
+  double scale = 0;  // always given: the TypeScript layer resolves the default 1/sqrt(D)
   bool causal = false;
   int window = 0;
   uintptr_t boolMask = 0;
@@ -65,7 +63,7 @@ qkv::AttentionShape shape_of(const AttentionArgs& a) {
 
 qkv::AttentionOptions options_of(const AttentionArgs& a) {
   qkv::AttentionOptions o;
-  if (!std::isnan(a.scale)) o.scale = static_cast<float>(a.scale);
+  o.scale = static_cast<float>(a.scale);
   o.causal = a.causal;
   o.window = a.window;
   o.bool_mask = {ptr<const uint8_t>(a.boolMask), dims4(a.boolMaskDims)};
@@ -84,14 +82,6 @@ std::string attention(const AttentionArgs& a) {
     run(s, ptr<const float>(a.query), ptr<const float>(a.key), ptr<const float>(a.value), o, ptr<float>(a.output),
         ptr<float>(a.weights));
   });
-}
-
-double attention_workspace_bytes(const AttentionArgs& a) {
-  try {
-    return static_cast<double>(qkv::attention_workspace_bytes(shape_of(a), options_of(a)));
-  } catch (...) {
-    return -1;
-  }
 }
 
 // KVCache
@@ -140,14 +130,6 @@ std::string mha_forward(const qkv::MultiHeadAttention& m, const MhaArgs& a) {
     m.forward(a.batch, a.lq, a.lk, ptr<const float>(a.query), ptr<const float>(a.key), ptr<const float>(a.value), o,
               ptr<float>(a.output), ptr<float>(a.weights));
   });
-}
-
-// Diagnostics
-std::string row_entropy(uintptr_t weights, int rows, int lk, uintptr_t entropy) {
-  return guarded([&] { qkv::row_entropy(ptr<const float>(weights), rows, lk, ptr<float>(entropy)); });
-}
-double max_row_sum_error(uintptr_t weights, int rows, int lk) {
-  return qkv::max_row_sum_error(ptr<const float>(weights), rows, lk);
 }
 
 // Bytes of linear memory now (the heap-growth tests read it).
@@ -203,9 +185,6 @@ EMSCRIPTEN_BINDINGS(qkv_core) {
       .field("threads", &MhaArgs::threads);
 
   function("attention", &attention);
-  function("attentionWorkspaceBytes", &attention_workspace_bytes);
-  function("rowEntropy", &row_entropy);
-  function("maxRowSumError", &max_row_sum_error);
   function("heapBytes", &heap_bytes);
   function("heapInUse", &heap_in_use);
   function("lastError", &get_last_error);

@@ -102,7 +102,7 @@ export async function runBenchmark({
     userAgent: globalThis.navigator?.userAgent ?? `node ${globalThis.process?.version}`,
     crossOriginIsolated: globalThis.crossOriginIsolated ?? null,
     H, D, Ls, budgetS,
-    threshold: gpu.WEBGPU_THRESHOLD,
+    threshold: qkv.WEBGPU_THRESHOLD,
     webgpu: null, matmul: [], rows: [],
   };
   const haveGpu = await gpu.webgpuAvailable();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -20,20 +21,32 @@ namespace {
 
 [[noreturn]] void config_error(const std::string& msg) { throw std::invalid_argument("GPT2Config: " + msg); }
 
-int64_t get_int(const json::Value& root, const char* key, bool required, int64_t fallback) {
-  const json::Value* v = root.find(key);
-  if (!v || v->is_null()) {
+// root[key], or nullptr when the key is absent or null (Hugging Face writes null for "unset").
+const nlohmann::json* member(const nlohmann::json& root, const char* key) {
+  const auto it = root.find(key);
+  return it == root.end() || it->is_null() ? nullptr : &*it;
+}
+
+// A value for messages: a scalar as JSON text, an object or array by its type.
+std::string describe(const nlohmann::json& v) {
+  return v.is_structured() ? std::string("a JSON ") + v.type_name() : v.dump();
+}
+
+int64_t get_int(const nlohmann::json& root, const char* key, bool required, int64_t fallback) {
+  const nlohmann::json* v = member(root, key);
+  if (!v) {
     if (required) config_error(std::string("config.json lacks \"") + key + "\"");
     return fallback;
   }
-  if (!v->is_integer()) config_error(std::string("\"") + key + "\" must be an integer");
-  return v->as_integer();
+  const std::optional<int64_t> i = json::to_int64(*v);
+  if (!i) config_error(std::string("\"") + key + "\" must be an integer, got " + describe(*v));
+  return *i;
 }
 
 }  // namespace
 
 GPT2Config GPT2Config::from_json(std::string_view text) {
-  json::Value root;
+  nlohmann::json root;
   try {
     root = json::parse(text);
   } catch (const std::invalid_argument& e) {
@@ -41,20 +54,15 @@ GPT2Config GPT2Config::from_json(std::string_view text) {
   }
   if (!root.is_object()) config_error("config.json must hold a JSON object");
 
-  if (const json::Value* mt = root.find("model_type"); mt && !mt->is_null()) {
-    if (!mt->is_string() || mt->as_string() != "gpt2") {
-      config_error("model_type must be \"gpt2\", got " +
-                   (mt->is_string() ? "\"" + mt->as_string() + "\"" : std::string(json::Value::kind_name(mt->kind()))));
-    }
+  if (const nlohmann::json* mt = member(root, "model_type"); mt && *mt != "gpt2") {
+    config_error("model_type must be \"gpt2\", got " + describe(*mt));
   }
-  if (const json::Value* af = root.find("activation_function"); af && !af->is_null()) {
-    if (!af->is_string() || (af->as_string() != "gelu_new" && af->as_string() != "gelu_pytorch_tanh")) {
-      config_error("activation_function must be \"gelu_new\" (GPT-2's tanh GELU)" +
-                   (af->is_string() ? ", got \"" + af->as_string() + "\"" : std::string()));
-    }
+  if (const nlohmann::json* af = member(root, "activation_function");
+      af && *af != "gelu_new" && *af != "gelu_pytorch_tanh") {
+    config_error("activation_function must be \"gelu_new\" (GPT-2's tanh GELU), got " + describe(*af));
   }
   for (const char* unsupported : {"scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn", "add_cross_attention"}) {
-    if (const json::Value* v = root.find(unsupported); v && v->is_bool() && v->as_bool()) {
+    if (const nlohmann::json* v = member(root, unsupported); v && *v == true) {
       config_error(std::string("\"") + unsupported + "\": true is not supported");
     }
   }
@@ -68,16 +76,16 @@ GPT2Config GPT2Config::from_json(std::string_view text) {
   if (c.n_positions == -1) c.n_positions = get_int(root, "n_ctx", false, -1);
   if (c.n_positions == -1) config_error("config.json lacks \"n_positions\" (and \"n_ctx\")");
   c.n_inner = get_int(root, "n_inner", false, 0);
-  if (const json::Value* n_inner = root.find("n_inner"); n_inner && !n_inner->is_null() && c.n_inner <= 0) {
+  if (member(root, "n_inner") && c.n_inner <= 0) {
     config_error("\"n_inner\" must be positive or null, got " + std::to_string(c.n_inner));
   }
-  if (const json::Value* eps = root.find("layer_norm_epsilon"); eps && !eps->is_null()) {
-    if (!eps->is_number()) config_error("\"layer_norm_epsilon\" must be a number");
-    c.layer_norm_epsilon = static_cast<float>(eps->as_number());
+  if (const nlohmann::json* eps = member(root, "layer_norm_epsilon")) {
+    if (!eps->is_number()) config_error("\"layer_norm_epsilon\" must be a number, got " + describe(*eps));
+    c.layer_norm_epsilon = eps->get<float>();
   }
-  if (const json::Value* s = root.find("scale_attn_weights"); s && !s->is_null()) {
-    if (!s->is_bool()) config_error("\"scale_attn_weights\" must be a boolean");
-    c.scale_attn_weights = s->as_bool();
+  if (const nlohmann::json* s = member(root, "scale_attn_weights")) {
+    if (!s->is_boolean()) config_error("\"scale_attn_weights\" must be a boolean, got " + describe(*s));
+    c.scale_attn_weights = s->get<bool>();
   }
   c.validate();
   return c;

@@ -58,10 +58,9 @@ struct GPT2Weights {
   static GPT2Weights from_safetensors(const GPT2Config& config, const safetensors::File& file);
 };
 
-// Per-call scratch buffers, sized for up to `rows` positions.
+// Per-call scratch buffers for run(), grown to the largest call so far (shapes in run()).
 struct GPT2Scratch {
-  std::vector<float> x, xb, xb2, qkv, q, k, v, att, hb, logits_rows;
-  int64_t rows = 0;
+  std::vector<float> x, xb, xb2, qkv, q, k, v, att, hb;
 };
 
 class GPT2 {

@@ -80,8 +80,9 @@ test('model page: generates 20 tokens; explorer shows n_layer x n_head heads who
   await page.waitForSelector('body[data-generating=false][data-generated]', { timeout: 180_000 });
   assert.equal(await page.getAttribute('body', 'data-generated'), '20');
   assert.equal(Number(await page.getAttribute('body', 'data-tokens')), before + 20);
-  assert.match(await page.textContent('#speed'), /tokens\/s/);
-  assert.notEqual((await page.textContent('#backend')).trim(), '–');
+  assert.match(await page.textContent('#speed'), /^\d+ tokens\/s \(\d+ with drawing\)$/);
+  // the page is cross-origin isolated, so the threads build runs
+  assert.match((await page.textContent('#backend')).trim(), /^qkv wasm simd-threads × \d+ threads$/);
   const info = await page.textContent('#model-info');
   const [, nL, nH] = info.match(/(\d+) layers × (\d+) heads/).map(Number);
 
@@ -139,6 +140,31 @@ test('model page: generates 20 tokens; explorer shows n_layer x n_head heads who
   await shot(phone, 'model-390x844');
   checkProblems(phone, 'model page (phone)');
   await phone.close();
+});
+
+test('model page: typing a prompt and pressing Generate at once shows the generated text', async () => {
+  const { page } = await open('index.html', DESKTOP);
+  await page.waitForSelector('#generate:not([disabled])', { timeout: 60_000 });
+  // a short generation, so that it ends inside the prompt's 300 ms debounce (the bug's window)
+  await page.fill('#max-new', '2');
+  for (const go of [() => page.click('#generate'), () => page.keyboard.press('Control+Enter')]) {
+    // as a quick user: type (40 ms a key), then generate at once, well inside the prompt's 300 ms debounce
+    await page.evaluate(() => { delete document.body.dataset.generated; });
+    await page.fill('#prompt', '');
+    await page.type('#prompt', 'And Moses said', { delay: 40 });
+    await go();
+    await page.waitForSelector('body[data-generating=false][data-generated]', { timeout: 120_000 });
+    assert.match(await page.textContent('#gen-msg'), /^Generated 2 tokens\.$/);
+    // what the user reads: the prompt, then the new text, and it stays there
+    await page.waitForTimeout(600);
+    const shown = await page.innerText('#output');
+    const added = await page.innerText('#output .new');
+    assert.ok(shown.startsWith('And Moses said'), `output box shows "${shown}"`);
+    assert.ok(added.length > 0 && shown.length > 'And Moses said'.length, `no generated text visible: "${shown}"`);
+    assert.equal(shown, 'And Moses said' + added);
+  }
+  checkProblems(page, 'model page, quick generate');
+  await page.close();
 });
 
 test('model page: a damaged checkpoint shows a message, not a crash; a real GPT-2 checkpoint loads', async () => {

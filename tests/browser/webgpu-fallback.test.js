@@ -104,7 +104,7 @@ test('device loss, auto threshold, concurrency', async (t) => {
         const n = await h.run(small, 'auto');
         out.nextBackend = h.lastBackend();
         out.nextDiff = h.diff(n, await h.run(small, 'wasm')).out;
-        h.setThreshold(h.gpu.WEBGPU_THRESHOLD);
+        h.setThreshold(h.qkv.WEBGPU_THRESHOLD);
         h.allowSoftware(false);
         return out;
       }, HELPERS);
@@ -121,7 +121,7 @@ test('device loss, auto threshold, concurrency', async (t) => {
     await t.test("'auto' picks wasm at or below WEBGPU_THRESHOLD, WebGPU above it, never a software adapter unless allowed", async () => {
       const r = await ev(async (HELPERS) => {
         const h = await import(HELPERS);
-        const T = h.gpu.WEBGPU_THRESHOLD;
+        const T = h.qkv.WEBGPU_THRESHOLD;
         h.setThreshold(T);
         const out = { T, software: (await h.gpu.webgpuInfo()).software };
         // B*H*Lq*Lk*(D+Dv) = 2^25 at L = 256 (not above: wasm) and just above at Lk = 257

@@ -105,7 +105,7 @@ test('WebGPU limits', async (t) => {
         const a = await h.run(c, 'auto');
         out.auto = h.lastBackend();
         h.gpu.setWebGPULimitsForTesting(null);
-        h.setThreshold(h.gpu.WEBGPU_THRESHOLD);
+        h.setThreshold(h.qkv.WEBGPU_THRESHOLD);
         h.allowSoftware(false);
         out.autoDiff = h.diff(a, await h.run(c, 'wasm')).out;
         return out;

@@ -49,11 +49,7 @@ float max_abs_err(const float* a, const float* b, size_t n) {
   return worst;
 }
 
-std::vector<int32_t> ids_of(const json::Value& v) {
-  std::vector<int32_t> out;
-  for (const auto& x : v.as_array("ids")) out.push_back(int32_t(x.as_integer("id")));
-  return out;
-}
+std::vector<int32_t> ids_of(const nlohmann::json& v) { return v.get<std::vector<int32_t>>(); }
 
 struct Loaded {
   std::vector<uint8_t> st;
@@ -71,25 +67,25 @@ void check_reference(const std::string& manifest_name, float* worst_logits, floa
   const std::string manifest_path = kData + "/" + manifest_name;
   REQUIRE_MESSAGE(file_exists(manifest_path), "missing reference " << manifest_path
                                                                     << " (tools/model/make_reference.py writes it)");
-  json::Value m = json::parse(read_text(manifest_path));
-  const std::string dir = kData + "/" + m.find("model_dir")->as_string();
+  const nlohmann::json m = json::parse(read_text(manifest_path));
+  const std::string dir = kData + "/" + m.at("model_dir").get<std::string>();
   GPT2 model = load_model(load_dir(dir));
   const auto& c = model.config();
-  const auto& mc = *m.find("config");
-  CHECK(c.n_layer == mc.find("n_layer")->as_integer());
-  CHECK(c.n_head == mc.find("n_head")->as_integer());
-  CHECK(c.n_embd == mc.find("n_embd")->as_integer());
-  CHECK(c.vocab_size == mc.find("vocab_size")->as_integer());
-  CHECK(c.n_positions == mc.find("n_positions")->as_integer());
+  const auto& mc = m.at("config");
+  CHECK(c.n_layer == mc.at("n_layer").get<int64_t>());
+  CHECK(c.n_head == mc.at("n_head").get<int64_t>());
+  CHECK(c.n_embd == mc.at("n_embd").get<int64_t>());
+  CHECK(c.vocab_size == mc.at("vocab_size").get<int64_t>());
+  CHECK(c.n_positions == mc.at("n_positions").get<int64_t>());
 
   *worst_logits = *worst_atts = 0.0f;
-  for (const auto& cs : m.find("cases")->as_array()) {
-    const std::string name = cs.find("name")->as_string();
+  for (const auto& cs : m.at("cases")) {
+    const std::string name = cs.at("name").get<std::string>();
     CAPTURE(name);
-    const auto ids = ids_of(*cs.find("ids"));
+    const auto ids = ids_of(cs.at("ids"));
     const int64_t L = int64_t(ids.size()), V = c.vocab_size, H = c.n_head, NL = c.n_layer;
-    auto ref_logits = read_f32(kData + "/" + cs.find("logits")->find("file")->as_string(), size_t(L * V));
-    auto ref_atts = read_f32(kData + "/" + cs.find("attentions")->find("file")->as_string(), size_t(NL * H * L * L));
+    auto ref_logits = read_f32(kData + "/" + cs.at("logits").at("file").get<std::string>(), size_t(L * V));
+    auto ref_atts = read_f32(kData + "/" + cs.at("attentions").at("file").get<std::string>(), size_t(NL * H * L * L));
 
     std::vector<float> logits_1t;
     for (int threads : {1, 3}) {
@@ -103,7 +99,7 @@ void check_reference(const std::string& manifest_name, float* worst_logits, floa
       CHECK(ea <= 1e-5f);
       *worst_logits = std::max(*worst_logits, el);
       *worst_atts = std::max(*worst_atts, ea);
-      CHECK(argmax(logits.data() + (L - 1) * V, V) == cs.find("last_logits_argmax")->as_integer());
+      CHECK(argmax(logits.data() + (L - 1) * V, V) == cs.at("last_logits_argmax").get<int64_t>());
 
       // without attentions requested the logits are the same
       std::vector<float> logits2(size_t(L * V));
@@ -116,9 +112,10 @@ void check_reference(const std::string& manifest_name, float* worst_logits, floa
     model.set_threads(1);
 
     // greedy continuation through the KV cache matches PyTorch's (where its steps are not near-ties)
-    if (const json::Value* g = cs.find("greedy")) {
-      const auto want = ids_of(*g->find("new_ids"));
-      const double min_margin = g->find("min_margin")->as_number();
+    if (cs.contains("greedy")) {
+      const auto& g = cs.at("greedy");
+      const auto want = ids_of(g.at("new_ids"));
+      const double min_margin = g.at("min_margin").get<double>();
       const int64_t n_new = int64_t(want.size());
       if (L + n_new <= c.n_positions && min_margin > 1e-3) {
         auto got = generate(model, ids, n_new, {0.0f, 0}, 0, true);

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { test, after } from 'node:test';
 import v8 from 'node:v8';
 import vm from 'node:vm';
-import * as qkv from '../../dist/index.js';
+import * as qkv from 'qkv';
 
 const { Tensor } = qkv;
 const f = (shape, x = 0.5) => new Tensor(new Float32Array(shape.reduce((a, b) => a * b, 1)).fill(x), shape);

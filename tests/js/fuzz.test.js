@@ -2,7 +2,7 @@
 // Error, and 10 000 calls leave the wasm heap exactly where it started.
 import assert from 'node:assert/strict';
 import { test, after } from 'node:test';
-import * as qkv from '../../dist/index.js';
+import * as qkv from 'qkv';
 import { fuzz } from './shared/fuzz.js';
 
 after(() => qkv.dispose());

@@ -2,7 +2,7 @@
 // before reaching wasm; the module keeps working afterwards.
 import assert from 'node:assert/strict';
 import { test, after } from 'node:test';
-import * as qkv from '../../dist/index.js';
+import * as qkv from 'qkv';
 import { checkInvalidCalls } from './shared/invalid.js';
 
 after(() => qkv.dispose());

@@ -10,13 +10,12 @@ export const DATA = path.join(ROOT, 'tests', 'data', 'model');
 // The built package (npm run build -> dist/); QKV_DIST points elsewhere (a private build).
 const DIST = process.env.QKV_DIST ? path.resolve(process.env.QKV_DIST) : path.join(ROOT, 'dist');
 
-/** The package's API, model functions included. */
+/** The package's public API (its entry point, as a user imports it). */
 export async function api() {
   const qkv = await import(pathToFileURL(path.join(DIST, 'index.js')).href);
-  const model = await import(pathToFileURL(path.join(DIST, 'model', 'index.js')).href);
   // 'simd' unless the caller set QKV_VARIANT (threads variants are measured by the bench)
   qkv.env.variant = process.env.QKV_VARIANT || 'simd';
-  return { ...model, ...qkv, loadModel: qkv.loadModel ?? model.loadModel };
+  return qkv;
 }
 
 export function manifest(name) {

@@ -2,10 +2,11 @@
 // problems large enough to cross tile boundaries and use several threads, every variant.
 import assert from 'node:assert/strict';
 import { test, after } from 'node:test';
-import * as qkv from '../../dist/index.js';
+import * as qkv from 'qkv';
+// internals: the same validated problem run on the fast kernel and on the plain-loop reference
 import { prepareAttention } from '../../dist/attention.js';
-import { runWasmAttention } from '../../dist/wasm-attention.js';
-import { getModule } from '../../dist/wasm.js';
+import { runWasmAttention } from '../../dist/wasm/attention.js';
+import { getModule } from '../../dist/wasm/loader.js';
 import { maxAbsDiff, OUTPUT_TOL, WEIGHTS_TOL } from './shared/cases.js';
 
 after(() => qkv.dispose());
@@ -38,8 +39,8 @@ for (const variant of ['scalar', 'simd', 'simd-threads']) {
         opts.attnMask = T([B, 1, 1, Lk]);
       }
       const { problem } = prepareAttention('test', T([B, H, Lq, D]), T([B, Hkv, Lk, D]), T([B, Hkv, Lk, Dv]), opts);
-      const fast = runWasmAttention('test', m, problem);
-      const ref = runWasmAttention('test', m, problem, { reference: true });
+      const fast = runWasmAttention('test', m, problem, problem);
+      const ref = runWasmAttention('test', m, problem, problem, { reference: true });
       worstO = Math.max(worstO, maxAbsDiff(fast.output, ref.output));
       worstW = Math.max(worstW, maxAbsDiff(fast.weights, ref.weights));
     }

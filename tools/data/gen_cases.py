@@ -126,6 +126,8 @@ def kv_case(name, seed, B, H, Hkv, T, D, Dv, steps, window=0):
     options = {'isCausal': True, 'returnWeights': True}
     if window:
         options['window'] = window
+    if Hkv != H:
+        options['enableGqa'] = True
     return {'name': name, 'kind': 'kvcache', 'source': SOURCE, 'steps': steps,
             'inputs': {'query': enc(q), 'key': enc(k), 'value': enc(v)},
             'options': options, 'capacity': T + 2,

@@ -5,6 +5,8 @@
 # shared memory and atomics, and dist/ holds every file the loaders need.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# the committed shaders.generated.ts matches web/lib/webgpu/shaders/ (the build regenerates it)
+node tools/webgpu/embed-shaders.mjs --check
 bash tools/build.sh
 
 count() {  # count <file.wasm> <regex>: instructions in the code section matching regex

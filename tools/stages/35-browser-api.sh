@@ -4,6 +4,5 @@
 # (single-thread fallback), plus forced variants.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-[ -f dist/index.js ] && [ -f dist/wasm/qkv-simd-threads.wasm ] || bash tools/build.sh
-npx --no-install tsc -p tsconfig.json
-node --test --test-reporter=spec tests/browser/api.test.js
+bash tools/build.sh   # incremental
+node --test --test-reporter=spec tests/browser/api*.test.js

@@ -2,7 +2,8 @@
 # The demo site: type-check it, build it with Vite exactly as `npm start` does, then drive every
 # page in headless Chromium (tests/browser/demo.test.js). Screenshots: build/artifacts/demo/.
 set -euo pipefail
-[ -f dist/index.js ] || bash tools/build.sh
+cd "$(dirname "$0")/../.."
+bash tools/build.sh   # incremental
 npx --no-install tsc -p web/demo/tsconfig.json
 npx --no-install vite build --config web/demo/vite.config.ts
-node --test --test-reporter=spec tests/browser/demo.test.js
+node --test --test-reporter=spec tests/browser/demo*.test.js

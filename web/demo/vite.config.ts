@@ -44,6 +44,8 @@ export default defineConfig({
   publicDir: false,
   logLevel: 'warn',
   plugins: [models()],
+  // the library as a user imports it: the package's entry point, built into dist/ by npm run build
+  resolve: { alias: { qkv: resolve(repo, 'dist/index.js') } },
   server: { headers: ISOLATION_HEADERS, fs: { allow: [repo] } },
   preview: { headers: ISOLATION_HEADERS },
   worker: { format: 'es' },

@@ -1,13 +1,9 @@
 /** scaledDotProductAttention: argument checks, then a backend (backend.ts) runs it. */
-import { dispatchAttention, type Backend, BACKENDS } from './backend.js';
+import { BACKENDS, dispatchAttention, dispatchAttentionSync, type Backend } from './backend.js';
 import { describe, fmtShape } from './errors.js';
-import type { AttentionOutput, AttentionProblem, MaskArg } from './problem.js';
+import type { AttentionOutput, AttentionProblem, AttentionQuery, MaskArg } from './problem.js';
 import { Tensor } from './tensor.js';
 import { checkOptions, checkTensor, optBool, optInt, pad4, MAX_DIM } from './validate.js';
-import { runWasmAttention } from './wasm-attention.js';
-import { requireModule } from './wasm.js';
-
-export type { AttentionOutput, AttentionProblem, MaskArg };
 
 /** Options of {@link scaledDotProductAttention} (names as PyTorch, camelCase). */
 export interface AttentionOptions {
@@ -44,10 +40,10 @@ export interface AttentionResult {
 const SDPA = 'scaledDotProductAttention';
 const SDPA_OPTIONS = ['attnMask', 'isCausal', 'window', 'scale', 'enableGqa', 'returnWeights', 'backend'] as const;
 
-/** Checks a mask against [B, H, Lq, Lk]; `fmt` names the shapes for messages. */
-export function checkMask(
+/** Checks a mask against [B, H, Lq, Lk]; `got` names the call's shapes for messages. */
+function checkMask(
   fn: string, name: string, mask: unknown, target: readonly number[], got: string,
-): { bool?: MaskArg<Uint8Array>; float?: MaskArg<Float32Array> } {
+): { boolMask?: MaskArg<Uint8Array>; floatMask?: MaskArg<Float32Array> } {
   if (mask === undefined || mask === null) return {};
   const m = checkTensor(fn, name, mask);
   const shape = m.shape;
@@ -60,20 +56,58 @@ export function checkMask(
   }
   const arg = { dims: pad4(shape) };
   return m.dtype === 'bool'
-    ? { bool: { ...arg, data: m.data as Uint8Array } }
-    : { float: { ...arg, data: m.data as Float32Array } };
+    ? { boolMask: { ...arg, data: m.data as Uint8Array } }
+    : { floatMask: { ...arg, data: m.data as Float32Array } };
 }
 
-/** Checks a scale option: finite and >= 0. */
-export function checkScale(fn: string, v: unknown, got: string): number | undefined {
-  if (v === undefined || v === null) return undefined;
+/** Checks a scale option (finite and >= 0) and resolves the default 1 / sqrt(D): the one place it is decided. */
+function resolveScale(fn: string, v: unknown, D: number, got: string): number {
+  if (v === undefined || v === null) return 1 / Math.sqrt(D);
   if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) {
     throw new RangeError(`${fn}: options.scale must be a finite number >= 0, got ${describe(v)} (${got})`);
   }
   return v;
 }
 
-/** Validates a scaledDotProductAttention call into an {@link AttentionProblem}. */
+/** The sizes of a call, as the kernels see them (rank-4, padded with leading 1s). */
+export interface AttentionSizes {
+  B: number; H: number; Hkv: number; Lq: number; Lk: number; D: number; Dv: number;
+}
+
+/**
+ * Checks the options every attention entry point shares (masks, causal, window, scale,
+ * enableGqa, returnWeights) against the call's sizes and turns the queries into an
+ * {@link AttentionQuery}. `got` describes the call's shapes for every message; `lead` is the
+ * query's leading dims (the results keep the query's rank).
+ */
+export function describeAttention(
+  fn: string, s: AttentionSizes, query: Float32Array, opts: Record<string, unknown>, got: string, lead: number[],
+): AttentionQuery {
+  const fail = (what: string): never => {
+    throw new Error(`${fn}: ${what} (${got})`);
+  };
+  const enableGqa = optBool(fn, opts, 'enableGqa', false);
+  if (s.Hkv !== s.H) {
+    if (!enableGqa) fail(`key/value have ${s.Hkv} heads but query has ${s.H}; pass enableGqa: true for grouped-query attention`);
+    if (s.H % s.Hkv !== 0) fail(`enableGqa: query heads (${s.H}) must be a multiple of key/value heads (${s.Hkv})`);
+  }
+  return {
+    ...s,
+    query,
+    ...checkMask(fn, 'options.attnMask', opts.attnMask, [s.B, s.H, s.Lq, s.Lk], got),
+    causal: optBool(fn, opts, 'isCausal', false),
+    window: optInt(fn, opts, 'window', 0, 0, MAX_DIM, ' (0 = no window)'),
+    scale: resolveScale(fn, opts.scale, s.D, got),
+    returnWeights: optBool(fn, opts, 'returnWeights', false),
+    outputShape: [...lead, s.Lq, s.Dv],
+    weightsShape: [...lead, s.Lq, s.Lk],
+  };
+}
+
+/**
+ * Validates a scaledDotProductAttention call into an {@link AttentionProblem} and the backend asked for.
+ * @internal
+ */
 export function prepareAttention(
   fn: string, query: unknown, key: unknown, value: unknown, options: unknown,
 ): { problem: AttentionProblem; backend: Backend } {
@@ -100,37 +134,21 @@ export function prepareAttention(
   if (Dk !== D) fail(`key's last dim (${Dk}) must equal query's last dim D (${D})`);
   if (Hv !== Hkv) fail(`value must have the heads of key (${Hkv}), got ${Hv}`);
   if (Lv !== Lk) fail(`value must have the length of key (${Lk}), got ${Lv}`);
-  const enableGqa = optBool(fn, opts, 'enableGqa', false);
-  if (Hkv !== H) {
-    if (!enableGqa) fail(`key/value have ${Hkv} heads but query has ${H}; pass enableGqa: true for grouped-query attention`);
-    if (H % Hkv !== 0) fail(`enableGqa: query heads (${H}) must be a multiple of key/value heads (${Hkv})`);
-  }
-  const causal = optBool(fn, opts, 'isCausal', false);
-  const returnWeights = optBool(fn, opts, 'returnWeights', false);
-  const window = optInt(fn, opts, 'window', 0, 0, MAX_DIM, ' (0 = no window)');
-  const scale = checkScale(fn, opts.scale, got);
   const backend = opts.backend ?? 'auto';
   if (!BACKENDS.includes(backend as Backend)) {
     throw new Error(`${fn}: options.backend must be one of ${BACKENDS.map((b) => `'${b}'`).join(', ')}, got ${describe(backend)}`);
   }
-  const mask = checkMask(fn, 'options.attnMask', opts.attnMask, [B, H, Lq, Lk], got);
-  const lead = q.shape.slice(0, rank - 2);
+  const described = describeAttention(
+    fn, { B, H, Hkv, Lq, Lk, D, Dv }, q.data as Float32Array, opts, got, q.shape.slice(0, rank - 2),
+  );
   return {
     backend: backend as Backend,
-    problem: {
-      B, H, Hkv, Lq, Lk, D, Dv,
-      query: q.data as Float32Array, key: k.data as Float32Array, value: v.data as Float32Array,
-      boolMask: mask.bool, floatMask: mask.float,
-      causal, window, returnWeights,
-      scale: scale ?? 1 / Math.sqrt(D),
-      scaleGiven: scale !== undefined,
-      outputShape: [...lead, Lq, Dv],
-      weightsShape: [...lead, Lq, Lk],
-    },
+    problem: { ...described, key: k.data as Float32Array, value: v.data as Float32Array },
   };
 }
 
-function toResult(p: AttentionProblem, out: AttentionOutput): AttentionResult {
+/** Wraps a backend's arrays as Tensors of the query's rank. */
+export function toResult(p: AttentionQuery, out: AttentionOutput): AttentionResult {
   const result: AttentionResult = { output: new Tensor(out.output, p.outputShape) };
   if (p.returnWeights && out.weights) result.weights = new Tensor(out.weights, p.weightsShape);
   return result;
@@ -163,7 +181,6 @@ export function scaledDotProductAttentionSync(
 ): AttentionResult {
   const fn = 'scaledDotProductAttentionSync';
   const { problem, backend } = prepareAttention(fn, query, key, value, options);
-  if (backend === 'webgpu') throw new Error(`${fn}: options.backend 'webgpu' is asynchronous; use scaledDotProductAttention`);
-  return toResult(problem, runWasmAttention(fn, requireModule(fn), problem));
+  return toResult(problem, dispatchAttentionSync(fn, problem, backend));
 }
 

@@ -1,12 +1,26 @@
-/** Runtime settings: which wasm build to load, how many threads, where the files are. */
+/**
+ * Runtime settings (which wasm build, how many threads, where the files are, when WebGPU
+ * takes over) and what was loaded. A leaf: it imports no backend; the backends read it, and
+ * the wasm loader and the dispatcher write its read-only state.
+ */
 import { describe } from './errors.js';
-import { callThreads, loadedVariant } from './wasm.js';
-import { webgpuConfig } from './webgpu/index.js';
 
 /** The three wasm builds: plain wasm, SIMD128, SIMD128 + pthreads. */
 export type Variant = 'scalar' | 'simd' | 'simd-threads';
 
+/** Where an attention call ran. */
+export type RanOn = 'wasm' | 'webgpu';
+
 const VARIANTS: readonly string[] = ['auto', 'scalar', 'simd', 'simd-threads'];
+
+/**
+ * backend 'auto' runs on WebGPU when B*H*Lq*Lk*(D+Dv) exceeds this and a hardware adapter
+ * works here. 2^25 multiply-adds (B=1, H=8, D=Dv=64: L=256 goes to WebGPU, L=128 stays on
+ * WASM): a WebGPU call costs ~0.5-2 ms of fixed overhead (uploads, a submit, a readback) on
+ * hardware adapters, and WASM SIMD takes ~1-20 ms for 2^25 multiply-adds. An estimate to be
+ * confirmed on a real GPU (bench/webgpu/README.md).
+ */
+export const WEBGPU_THRESHOLD = 2 ** 25;
 
 function defaultThreads(): number {
   const hc = (globalThis as { navigator?: { hardwareConcurrency?: number } }).navigator?.hardwareConcurrency;
@@ -44,21 +58,36 @@ export interface Env {
    * (`'https://cdn.example/qkv/dist/wasm/'`) or a map from file name (`'qkv-simd.wasm'`) to URL.
    */
   wasmPaths: string | Record<string, string> | undefined;
-  /**
-   * backend 'auto' sends a call to WebGPU when its work B*H*Lq*Lk*(D+Dv) exceeds this (and a
-   * hardware adapter works); Infinity = never. See web/lib/webgpu/.
-   */
+  /** backend 'auto' sends a call to WebGPU when its work B*H*Lq*Lk*(D+Dv) exceeds this; Infinity = never. */
   webgpuThreshold: number;
+  /**
+   * Let backend 'auto' use a software WebGPU adapter (SwiftShader, llvmpipe, WARP); off by
+   * default because those are 10-40x slower than WASM. backend 'webgpu' uses whatever adapter
+   * there is regardless.
+   */
+  webgpuUseSoftwareAdapter: boolean;
   /** The build that is loaded, or null before the first load. */
   readonly loadedVariant: Variant | null;
   /** Threads a call uses now (1 unless the threads build is loaded). */
   readonly threads: number;
+  /** Where the last finished attention call ran, or null before any. */
+  readonly lastBackend: RanOn | null;
 }
+
+/** What the wasm loader and the dispatcher report (written only by them). @internal */
+export const runtime = {
+  loadedVariant: null as Variant | null,
+  /** pthread workers of the loaded module (0 without threads) */
+  poolSize: 0,
+  lastBackend: null as RanOn | null,
+};
 
 class EnvImpl implements Env {
   #variant: 'auto' | Variant = 'auto';
   #numThreads = defaultThreads();
   #wasmPaths: string | Record<string, string> | undefined = undefined;
+  #webgpuThreshold = WEBGPU_THRESHOLD;
+  #webgpuUseSoftwareAdapter = false;
 
   get variant(): 'auto' | Variant {
     return this.#variant;
@@ -91,21 +120,34 @@ class EnvImpl implements Env {
   }
 
   get webgpuThreshold(): number {
-    return webgpuConfig.threshold;
+    return this.#webgpuThreshold;
   }
   set webgpuThreshold(n: number) {
     if (typeof n !== 'number' || Number.isNaN(n) || n < 0) {
       throw new Error(`env.webgpuThreshold: must be a number >= 0 (Infinity = never WebGPU), got ${describe(n)}`);
     }
-    webgpuConfig.threshold = n;
+    this.#webgpuThreshold = n;
+  }
+
+  get webgpuUseSoftwareAdapter(): boolean {
+    return this.#webgpuUseSoftwareAdapter;
+  }
+  set webgpuUseSoftwareAdapter(on: boolean) {
+    if (typeof on !== 'boolean') throw new Error(`env.webgpuUseSoftwareAdapter: must be a boolean, got ${describe(on)}`);
+    this.#webgpuUseSoftwareAdapter = on;
   }
 
   get loadedVariant(): Variant | null {
-    return loadedVariant();
+    return runtime.loadedVariant;
   }
 
   get threads(): number {
-    return callThreads();
+    if (runtime.loadedVariant !== 'simd-threads') return 1;
+    return Math.max(1, Math.min(this.#numThreads, runtime.poolSize + 1));
+  }
+
+  get lastBackend(): RanOn | null {
+    return runtime.lastBackend;
   }
 }
 

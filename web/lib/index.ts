@@ -9,9 +9,9 @@
  *
  * @packageDocumentation
  */
-import { env, type Variant } from './env.js';
+import { env, type Env, type Variant } from './env.js';
 import { liveCount, releaseAll } from './lifetime.js';
-import { getModule, loadModule, releaseModule } from './wasm.js';
+import { getModule, loadModule, releaseModule } from './wasm/loader.js';
 
 export { Tensor, type DType, type TensorData } from './tensor.js';
 export {
@@ -21,14 +21,14 @@ export {
 export { lastBackend, type Backend } from './backend.js';
 export { webgpuAvailable, WebGPUUnavailableError, WebGPUDeviceLostError, WebGPULimitError } from './webgpu/index.js';
 export {
-  loadModel, GPT2Model, ByteTokenizer, BpeTokenizer,
+  loadModel, GPT2Model, ByteTokenizer, BpeTokenizer, bytesToUnicode, GPT2_PATTERN,
   type GPT2Config, type ModelFiles, type ModelSource, type ForwardOptions, type ForwardResult, type QueriesKeys,
   type GenerateOptions, type GenerationStep, type Tokenizer,
 } from './model/index.js';
 export { MultiHeadAttention, type MultiHeadAttentionOptions, type MultiHeadAttentionWeights,
   type MultiHeadAttentionForwardOptions, type Weight } from './mha.js';
 export { KVCache, type KVCacheOptions, type KVCacheAttendOptions } from './kvcache.js';
-export { env, type Env, type Variant } from './env.js';
+export { env, WEBGPU_THRESHOLD, type Env, type RanOn, type Variant } from './env.js';
 
 /** What {@link init} loaded. */
 export interface InitResult {
@@ -76,4 +76,3 @@ export function dispose(): void {
   releaseModule();
 }
 
-import type { Env } from './env.js';

@@ -1,13 +1,13 @@
 /** KVCache: keys and values stored in wasm memory for incremental decoding. */
-import { checkMask, checkScale, type AttentionResult } from './attention.js';
+import { describeAttention, toResult, type AttentionResult } from './attention.js';
 import { describe, fmtBytes, fmtShape } from './errors.js';
 import { release, track, type Tracked } from './lifetime.js';
-import { Tensor } from './tensor.js';
-import { checkOptions, checkTensor, optBool, optInt, pad4, MAX_DIM } from './validate.js';
-import {
-  HeapScope, MAX_HEAP_BYTES, callThreads, loadModule, requireModule, wasmError,
-  type QkvModule, type WasmAttentionArgs, type WasmKVCache,
-} from './wasm.js';
+import type { Tensor } from './tensor.js';
+import { checkOptions, checkTensor, optInt, MAX_DIM } from './validate.js';
+import { runWasmAttention } from './wasm/attention.js';
+import { HeapScope, MAX_HEAP_BYTES, wasmError } from './wasm/heap.js';
+import { loadModule, requireModule } from './wasm/loader.js';
+import type { QkvModule, WasmKVCache } from './wasm/module.js';
 
 /** Sizes of a {@link KVCache}. */
 export interface KVCacheOptions {
@@ -33,7 +33,7 @@ export interface KVCacheAttendOptions {
   window?: number;
   /** Default 1 / sqrt(D). */
   scale?: number;
-  /** Accepted for symmetry with scaledDotProductAttention; the cache always allows H % Hkv == 0. */
+  /** Grouped-query attention, as in scaledDotProductAttention: needed when the query has more heads than the cache (H % Hkv == 0). */
   enableGqa?: boolean;
   /** Also return the weights [B, H, Lq, length]. */
   returnWeights?: boolean;
@@ -177,40 +177,9 @@ export class KVCache {
     const [B, H, Lq] = q.shape;
     if (H % this.numKvHeads !== 0) throw new Error(`${fn}: query heads (${H}) must be a multiple of the cache's kv heads (${this.numKvHeads}) (${got})`);
     if (Lk === 0) throw new Error(`${fn}: the cache is empty; append keys and values first (${got})`);
-    const causal = optBool(fn, o, 'isCausal', false);
-    optBool(fn, o, 'enableGqa', true);
-    const returnWeights = optBool(fn, o, 'returnWeights', false);
-    const window = optInt(fn, o, 'window', 0, 0, MAX_DIM, ' (0 = no window)');
-    const scale = checkScale(fn, o.scale, got);
-    const mask = checkMask(fn, 'options.attnMask', o.attnMask, [B, H, Lq, Lk], got);
-    const outN = B * H * Lq * this.valueDim;
-    const wN = B * H * Lq * Lk;
-    if (4 * (q.data.length + outN + (returnWeights ? wN : 0)) > MAX_HEAP_BYTES) {
-      throw new RangeError(`${fn}: the call needs more than the ${fmtBytes(MAX_HEAP_BYTES)} the wasm heap holds (${got})`);
-    }
-    const args: WasmAttentionArgs = {
-      B, H, Hkv: this.numKvHeads, Lq, Lk, D: this.headDim, Dv: this.valueDim,
-      query: 0, key: 0, value: 0, output: 0, weights: 0,
-      scale: scale ?? NaN, causal, window,
-      boolMask: 0, boolMaskDims: mask.bool?.dims ?? [1, 1, 1, 1],
-      floatMask: 0, floatMaskDims: mask.float?.dims ?? [1, 1, 1, 1],
-      threads: callThreads(), reference: false,
-    };
-    const heap = new HeapScope(this.#m, fn);
-    try {
-      args.query = heap.f32(q.data as Float32Array, 'query');
-      args.output = heap.alloc(outN * 4, 'output');
-      if (returnWeights) args.weights = heap.alloc(wN * 4, 'weights');
-      if (mask.bool) args.boolMask = heap.u8(mask.bool.data, 'attnMask');
-      if (mask.float) args.floatMask = heap.f32(mask.float.data, 'attnMask');
-      const err = c.attend(args);
-      if (err) throw wasmError(fn, err);
-      const result: AttentionResult = { output: new Tensor(heap.read(args.output, outN), [B, H, Lq, this.valueDim]) };
-      if (returnWeights) result.weights = new Tensor(heap.read(args.weights, wN), [B, H, Lq, Lk]);
-      return result;
-    } finally {
-      heap.free();
-    }
+    const sizes = { B, H, Hkv: this.numKvHeads, Lq, Lk, D: this.headDim, Dv: this.valueDim };
+    const call = describeAttention(fn, sizes, q.data as Float32Array, o, got, [B, H]);
+    return toResult(call, runWasmAttention(fn, this.#m, call, { cache: c }));
   }
 
   /** Frees the cache's wasm memory (idempotent). */

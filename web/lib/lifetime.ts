@@ -3,7 +3,7 @@
  * `dispose()` frees at once; a FinalizationRegistry frees what users forget once the
  * owner is garbage-collected; the top-level `dispose()` frees everything and unloads.
  */
-import type { EmbindHandle } from './wasm.js';
+import type { EmbindHandle } from './wasm/module.js';
 
 /** One tracked handle. */
 export interface Tracked<H extends EmbindHandle = EmbindHandle> {

@@ -4,10 +4,9 @@ import { describe, fmtBytes, fmtShape } from './errors.js';
 import { release, track, type Tracked } from './lifetime.js';
 import { Tensor } from './tensor.js';
 import { checkOptions, checkTensor, optBool, MAX_DIM } from './validate.js';
-import {
-  HeapScope, MAX_HEAP_BYTES, callThreads, loadModule, requireModule, wasmError,
-  type QkvModule, type WasmMhaArgs, type WasmMultiHeadAttention,
-} from './wasm.js';
+import { HeapScope, MAX_HEAP_BYTES, wasmError } from './wasm/heap.js';
+import { callThreads, loadModule, requireModule } from './wasm/loader.js';
+import type { QkvModule, WasmMhaArgs, WasmMultiHeadAttention } from './wasm/module.js';
 
 /** A weight: a Float32Array (row-major) or a float32 Tensor of the expected shape. */
 export type Weight = Float32Array | Tensor;

@@ -1,4 +1,7 @@
-/** The validated form of an attention call that every backend receives. */
+/**
+ * The one validated description of an attention call: what attention.ts and kvcache.ts
+ * produce and what every backend (wasm/attention.ts, webgpu/runner.ts) takes.
+ */
 
 /** A mask in the kernels' form: row-major data with 4 dims, each the full size or 1. */
 export interface MaskArg<T> {
@@ -7,30 +10,39 @@ export interface MaskArg<T> {
 }
 
 /**
- * One validated attention problem: what every backend receives. Sizes are >= 1;
- * masks are already broadcast-checked against [B, H, Lq, Lk].
+ * An attention call without its keys and values: sizes (all >= 1), the queries, masks
+ * already broadcast-checked against [B, H, Lq, Lk], and the options with defaults resolved.
+ * A KV cache supplies the keys and values itself.
  */
-export interface AttentionProblem {
+export interface AttentionQuery {
   B: number; H: number; Hkv: number; Lq: number; Lk: number; D: number; Dv: number;
-  query: Float32Array; key: Float32Array; value: Float32Array;
+  /** [B, H, Lq, D] */
+  query: Float32Array;
   boolMask?: MaskArg<Uint8Array>;
   floatMask?: MaskArg<Float32Array>;
   causal: boolean;
   /** 0 = no window. */
   window: number;
-  /** The scale to use (default resolved to 1 / sqrt(D)). */
+  /** The scale to use: the caller's, or 1 / sqrt(D) (decided here once, for every backend). */
   scale: number;
-  /** Whether the caller gave the scale (the wasm path lets C++ resolve the default). */
-  scaleGiven: boolean;
   returnWeights: boolean;
   /** Shapes of the results (the query's rank). */
   outputShape: number[];
   weightsShape: number[];
 }
 
-/** What a backend returns. */
-export interface AttentionOutput {
-  output: Float32Array;
-  weights?: Float32Array;
+/** A whole attention call: the queries' description plus the keys and values. */
+export interface AttentionProblem extends AttentionQuery {
+  /** [B, Hkv, Lk, D] */
+  key: Float32Array;
+  /** [B, Hkv, Lk, Dv] */
+  value: Float32Array;
 }
 
+/** What a backend returns. */
+export interface AttentionOutput {
+  /** [B, H, Lq, Dv] */
+  output: Float32Array;
+  /** [B, H, Lq, Lk] with returnWeights */
+  weights?: Float32Array;
+}

@@ -5,23 +5,18 @@ import { makeCase, maxAbsDiff } from './cases.js';
 const DIST = globalThis.QKV_DIST ?? '/dist';
 export const qkv = await import(`${DIST}/index.js`);
 export const gpu = await import(`${DIST}/webgpu/index.js`);
-export const backend = await import(`${DIST}/backend.js`);
 
-/** Where the last call ran: env.lastBackend when the package has it, else backend.ts's lastBackend(). */
-export function lastBackend() {
-  return 'lastBackend' in qkv.env ? qkv.env.lastBackend : backend.lastBackend();
-}
+/** Where the last call ran ('wasm' | 'webgpu'). */
+export const lastBackend = () => qkv.env.lastBackend;
 
-/** Sets the 'auto' threshold: env.webgpuThreshold when the package has it, else webgpuConfig. */
+/** Sets the size above which 'auto' uses WebGPU. */
 export function setThreshold(t) {
-  if ('webgpuThreshold' in qkv.env) qkv.env.webgpuThreshold = t;
-  else gpu.webgpuConfig.threshold = t;
+  qkv.env.webgpuThreshold = t;
 }
 
 /** Lets 'auto' use a software adapter (SwiftShader here), which it avoids by default. */
 export function allowSoftware(on) {
-  if ('webgpuUseSoftwareAdapter' in qkv.env) qkv.env.webgpuUseSoftwareAdapter = on;
-  else gpu.webgpuConfig.useSoftwareAdapter = on;
+  qkv.env.webgpuUseSoftwareAdapter = on;
 }
 
 /** The public-API arguments of a case from cases.js. */

@@ -89,7 +89,7 @@ export async function fuzz(qkv, { calls = 10000, seed = 1234, warmup = 300 } = {
       try {
         const n = int(1, cap);
         c.append(f([1, Hkv, n, D]), f([1, Hkv, n, D]));
-        const res = await c.attend(f([1, Hkv * int(1, 2), int(1, n), D]), { isCausal: r() < 0.5, returnWeights: true });
+        const res = await c.attend(f([1, Hkv * int(1, 2), int(1, n), D]), { isCausal: r() < 0.5, returnWeights: true, enableGqa: true });
         checkResult('kv', res, true);
         try { c.append(f([1, Hkv, cap, D]), f([1, Hkv, cap, D])); problem('kv', 'over-capacity append accepted'); } catch (e) { if (!(e instanceof RangeError)) throw e; }
       } finally {

@@ -1,89 +1,39 @@
-// The one place the demo meets the qkv library (dist/, built from web/lib/). The model page
-// runs only qkv's model (loadModel, forward, generate, its tokenizer): when the library does not
-// load, the page says why. The playground's single-head attention uses
-// qkv.scaledDotProductAttention and, while the library is not built, the demo's TypeScript
-// reference maths (math.ts); backendName() says which is in use.
-import { attention, mat, type MaskSpec } from './math';
+// The one place the demo meets the qkv library: the package's public API (`qkv`, resolved to
+// dist/ by vite.config.ts and tsconfig.json), its types included. The model page runs only
+// qkv's model (loadModel, forward, generate, its tokenizer) and the playground only qkv's
+// scaledDotProductAttention: when the library fails, the pages say so (there is no second
+// implementation to fall back to).
+import * as qkv from 'qkv';
+import type { GPT2Config, GPT2Model, Tensor } from 'qkv';
+import type { MaskSpec } from './math';
 
-/** The parts of the qkv API (DESIGN.md) the demo uses. */
-export interface QkvTensor { data: Float32Array | Uint8Array; shape: number[]; dispose?(): void }
-export interface QkvLib {
-  Tensor: new (data: Float32Array | Uint8Array, shape: number[]) => QkvTensor;
-  scaledDotProductAttention(q: QkvTensor, k: QkvTensor, v: QkvTensor, options?: Record<string, unknown>):
-    Promise<{ output: QkvTensor; weights?: QkvTensor }>;
-  loadModel?(source: unknown, options?: Record<string, unknown>): Promise<unknown>;
-  env?: Record<string, unknown>;
-  [name: string]: unknown;
-}
+export { qkv };
+export type { GPT2Config };
 
-// import.meta.glob: an empty map (not a build error) while the library is not built yet.
-// dist/index.js is preferred: its wasm files sit next to it (dist/wasm/), where it looks for them.
-const libModules = { ...import.meta.glob('../../../dist/index.js') };
-const modelModules = { ...import.meta.glob('../../../dist/model/index.js') };
-/** dist/model/index.js, for a build whose index.js does not re-export loadModel yet. */
-const modelModule = async (): Promise<Record<string, unknown> | null> => {
-  const load = Object.values(modelModules)[0];
-  return load ? (load() as Promise<Record<string, unknown>>).catch(() => null) : null;
-};
-let libPromise: Promise<QkvLib | null> | null = null;
-let libError: string | null = null;
-
-/** The qkv library, or null when it is not available (libStatus() says why). */
-export function getLib(): Promise<QkvLib | null> {
-  if (!libPromise) {
-    const load = Object.values(libModules)[0];
-    libPromise = !load
-      ? Promise.resolve(((libError = 'web/lib/index.ts not found'), null))
-      : load().then(
-          (m) => m as QkvLib,
-          (e: unknown) => ((libError = `qkv failed to load: ${(e as Error)?.message ?? e}`), null),
-        );
-  }
-  return libPromise;
-}
-export const libStatus = (): string | null => libError;
-
-/** A short description of the attention backend, e.g. "qkv wasm (simd-threads)". */
-export async function backendName(): Promise<string> {
-  const lib = await getLib();
-  if (!lib) return 'TypeScript reference (qkv library not loaded)';
-  const env = (lib.env ?? {}) as Record<string, unknown>;
-  const variant = env.loadedVariant ?? env.variant;
-  const threads = Number(env.threads ?? 1);
-  return `qkv wasm ${variant ? String(variant) : ''}${threads > 1 ? ` × ${threads} threads` : ''}`.trim();
+/** A short description of the attention backend, e.g. "qkv wasm simd-threads × 2 threads". */
+export function backendName(): string {
+  const variant = qkv.env.loadedVariant ?? qkv.env.variant;
+  const threads = qkv.env.threads;
+  return `qkv wasm ${variant}${threads > 1 ? ` × ${threads} threads` : ''}`;
 }
 
 export interface SdpaOut { output: Float32Array; weights: Float32Array; backend: string }
 
 /**
- * Single-head attention over [L, D] matrices with the playground's masks; uses
- * qkv.scaledDotProductAttention when available (padding becomes a bool attnMask over keys).
+ * Single-head attention over [L, D] matrices with the playground's masks, through
+ * qkv.scaledDotProductAttention (padding becomes a bool attnMask over keys). Rejects with
+ * qkv's Error when the library fails.
  */
 export async function sdpa(q: Float32Array, k: Float32Array, v: Float32Array, L: number, D: number, Dv: number,
                            scale: number, spec: MaskSpec): Promise<SdpaOut> {
-  const lib = await getLib();
-  if (lib) {
-    try {
-      const T = lib.Tensor;
-      const opts: Record<string, unknown> = { scale, returnWeights: true, backend: 'wasm' };
-      if (spec.kind !== 'bidirectional') opts.isCausal = true;
-      if (spec.kind === 'window') opts.window = spec.window;
-      const tensors: QkvTensor[] = [new T(q, [1, 1, L, D]), new T(k, [1, 1, L, D]), new T(v, [1, 1, L, Dv])];
-      if (spec.padded.some(Boolean)) {
-        opts.attnMask = new T(Uint8Array.from(spec.padded, (p) => (p ? 0 : 1)), [1, 1, 1, L]);
-        tensors.push(opts.attnMask as QkvTensor);
-      }
-      const r = await lib.scaledDotProductAttention(tensors[0], tensors[1], tensors[2], opts);
-      const out = { output: Float32Array.from(r.output.data as Float32Array), weights: Float32Array.from(r.weights!.data as Float32Array), backend: await backendName() };
-      r.output.dispose?.(); r.weights?.dispose?.();
-      tensors.forEach((t) => t.dispose?.());
-      return out;
-    } catch (e) {
-      libError = `scaledDotProductAttention failed: ${(e as Error).message}`;
-    }
-  }
-  const r = attention(mat(L, D, q), mat(L, D, k), mat(L, Dv, v), scale, spec);
-  return { output: r.output.data, weights: r.weights.data, backend: 'TypeScript reference' };
+  const opts: qkv.AttentionOptions = { scale, returnWeights: true, backend: 'wasm' };
+  if (spec.kind !== 'bidirectional') opts.isCausal = true;
+  if (spec.kind === 'window') opts.window = spec.window;
+  if (spec.padded.some(Boolean)) opts.attnMask = new qkv.Tensor(Uint8Array.from(spec.padded, (p) => (p ? 0 : 1)), [1, 1, 1, L]);
+  const r = await qkv.scaledDotProductAttention(
+    new qkv.Tensor(q, [1, 1, L, D]), new qkv.Tensor(k, [1, 1, L, D]), new qkv.Tensor(v, [1, 1, L, Dv]), opts,
+  );
+  return { output: r.output.data as Float32Array, weights: r.weights!.data as Float32Array, backend: backendName() };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -93,12 +43,6 @@ export async function sdpa(q: Float32Array, k: Float32Array, v: Float32Array, L:
 /** A message about the dropped files themselves (which file is which), before qkv sees them. */
 export class CheckpointError extends Error {}
 export type Progress = (fraction: number | null, what: string) => void;
-
-/** config.json of a GPT-2-family model, as qkv's model.config gives it. */
-export interface GPT2Config {
-  n_layer: number; n_head: number; n_embd: number; n_positions: number; vocab_size: number;
-  [key: string]: unknown;
-}
 
 /** The demo's view of the model's tokenizer: qkv's, plus how one token looks on its own. */
 export interface Tokenizer {
@@ -137,51 +81,26 @@ export interface GenStep { token: number; index: number; position: number; rows:
 /** A dropped checkpoint, as qkv's loadModel takes it ({ config, weights, vocab?, merges? }) plus a name. */
 export interface CheckpointFiles { config: string; weights?: ArrayBuffer; vocab?: string; merges?: string; name: string }
 
-/** qkv's model object (web/lib/model/model.ts). */
-interface QkvTokenizer {
-  encode(text: string): number[];
-  decode(ids: ArrayLike<number>): string;
-  decodeBytes(ids: ArrayLike<number>): Uint8Array;
-}
-interface QkvModel {
-  config: GPT2Config;
-  tokenizer: QkvTokenizer;
-  forward(ids: number[], opts?: { outputAttentions?: boolean; outputQueriesKeys?: boolean }): Promise<{
-    logits: QkvTensor; attentions?: QkvTensor[]; queriesKeys?: { queries: QkvTensor; keys: QkvTensor }[];
-  }>;
-  generate(ids: number[], opts: Record<string, unknown>):
-    AsyncGenerator<{ token: number; index: number; position: number; attentions?: QkvTensor[] }, void, undefined>;
-  dispose(): void;
-}
-type LoadModel = (source: unknown) => Promise<QkvModel>;
-
-/** qkv's loadModel; throws with the reason when the library is not available. */
-async function qkvLoadModel(): Promise<LoadModel> {
-  const lib = await getLib();
-  if (!lib) throw new Error(`the qkv library is not available (${libStatus() ?? 'unknown reason'}); build it with \`npm run build\``);
-  const load = (lib.loadModel ?? (await modelModule())?.loadModel) as LoadModel | undefined;
-  if (!load) throw new Error('this build of the qkv library has no loadModel; rebuild it with `npm run build`');
-  return load;
-}
+/** qkv's loadModel, with the library's own Error when it fails. */
+const loadModel = (source: qkv.ModelSource): Promise<GPT2Model> => qkv.loadModel(source);
 
 /** Loads a model folder (config.json, model.safetensors [+ vocab.json, merges.txt]) by URL with qkv. */
 export async function loadModelFromUrl(base: string, onProgress: Progress): Promise<DemoModel> {
-  const loadModel = await qkvLoadModel();
   const url = new URL(base, location.href);
   onProgress(null, `loading ${base} with qkv`);
   const m = await loadModel(url.href);
-  return demoModel(m, base.replace(/\/$/, '').split('/').pop() || base, await backendName());
+  return demoModel(m, base.replace(/\/$/, '').split('/').pop() || base, backendName());
 }
 
 /** Loads dropped checkpoint files with qkv: its loader checks them, and its Error says what is wrong. */
 export async function loadModelFromFiles(files: CheckpointFiles, onProgress: Progress): Promise<DemoModel> {
-  const loadModel = await qkvLoadModel();
   onProgress(null, 'loading into qkv');
-  const source: Record<string, unknown> = { config: files.config, weights: files.weights };
+  // qkv checks config.json first, then the weights (a missing file is its Error too)
+  const source = { config: files.config, weights: files.weights } as qkv.ModelFiles;
   if (files.vocab !== undefined) source.vocab = files.vocab;
   if (files.merges !== undefined) source.merges = files.merges;
   const m = await loadModel(source);
-  return demoModel(m, files.name, await backendName());
+  return demoModel(m, files.name, backendName());
 }
 
 /** Reads a File with progress (bytes / size). */
@@ -224,7 +143,7 @@ export async function readDroppedFiles(files: File[], onProgress: Progress): Pro
 }
 
 /** Splits [1, H, L, L] tensors into attn[layer][head][q] rows (views, no copy). */
-export function splitAttentions(ts: QkvTensor[]): Float32Array[][][] {
+export function splitAttentions(ts: { data: Tensor['data']; shape: readonly number[] }[]): Float32Array[][][] {
   return ts.map((t) => {
     const [, H, L, Lk] = t.shape;
     const d = t.data as Float32Array;
@@ -233,14 +152,14 @@ export function splitAttentions(ts: QkvTensor[]): Float32Array[][][] {
 }
 
 /** Splits a [1, H, L, D] tensor into one Float32Array(L * D) per head (copies). */
-function splitHeads(t: QkvTensor): Float32Array[] {
+function splitHeads(t: Tensor): Float32Array[] {
   const [, H, L, D] = t.shape;
   const d = t.data as Float32Array;
   return Array.from({ length: H }, (_h, h) => d.slice(h * L * D, (h + 1) * L * D));
 }
 
 /** How one token looks on its own: its bytes as UTF-8, or \xNN for bytes that are not whole characters. */
-function tokenTextOf(tok: QkvTokenizer): (id: number) => string {
+function tokenTextOf(tok: qkv.Tokenizer): (id: number) => string {
   const utf8 = new TextDecoder('utf-8', { fatal: true });
   return (id) => {
     const bytes = tok.decodeBytes([id]);
@@ -252,10 +171,10 @@ function tokenTextOf(tok: QkvTokenizer): (id: number) => string {
   };
 }
 
-function demoModel(m: QkvModel, name: string, backend: string): DemoModel {
+function demoModel(m: GPT2Model, name: string, backend: string): DemoModel {
   const config = m.config;
   const V = config.vocab_size;
-  const copy = (t: QkvTensor) => Float32Array.from(t.data as Float32Array);
+  const copy = (t: Tensor) => Float32Array.from(t.data as Float32Array);
   const tokenizer: Tokenizer = {
     encode: (text) => m.tokenizer.encode(text),
     decode: (ids) => m.tokenizer.decode(ids),

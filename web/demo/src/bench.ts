@@ -1,13 +1,13 @@
 // Benchmark page: times scaledDotProductAttention in this tab on each backend (wasm scalar,
 // SIMD, SIMD + threads, WebGPU), L doubling up to the chosen maximum; log-log plot of time vs L
 // with an L² guide and the WebGPU crossover, the memory of naive vs tiled attention, and the
-// environment. Without the library it times the TypeScript reference so the page still works.
+// environment.
 import './style.css';
 import * as d3 from 'd3';
 import * as Plot from '@observablehq/plot';
 import { $, download, fmt, message, progress, yieldToEvents } from './ui';
-import { getLib, libStatus, type QkvLib, type QkvTensor } from './api';
-import { attention, mat, randn, rng } from './math';
+import { qkv } from './api';
+import { randn, rng } from './math';
 
 interface Backend {
   id: string;
@@ -44,17 +44,12 @@ async function gpuAdapter(): Promise<{ ok: boolean; text: string }> {
   } catch (e) { return { ok: false, text: `requestAdapter failed: ${(e as Error).message}` }; }
 }
 
-function libBackends(lib: QkvLib, gpu: boolean): Backend[] {
-  const init = lib.init as (o: Record<string, unknown>) => Promise<{ variant: string; threads: number }>;
-  const dispose = lib.dispose as () => void;
-  const T = lib.Tensor;
-  const call = async (q: Float32Array, k: Float32Array, v: Float32Array, H: number, L: number, D: number, causal: boolean, backend: string) => {
-    const ts: QkvTensor[] = [new T(q, [1, H, L, D]), new T(k, [1, H, L, D]), new T(v, [1, H, L, D])];
-    const r = await lib.scaledDotProductAttention(ts[0], ts[1], ts[2], { isCausal: causal, backend });
-    r.output.dispose?.();
-    ts.forEach((t) => t.dispose?.());
+function libBackends(gpu: boolean): Backend[] {
+  const { init, dispose, Tensor: T } = qkv;
+  const call = async (q: Float32Array, k: Float32Array, v: Float32Array, H: number, L: number, D: number, causal: boolean, backend: qkv.Backend) => {
+    await qkv.scaledDotProductAttention(new T(q, [1, H, L, D]), new T(k, [1, H, L, D]), new T(v, [1, H, L, D]), { isCausal: causal, backend });
   };
-  const wasm = (id: string, label: string, variant: string, threads: number, available: boolean, why?: string): Backend => ({
+  const wasm = (id: string, label: string, variant: qkv.Variant, threads: number, available: boolean, why?: string): Backend => ({
     id, label, available, why,
     async prepare() { dispose(); const r = await init({ variant, numThreads: threads }); return `${r.variant}, ${r.threads} thread${r.threads > 1 ? 's' : ''}`; },
     run: (q, k, v, H, L, D, c) => call(q, k, v, H, L, D, c, 'wasm'),
@@ -74,26 +69,14 @@ function libBackends(lib: QkvLib, gpu: boolean): Backend[] {
   ];
 }
 
-const tsBackend: Backend = {
-  id: 'ts', label: 'TypeScript reference', available: true,
-  async prepare() { return 'plain loops'; },
-  async run(q, k, v, H, L, D, causal) {
-    for (let h = 0; h < H; h++) {
-      const s = (x: Float32Array) => mat(L, D, x.subarray(h * L * D, (h + 1) * L * D));
-      attention(s(q), s(k), s(v), 1 / Math.sqrt(D), { kind: causal ? 'causal' : 'bidirectional', window: 0, padded: [] });
-    }
-  },
-};
-
-async function showEnv(): Promise<{ lib: QkvLib | null; gpu: boolean }> {
-  const [lib, gpu] = await Promise.all([getLib(), gpuAdapter()]);
+async function showEnv(): Promise<{ gpu: boolean }> {
+  const gpu = await gpuAdapter();
   envInfo = {
     crossOriginIsolated: String(crossOriginIsolated),
     'hardware threads': String(hc),
     'WebAssembly SIMD': simdSupported() ? 'yes' : 'no',
     SharedArrayBuffer: typeof SharedArrayBuffer === 'function' ? 'yes' : 'no',
     'WebGPU adapter': gpu.text,
-    'qkv library': lib ? 'loaded' : (libStatus() ?? 'not loaded') + ' — timing the TypeScript reference instead',
     'user agent': navigator.userAgent,
   };
   const dl = $('#env');
@@ -102,7 +85,7 @@ async function showEnv(): Promise<{ lib: QkvLib | null; gpu: boolean }> {
     const dd = document.createElement('dd'); dd.textContent = v; dd.dataset.key = k;
     return [dt, dd];
   }));
-  return { lib, gpu: gpu.ok };
+  return { gpu: gpu.ok };
 }
 
 function renderBackendChoices(backends: Backend[]): void {
@@ -248,9 +231,8 @@ function renderMemory(): void {
 
 async function main(): Promise<void> {
   renderMemory();
-  const { lib, gpu } = await showEnv();
-  const backends = lib ? libBackends(lib, gpu) : [tsBackend];
-  if (!lib) $<HTMLSelectElement>('#maxl').value = '1024';
+  const { gpu } = await showEnv();
+  const backends = libBackends(gpu);
   renderBackendChoices(backends);
   $('#run').addEventListener('click', () => void runBench(backends));
   $('#stop').addEventListener('click', () => { stop = true; });

@@ -27,7 +27,11 @@ const st = {
   generating: false,
   stopRequested: false,
   qkPending: false,
+  /** Bumped by every generation: a prompt analysis started before it must not draw after it. */
+  epoch: 0,
 };
+/** The debounced prompt analysis waiting to run (0 = none). */
+let promptTimer = 0;
 
 const headView = new HeadView($('#headview'), (q) => { st.query = q; st.neuronKey = -1; renderControls(); headView.update(viewState()); });
 const modelView = new ModelView($('#thumbs'), $('#heatmap'), (s) => { st.sel = s; st.layer = s.layer; render(); });
@@ -160,6 +164,7 @@ function renderOutput(ids: number[], promptLength: number): void {
 
 async function useModel(model: DemoModel): Promise<void> {
   st.model?.dispose();
+  st.epoch++;
   st.model = model;
   st.data = null;
   st.layer = 0; st.sel = { layer: 0, head: 0 }; st.query = -1; st.neuronKey = -1;
@@ -178,7 +183,10 @@ async function analysePrompt(): Promise<void> {
   if (!m || st.generating) return;
   const ids = m.tokenizer.encode($<HTMLTextAreaElement>('#prompt').value).slice(-m.config.n_positions);
   if (!ids.length) return;
+  const epoch = st.epoch;
   const { attn } = await m.run(ids, true);
+  // a generation started meanwhile (or the model changed): its text and maps win
+  if (epoch !== st.epoch || st.generating || m !== st.model) return;
   setData(ids, ids.length, attn!);
   renderOutput(ids, ids.length);
   render();
@@ -187,6 +195,10 @@ async function analysePrompt(): Promise<void> {
 async function generate(): Promise<void> {
   const m = st.model;
   if (!m || st.generating) return;
+  // a prompt analysis still waiting for its debounce, or still running, must not redraw the
+  // prompt alone over the generated text
+  clearTimeout(promptTimer);
+  st.epoch++;
   const msg = $('#gen-msg');
   message(msg, '');
   const maxNew = Math.max(1, Math.min(1000, Math.floor(Number($<HTMLInputElement>('#max-new').value) || 20)));
@@ -297,7 +309,6 @@ function wire(): void {
   $('#generate').addEventListener('click', () => void generate());
   $('#stop').addEventListener('click', () => { st.stopRequested = true; });
   $('#prompt').addEventListener('keydown', (e) => { if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) void generate(); });
-  let promptTimer = 0;
   $('#prompt').addEventListener('input', () => { clearTimeout(promptTimer); promptTimer = window.setTimeout(() => void analysePrompt(), 300); });
   const temp = $<HTMLInputElement>('#temperature');
   temp.addEventListener('input', () => { $('#temperature-out').textContent = Number(temp.value).toFixed(2); });

@@ -76,8 +76,19 @@ async function update(): Promise<void> {
   const my = ++seq;
   buildInputs();
   const L = state.words.length;
-  const r = await sdpa(Q.data, K.data, V.data, L, state.dk, DV, scaleValue(), spec);
+  let r;
+  try {
+    r = await sdpa(Q.data, K.data, V.data, L, state.dk, DV, scaleValue(), spec);
+  } catch (e) {
+    if (my !== seq) return;
+    // no silent second implementation: the page says qkv failed and why
+    const b = $('#backend');
+    b.textContent = `qkv could not compute the weights: ${(e as Error).message}`;
+    b.dataset.tone = 'error';
+    return;
+  }
   if (my !== seq) return; // a newer update superseded this one
+  delete $('#backend').dataset.tone;
   weights = r.weights; output = r.output; backend = r.backend;
   state.flashQuery = Math.min(state.flashQuery, L - 1);
   state.kvStep = Math.min(state.kvStep, L - 1);
@@ -109,7 +120,7 @@ function renderScores(): void {
   $('#rowsums').textContent = live.length ? `${d3.min(live)!.toFixed(4)} … ${d3.max(live)!.toFixed(4)}` : '–';
   const ref = attention(Q, K, V, scaleValue(), spec);
   const diff = d3.max(weights, (w, i) => Math.abs(w - ref.weights.data[i])) ?? 0;
-  $('#backend').textContent = `Weights computed by ${backend}${backend.startsWith('qkv') ? `; max |Δ| vs the TypeScript reference ${diff.toExponential(1)}` : ''}. Click a row to follow it below.`;
+  $('#backend').textContent = `Weights computed by ${backend}; max |Δ| vs the TypeScript reference ${diff.toExponential(1)}. Click a row to follow it below.`;
 }
 
 function renderEntropyChart(): void {
@@ -209,7 +220,7 @@ function renderFlash(): void {
   const dimsShown = Math.min(DV, 3);
   const head = `<thead><tr><th>after tile</th><th>keys</th><th>m</th><th>e^(m_old−m)</th><th>ℓ</th>${d3.range(dimsShown).map((d) => `<th>out[${d}]</th>`).join('')}<th>max |out − exact|</th></tr></thead>`;
   const rows = states.slice(0, s).map((st, n) => `<tr class="${n === s - 1 ? 'active' : ''}"><td>${n + 1}</td><td>${st.start}–${st.end - 1}</td><td>${fmt.num(st.m)}</td><td>${st.mPrev === -Infinity ? '–' : fmt.num(st.rescale)}</td><td>${fmt.num(st.l)}</td>${st.out.slice(0, dimsShown).map((x) => `<td>${x.toFixed(4)}</td>`).join('')}<td>${st.err.toExponential(2)}</td></tr>`);
-  const exactRow = `<tr><td colspan="5"><b>exact</b> (softmax · V from ${backend.startsWith('qkv') ? 'qkv' : 'the reference'})</td>${Array.from(exact.slice(0, dimsShown), (x) => `<td><b>${x.toFixed(4)}</b></td>`).join('')}<td></td></tr>`;
+  const exactRow = `<tr><td colspan="5"><b>exact</b> (softmax · V from qkv)</td>${Array.from(exact.slice(0, dimsShown), (x) => `<td><b>${x.toFixed(4)}</b></td>`).join('')}<td></td></tr>`;
   t.innerHTML = head + '<tbody>' + (rows.length ? rows.join('') : `<tr><td colspan="${6 + dimsShown}" class="muted">Press Step to consume the first tile.</td></tr>`) + exactRow + '</tbody>';
   const data = states.slice(0, s).map((st, n) => ({ step: n + 1, err: st.err }));
   $('#fchart').replaceChildren(Plot.plot({

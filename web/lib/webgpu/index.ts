@@ -5,48 +5,23 @@
 //                              WebGPUDeviceLostError (the next call gets a fresh device) or
 //                              WebGPULimitError (too big even split into pieces); under 'auto'
 //                              backend.ts then runs the call on WASM
-//   webgpuAutoEligible(shape)  whether 'auto' sends this problem to WebGPU (threshold, adapter)
-//   attentionWorkSize(shape)   the size 'auto' compares with WEBGPU_THRESHOLD
+//   webgpuAutoEligible(shape)  whether 'auto' sends this problem to WebGPU (env.webgpuThreshold,
+//                              env.webgpuUseSoftwareAdapter)
+//   attentionWorkSize(shape)   the size 'auto' compares with env.webgpuThreshold
 //
-// Kernels: web/shaders/flash_attention.wgsl (output, online softmax) and
-// web/shaders/attention_weights.wgsl (returnWeights), embedded at build time by
-// tools/webgpu/embed-shaders.mjs into shaders.generated.ts.
+// Kernels: shaders/flash_attention.wgsl (output, online softmax) and
+// shaders/attention_weights.wgsl (returnWeights), both after shaders/masked_score.wgsl,
+// embedded at build time by tools/webgpu/embed-shaders.mjs into shaders.generated.ts.
 
+import { env } from '../env.js';
+import type { AttentionProblem } from '../problem.js';
 import { acquireContext, peekContext, WebGPUUnavailableError } from './device.js';
-import { runAttention } from './runner.js';
-import type { WebGPUAttentionParams, WebGPUAttentionResult } from './runner.js';
+import { runAttention, type WebGPUAttentionResult } from './runner.js';
 
 export { WebGPUUnavailableError, WebGPUDeviceLostError, WebGPULimitError, resetWebGPU, setWebGPULimitsForTesting, REQUIRED_LIMITS } from './device.js';
 export type { GpuLimits } from './device.js';
-export { planPieces } from './runner.js';
-export type { WebGPUAttentionParams, WebGPUAttentionResult, Dims4 } from './runner.js';
-
-/**
- * 'auto' runs on WebGPU when attentionWorkSize(shape) > WEBGPU_THRESHOLD and a hardware
- * WebGPU adapter works here; on WASM otherwise. Override at run time with
- * env.webgpuThreshold (webgpuConfig.threshold; Infinity = never WebGPU).
- *
- * 2^25 multiply-adds (B=1, H=8, D=Dv=64: L=256 goes to WebGPU, L=128 stays on WASM). The
- * fixed cost of a WebGPU call (uploads, a submit, a mapAsync readback) is about 0.5-2 ms on
- * hardware adapters; WASM SIMD does 3-6 GFLOP/s per thread on the benchmark machine (15-60
- * with threads on desktops), so 2^25 multiply-adds take it ~1-20 ms: from there on a GPU wins
- * even with a modest kernel, below it WASM's lower latency wins or ties. See
- * bench/webgpu/README.md for the measurements (the crossover on a real GPU is to be confirmed
- * with `node bench/webgpu/run.mjs --gpu`).
- */
-export const WEBGPU_THRESHOLD = 2 ** 25;
-
-/**
- * Run-time WebGPU settings.
- *   threshold            'auto' uses WebGPU when attentionWorkSize > threshold (Infinity = never)
- *   useSoftwareAdapter   let 'auto' use a software adapter (SwiftShader, llvmpipe, WARP); off by
- *                        default because those are 10-40x slower than WASM. backend 'webgpu'
- *                        uses whatever adapter there is regardless.
- */
-export const webgpuConfig: { threshold: number; useSoftwareAdapter: boolean } = {
-  threshold: WEBGPU_THRESHOLD,
-  useSoftwareAdapter: false,
-};
+export { planPieces, type Dims4 } from './planner.js';
+export type { WebGPUAttentionResult } from './runner.js';
 
 /** Multiply-adds of one call, B*H*Lq*Lk*(D+Dv): QK^T plus PV, masks and causality ignored. */
 export function attentionWorkSize(s: { B: number; H: number; Lq: number; Lk: number; D: number; Dv: number }): number {
@@ -59,10 +34,10 @@ export function attentionWorkSize(s: { B: number; H: number; Lq: number; Lk: num
  * threshold.
  */
 export async function webgpuAutoEligible(s: { B: number; H: number; Lq: number; Lk: number; D: number; Dv: number }): Promise<boolean> {
-  if (!(attentionWorkSize(s) > webgpuConfig.threshold)) return false;
+  if (!(attentionWorkSize(s) > env.webgpuThreshold)) return false;
   try {
     const ctx = await acquireContext();
-    return !ctx.software || webgpuConfig.useSoftwareAdapter;
+    return !ctx.software || env.webgpuUseSoftwareAdapter;
   } catch {
     return false;
   }
@@ -80,7 +55,7 @@ export async function webgpuAvailable(): Promise<boolean> {
 
 /** Runs attention on WebGPU. `params` must already be validated (shapes, lengths, mask dims). */
 export async function webgpuAttention(
-  params: WebGPUAttentionParams,
+  params: AttentionProblem,
   options: { timing?: boolean; fn?: string } = {},
 ): Promise<WebGPUAttentionResult> {
   let ctx;

@@ -1,32 +1,15 @@
 // Runs scaled dot-product attention on a GpuContext: pipelines (cached per kernel), pooled
-// buffers, a uniform block per dispatch, and a planner that splits a call into pieces when a
-// buffer would exceed the device's maxStorageBufferBindingSize / maxBufferSize or a dispatch
-// would exceed maxComputeWorkgroupsPerDimension (per batch, then per group of heads, then per
-// block of query rows), or rejects it with a clear Error when even one piece cannot fit.
+// buffers, a uniform block per dispatch, one submit per piece of the plan (planner.ts).
 
 import { BufferUsage, MAP_READ, SHADER_STAGE_COMPUTE } from './gpu-types.js';
 import type { GPUBufferLike, GPUBindGroupLayoutLike, GPUComputePipelineLike, GPUQuerySetLike } from './gpu-types.js';
-import { effectiveLimits, WebGPUDeviceLostError, WebGPULimitError } from './device.js';
+import { effectiveLimits, WebGPUDeviceLostError } from './device.js';
 import type { GpuContext, GpuLimits } from './device.js';
+import { COLS, layout, planPieces, type Piece, type PieceLayout } from './planner.js';
+import type { AttentionProblem } from '../problem.js';
 import {
   attentionWeights as WEIGHTS_WGSL, flashAttention as FLASH_WGSL, maskedScore as MASKED_SCORE_WGSL,
 } from './shaders.generated.js';
-
-export type Dims4 = [number, number, number, number];
-
-/** Inputs of one call, already validated by the caller (shapes, lengths, mask dims). */
-export interface WebGPUAttentionParams {
-  B: number; H: number; Hkv: number; Lq: number; Lk: number; D: number; Dv: number;
-  query: Float32Array;   // [B, H, Lq, D]
-  key: Float32Array;     // [B, Hkv, Lk, D]
-  value: Float32Array;   // [B, Hkv, Lk, Dv]
-  boolMask?: { data: Uint8Array; dims: Dims4 };     // each dim full size or 1; nonzero = may attend
-  floatMask?: { data: Float32Array; dims: Dims4 };  // each dim full size or 1; added to the scores
-  causal: boolean;
-  window: number;        // 0 = no window
-  scale: number;
-  returnWeights: boolean;
-}
 
 export interface WebGPUAttentionResult {
   output: Float32Array;    // [B, H, Lq, Dv]
@@ -44,111 +27,7 @@ export interface RunOptions {
   fn?: string;
 }
 
-const BQ = 32;         // query rows per flash workgroup
-const COLS = 256;      // output columns per flash workgroup
-const WT = 16;         // weights block edge
 const PARAM_WORDS = 24;
-
-/** One piece of a call: batches [b0, b0+nb), heads [h0, h0+nh), query rows [i0, i0+nq). */
-interface Piece { b0: number; nb: number; h0: number; nh: number; i0: number; nq: number }
-
-interface PieceLayout {
-  kvh0: number; nkv: number; group: number;
-  qOff: number; qLen: number; kOff: number; kLen: number; vOff: number; vLen: number;
-  oOff: number; oLen: number; wOff: number; wLen: number; statsLen: number;
-  bool?: { off: number; len: number; strides: number[] };
-  float?: { off: number; len: number; strides: number[] };
-  grid: { flash: [number, number, number]; weights: [number, number, number] };
-}
-
-function maskSlice(dims: Dims4, p: Piece) {
-  const [mb, mh, mq, mk] = dims;
-  const off = (mb === 1 ? 0 : p.b0) * mh * mq * mk + (mh === 1 ? 0 : p.h0) * mq * mk + (mq === 1 ? 0 : p.i0) * mk;
-  const nb = mb === 1 ? 1 : p.nb, nh = mh === 1 ? 1 : p.nh, nq = mq === 1 ? 1 : p.nq;
-  const len = nb * nh * nq * mk;
-  // element strides over the piece's local (b, h, i, j); 0 where the mask broadcasts
-  const strides = [nb === 1 ? 0 : nh * nq * mk, nh === 1 ? 0 : nq * mk, nq === 1 ? 0 : mk, mk === 1 ? 0 : 1];
-  return { off, len, strides };
-}
-
-function layout(a: WebGPUAttentionParams, p: Piece): PieceLayout {
-  const group = a.H / a.Hkv;
-  let kvh0: number, nkv: number, g: number;
-  if (p.nh === 1 && group > 1) { kvh0 = Math.floor(p.h0 / group); nkv = 1; g = 1; }
-  else { kvh0 = p.h0 / group; nkv = p.nh / group; g = group; }
-  const rows = p.nb * p.nh * p.nq;
-  return {
-    kvh0, nkv, group: g,
-    qOff: ((p.b0 * a.H + p.h0) * a.Lq + p.i0) * a.D, qLen: rows * a.D,
-    kOff: (p.b0 * a.Hkv + kvh0) * a.Lk * a.D, kLen: p.nb * nkv * a.Lk * a.D,
-    vOff: (p.b0 * a.Hkv + kvh0) * a.Lk * a.Dv, vLen: p.nb * nkv * a.Lk * a.Dv,
-    oOff: ((p.b0 * a.H + p.h0) * a.Lq + p.i0) * a.Dv, oLen: rows * a.Dv,
-    wOff: ((p.b0 * a.H + p.h0) * a.Lq + p.i0) * a.Lk, wLen: a.returnWeights ? rows * a.Lk : 0,
-    statsLen: a.returnWeights ? rows * 2 : 0,
-    bool: a.boolMask ? maskSlice(a.boolMask.dims, p) : undefined,
-    float: a.floatMask ? maskSlice(a.floatMask.dims, p) : undefined,
-    grid: {
-      flash: [Math.ceil(p.nq / BQ), p.nh, p.nb * Math.ceil(a.Dv / COLS)],
-      weights: [Math.ceil(a.Lk / WT), Math.ceil(p.nq / WT), p.nb * p.nh],
-    },
-  };
-}
-
-/** Why `l` does not fit the limits, or null when it does. */
-function misfit(l: PieceLayout, lim: GpuLimits): string | null {
-  const cap = Math.min(lim.maxStorageBufferBindingSize, lim.maxBufferSize);
-  const sizes: Array<[string, number]> = [
-    ['query', l.qLen * 4], ['key', l.kLen * 4], ['value', l.vLen * 4], ['output', l.oLen * 4],
-    ['weights', l.wLen * 4], ['float mask', (l.float?.len ?? 0) * 4], ['bool mask', l.bool?.len ?? 0],
-    ['row statistics', l.statsLen * 4],
-  ];
-  for (const [name, bytes] of sizes) {
-    if (bytes > cap) return `${name} needs ${bytes} bytes > ${cap} (min of maxStorageBufferBindingSize, maxBufferSize)`;
-  }
-  for (const [name, grid] of [['flash', l.grid.flash], ['weights', l.grid.weights]] as const) {
-    if (name === 'weights' && l.wLen === 0) continue;
-    for (const n of grid) {
-      if (n > lim.maxComputeWorkgroupsPerDimension) {
-        return `${name} dispatch needs ${n} workgroups in one dimension > maxComputeWorkgroupsPerDimension ${lim.maxComputeWorkgroupsPerDimension}`;
-      }
-    }
-  }
-  return null;
-}
-
-/** Splits the call into pieces that fit, or throws an Error naming the limit. */
-export function planPieces(a: WebGPUAttentionParams, lim: GpuLimits, fn = 'scaledDotProductAttention'): Piece[] {
-  const whole: Piece = { b0: 0, nb: a.B, h0: 0, nh: a.H, i0: 0, nq: a.Lq };
-  if (!misfit(layout(a, whole), lim)) return [whole];
-  const group = a.H / a.Hkv;
-  const pieces: Piece[] = [];
-  // heads per piece: the most whole kv groups that fit with all query rows, else one head
-  let hp = 0;
-  for (let k = a.Hkv; k >= 1; k--) {
-    if (a.H % (k * group) === 0 && !misfit(layout(a, { b0: 0, nb: 1, h0: 0, nh: k * group, i0: 0, nq: a.Lq }), lim)) { hp = k * group; break; }
-  }
-  if (hp > 0) {
-    for (let b = 0; b < a.B; b++) for (let h = 0; h < a.H; h += hp) pieces.push({ b0: b, nb: 1, h0: h, nh: hp, i0: 0, nq: a.Lq });
-    return pieces;
-  }
-  // one head at a time, query rows in blocks (a multiple of 32) that fit
-  let nq = a.Lq;
-  let why = misfit(layout(a, { b0: 0, nb: 1, h0: 0, nh: 1, i0: 0, nq }), lim);
-  while (why && nq > BQ) {
-    nq = Math.max(BQ, Math.ceil(nq / 2 / BQ) * BQ);
-    why = misfit(layout(a, { b0: 0, nb: 1, h0: 0, nh: 1, i0: 0, nq }), lim);
-  }
-  if (why) {
-    throw new WebGPULimitError(`${fn}: the request is too large for this WebGPU device even when split per head and ` +
-      `per block of ${nq} query row${nq === 1 ? '' : 's'}: ${why} (B=${a.B}, H=${a.H}, Hkv=${a.Hkv}, Lq=${a.Lq}, Lk=${a.Lk}, D=${a.D}, Dv=${a.Dv}); use backend 'wasm'`);
-  }
-  for (let b = 0; b < a.B; b++) {
-    for (let h = 0; h < a.H; h++) {
-      for (let i = 0; i < a.Lq; i += nq) pieces.push({ b0: b, nb: 1, h0: h, nh: 1, i0: i, nq: Math.min(nq, a.Lq - i) });
-    }
-  }
-  return pieces;
-}
 
 // ---------------------------------------------------------------- pipelines
 
@@ -207,7 +86,7 @@ const STORAGE_OUT = BufferUsage.STORAGE | BufferUsage.COPY_SRC;
 const UNIFORM = BufferUsage.UNIFORM | BufferUsage.COPY_DST;
 const READBACK = BufferUsage.MAP_READ | BufferUsage.COPY_DST;
 
-function params(a: WebGPUAttentionParams, p: Piece, l: PieceLayout, writeStats: boolean): ArrayBuffer {
+function params(a: AttentionProblem, p: Piece, l: PieceLayout, writeStats: boolean): ArrayBuffer {
   const buf = new ArrayBuffer(PARAM_WORDS * 4);
   const u = new Uint32Array(buf), i = new Int32Array(buf), f = new Float32Array(buf);
   u[0] = p.nh; u[1] = l.nkv; u[2] = p.nq; u[3] = a.Lk;
@@ -224,7 +103,7 @@ function params(a: WebGPUAttentionParams, p: Piece, l: PieceLayout, writeStats: 
 }
 
 /** Runs one validated call on ctx. Rejects with WebGPUDeviceLostError if the device is lost meanwhile. */
-export async function runAttention(ctx: GpuContext, a: WebGPUAttentionParams, opts: RunOptions = {}): Promise<WebGPUAttentionResult> {
+export async function runAttention(ctx: GpuContext, a: AttentionProblem, opts: RunOptions = {}): Promise<WebGPUAttentionResult> {
   const fn = opts.fn ?? 'scaledDotProductAttention';
   const lim = effectiveLimits(ctx);
   const pieces = planPieces(a, lim, fn);
@@ -239,7 +118,7 @@ export async function runAttention(ctx: GpuContext, a: WebGPUAttentionParams, op
     ]);
     for (const p of pieces) {
       if (ctx.lost) break;
-      gpuNs += await runPiece(ctx, a, p, lim, flash, wpipe, output, weights, timing, fn);
+      gpuNs += await runPiece({ ctx, problem: a, piece: p, limits: lim, flash, wpipe, output, weights, timing, fn });
     }
     if (ctx.lost) throw new WebGPUDeviceLostError(fn, ctx.lostReason);
   } catch (e) {
@@ -255,11 +134,26 @@ export async function runAttention(ctx: GpuContext, a: WebGPUAttentionParams, op
   return res;
 }
 
-async function runPiece(
-  ctx: GpuContext, a: WebGPUAttentionParams, p: Piece, lim: GpuLimits,
-  flash: GPUComputePipelineLike, wpipe: GPUComputePipelineLike | null,
-  output: Float32Array, weights: Float32Array | undefined, timing: boolean, fn: string,
-): Promise<number> {
+/** One piece of a call and where its results go. */
+interface PieceRun {
+  ctx: GpuContext;
+  problem: AttentionProblem;
+  piece: Piece;
+  limits: GpuLimits;
+  flash: GPUComputePipelineLike;
+  /** the weights pipeline, with returnWeights */
+  wpipe: GPUComputePipelineLike | null;
+  /** [B, H, Lq, Dv], the whole call's */
+  output: Float32Array;
+  /** [B, H, Lq, Lk], the whole call's, with returnWeights */
+  weights: Float32Array | undefined;
+  timing: boolean;
+  fn: string;
+}
+
+/** Uploads, dispatches and reads back one piece; returns its GPU time in ns (0 without timing). */
+async function runPiece(run: PieceRun): Promise<number> {
+  const { ctx, problem: a, piece: p, limits: lim, flash, wpipe, output, weights, timing, fn } = run;
   const d = ctx.device, pool = ctx.pool;
   const l = layout(a, p);
   const cap = Math.min(lim.maxStorageBufferBindingSize, lim.maxBufferSize);

@@ -1,6 +1,6 @@
 /**
- * Loading the wasm module (one of three builds) in Node and in browsers, and the small
- * heap helpers the API uses. The module is loaded once, on first use, and shared.
+ * Loading the wasm module (one of three builds) in Node and in browsers. The module is
+ * loaded once, on first use, and shared.
  *
  * Files (dist/wasm/): `qkv-<variant>.mjs` (browser/bundler loader, ES module),
  * `qkv-<variant>.node.cjs` (Node loader, CommonJS), `qkv-<variant>.wasm`, and for the threads
@@ -8,72 +8,9 @@
  * compilation); Node reads it with fs and hands it over as `wasmBinary` — nothing goes to the
  * network at run time.
  */
-import { env, type Variant } from './env.js';
-import { fmtBytes } from './errors.js';
-
-/** Arguments of the `attention` binding (wasm/bindings.cpp, AttentionArgs). Addresses are heap byte offsets. */
-export interface WasmAttentionArgs {
-  B: number; H: number; Hkv: number; Lq: number; Lk: number; D: number; Dv: number;
-  query: number; key: number; value: number; output: number; weights: number;
-  scale: number; causal: boolean; window: number;
-  boolMask: number; boolMaskDims: [number, number, number, number];
-  floatMask: number; floatMaskDims: [number, number, number, number];
-  threads: number; reference: boolean;
-}
-
-/** Arguments of `MultiHeadAttention.forward` (wasm/bindings.cpp, MhaArgs). */
-export interface WasmMhaArgs {
-  batch: number; lq: number; lk: number;
-  query: number; key: number; value: number; output: number; weights: number;
-  keyPaddingMask: number; boolAttnMask: number; floatAttnMask: number;
-  attnMaskPerHead: boolean; isCausal: boolean; needWeights: boolean; averageAttnWeights: boolean;
-  threads: number;
-}
-
-/** An Embind object handle. */
-export interface EmbindHandle {
-  delete(): void;
-  isDeleted(): boolean;
-}
-export interface WasmKVCache extends EmbindHandle {
-  append(key: number, value: number, n: number): string;
-  attend(args: WasmAttentionArgs): string;
-  length(): number;
-  capacity(): number;
-  clear(): void;
-}
-export interface WasmMultiHeadAttention extends EmbindHandle {
-  forward(args: WasmMhaArgs): string;
-}
-
-/** The Embind module as the JS layer sees it (see wasm/bindings.cpp). */
-export interface QkvModule {
-  HEAPU8: Uint8Array;
-  HEAPF32: Float32Array;
-  _malloc(bytes: number): number;
-  _free(ptr: number): void;
-  attention(args: WasmAttentionArgs): string;
-  attentionWorkspaceBytes(args: WasmAttentionArgs): number;
-  rowEntropy(weights: number, rows: number, lk: number, entropy: number): string;
-  maxRowSumError(weights: number, rows: number, lk: number): number;
-  heapBytes(): number;
-  heapInUse(): number;
-  lastError(): string;
-  KVCache: { create(batch: number, kvHeads: number, capacity: number, headDim: number, valueDim: number): WasmKVCache | null };
-  MultiHeadAttention: {
-    create(embedDim: number, numHeads: number, inW: number, inB: number, outW: number, outB: number): WasmMultiHeadAttention | null;
-  };
-  qkvMemory(): WebAssembly.Memory;
-  qkvPThread?: { unusedWorkers: unknown[]; runningWorkers: unknown[]; terminateAllThreads(): void };
-  [name: string]: unknown;
-}
-
-/** The most linear memory the module may grow to (-sMAXIMUM_MEMORY in wasm/CMakeLists.txt). */
-export const MAX_HEAP_BYTES = 2 ** 31;
-
-const isNode =
-  typeof process === 'object' && typeof process.versions === 'object' && typeof process.versions.node === 'string' &&
-  typeof (globalThis as { window?: unknown }).window === 'undefined';
+import { env, runtime, type Variant } from '../env.js';
+import { dynamicImport, isNode } from '../platform.js';
+import type { QkvModule } from './module.js';
 
 /** Whether wasm threads can run here: Node, or a crossOriginIsolated page/worker. */
 export function threadsSupported(): boolean {
@@ -136,27 +73,24 @@ function toBase(prefix: string): string {
 // Written out literally so bundlers (Vite, webpack, ...) see each file and ship it.
 const WEB_FILES: Record<Variant, () => { js: string; wasm: string; worker?: string }> = {
   scalar: () => ({
-    js: fileUrl('qkv-scalar.mjs', () => new URL('./wasm/qkv-scalar.mjs', import.meta.url)),
-    wasm: fileUrl('qkv-scalar.wasm', () => new URL('./wasm/qkv-scalar.wasm', import.meta.url)),
+    js: fileUrl('qkv-scalar.mjs', () => new URL('./qkv-scalar.mjs', import.meta.url)),
+    wasm: fileUrl('qkv-scalar.wasm', () => new URL('./qkv-scalar.wasm', import.meta.url)),
   }),
   simd: () => ({
-    js: fileUrl('qkv-simd.mjs', () => new URL('./wasm/qkv-simd.mjs', import.meta.url)),
-    wasm: fileUrl('qkv-simd.wasm', () => new URL('./wasm/qkv-simd.wasm', import.meta.url)),
+    js: fileUrl('qkv-simd.mjs', () => new URL('./qkv-simd.mjs', import.meta.url)),
+    wasm: fileUrl('qkv-simd.wasm', () => new URL('./qkv-simd.wasm', import.meta.url)),
   }),
   'simd-threads': () => ({
-    js: fileUrl('qkv-simd-threads.mjs', () => new URL('./wasm/qkv-simd-threads.mjs', import.meta.url)),
-    wasm: fileUrl('qkv-simd-threads.wasm', () => new URL('./wasm/qkv-simd-threads.wasm', import.meta.url)),
-    worker: fileUrl('qkv-simd-threads.worker.js', () => new URL('./wasm/qkv-simd-threads.worker.js', import.meta.url)),
+    js: fileUrl('qkv-simd-threads.mjs', () => new URL('./qkv-simd-threads.mjs', import.meta.url)),
+    wasm: fileUrl('qkv-simd-threads.wasm', () => new URL('./qkv-simd-threads.wasm', import.meta.url)),
+    worker: fileUrl('qkv-simd-threads.worker.js', () => new URL('./qkv-simd-threads.worker.js', import.meta.url)),
   }),
 };
 
 // Node-only files, resolved at run time (kept out of bundlers' sight on purpose).
 function nodeFile(name: string): string {
-  return fileUrl(name, () => new URL('wasm/' + name, import.meta.url));
+  return fileUrl(name, () => new URL('./' + name, import.meta.url));
 }
-
-/** Imports a module by a computed specifier without bundlers trying to resolve it. */
-const dynamicImport = (specifier: string): Promise<any> => import(/* @vite-ignore */ /* webpackIgnore: true */ specifier);
 
 interface Loaded {
   module: QkvModule;
@@ -238,6 +172,8 @@ export async function loadModule(): Promise<QkvModule> {
         }
         loaded = l;
         loading = null;
+        runtime.loadedVariant = l.variant;
+        runtime.poolSize = l.poolSize;
         return l;
       },
       (e) => {
@@ -262,15 +198,9 @@ export function requireModule(fn: string): QkvModule {
   return loaded.module;
 }
 
-/** Which variant is loaded, or null. */
-export function loadedVariant(): Variant | null {
-  return loaded?.variant ?? null;
-}
-
 /** Threads a call may use: env.numThreads, capped by the loaded variant's worker pool. */
 export function callThreads(): number {
-  if (!loaded || loaded.variant !== 'simd-threads') return 1;
-  return Math.max(1, Math.min(env.numThreads, loaded.poolSize + 1));
+  return env.threads;
 }
 
 /** Forgets the module (terminating its threads); the next call loads a fresh one. */
@@ -281,81 +211,6 @@ export function releaseModule(): void {
     loaded.module.qkvPThread?.terminateAllThreads();
     loaded = null;
   }
-}
-
-// ---- heap helpers ---------------------------------------------------------------------
-
-/** A Float32Array over the whole current heap (rebuilt when memory has grown, on any thread). */
-export function heapF32(m: QkvModule): Float32Array {
-  const buffer = m.qkvMemory().buffer;
-  return m.HEAPF32.buffer === buffer ? m.HEAPF32 : new Float32Array(buffer);
-}
-
-/** A Uint8Array over the whole current heap. */
-export function heapU8(m: QkvModule): Uint8Array {
-  const buffer = m.qkvMemory().buffer;
-  return m.HEAPU8.buffer === buffer ? m.HEAPU8 : new Uint8Array(buffer);
-}
-
-/**
- * Heap allocations for one call, all freed together by {@link HeapScope.free}. Allocation
- * failure is a RangeError naming the function; what was allocated is freed first.
- */
-export class HeapScope {
-  readonly #m: QkvModule;
-  readonly #fn: string;
-  readonly #ptrs: number[] = [];
-
-  constructor(m: QkvModule, fn: string) {
-    this.#m = m;
-    this.#fn = fn;
-  }
-
-  alloc(bytes: number, what: string): number {
-    const ptr = bytes > MAX_HEAP_BYTES ? 0 : this.#m._malloc(Math.max(16, bytes)) >>> 0;
-    if (ptr === 0) {
-      throw new RangeError(
-        `${this.#fn}: out of wasm memory allocating ${what} (${fmtBytes(bytes)}; the heap holds at most ${fmtBytes(MAX_HEAP_BYTES)})`,
-      );
-    }
-    this.#ptrs.push(ptr);
-    return ptr;
-  }
-
-  /** Allocates and copies a Float32Array in. */
-  f32(data: Float32Array, what: string): number {
-    const ptr = this.alloc(data.byteLength, what);
-    heapF32(this.#m).set(data, ptr >>> 2);
-    return ptr;
-  }
-
-  /** Allocates and copies a Uint8Array in. */
-  u8(data: Uint8Array, what: string): number {
-    const ptr = this.alloc(data.byteLength, what);
-    heapU8(this.#m).set(data, ptr);
-    return ptr;
-  }
-
-  /** Copies n floats out of the heap into a new Float32Array. */
-  read(ptr: number, n: number): Float32Array {
-    return heapF32(this.#m).slice(ptr >>> 2, (ptr >>> 2) + n);
-  }
-
-  free(): void {
-    for (const p of this.#ptrs) this.#m._free(p);
-    this.#ptrs.length = 0;
-  }
-}
-
-/**
- * Turns a binding's error string ("kind|message", see wasm/bindings.cpp) into an Error.
- * Memory failures are RangeErrors; the rest should have been caught by validation.
- */
-export function wasmError(fn: string, err: string): Error {
-  const bar = err.indexOf('|');
-  const kind = bar < 0 ? 'error' : err.slice(0, bar);
-  const message = bar < 0 ? err : err.slice(bar + 1);
-  if (kind === 'bad_alloc') return new RangeError(`${fn}: out of wasm memory (${message})`);
-  if (kind === 'length_error') return new RangeError(message.startsWith(fn) ? message : `${fn}: ${message}`);
-  return new Error(message.startsWith(fn) ? message : `${fn}: ${message}`);
+  runtime.loadedVariant = null;
+  runtime.poolSize = 0;
 }

@@ -1,0 +1,158 @@
+/**
+ * Reading a model's files: a folder by URL (fetch) or, in Node, by path (fs), or files given
+ * as data; and config.json parsed. What is inside the weights is the wasm loader's to check.
+ */
+import { describe } from '../errors.js';
+import { dynamicImport, isNode } from '../platform.js';
+
+/** config.json of a GPT-2-family model (Hugging Face keys); other keys are kept as they are. */
+export interface GPT2Config {
+  n_layer: number;
+  n_head: number;
+  n_embd: number;
+  n_positions: number;
+  vocab_size: number;
+  n_inner?: number | null;
+  layer_norm_epsilon?: number;
+  [key: string]: unknown;
+}
+
+/** A model given as data rather than a location. */
+export interface ModelFiles {
+  /** config.json: the parsed object or its text. */
+  config: GPT2Config | string;
+  /** model.safetensors' bytes. */
+  weights: ArrayBuffer | ArrayBufferView;
+  /** vocab.json (object or text), with merges: a GPT-2 BPE tokenizer. Without: byte-level (vocab 256). */
+  vocab?: Record<string, number> | string;
+  /** merges.txt's text. */
+  merges?: string;
+}
+
+/** Where a model is: a folder (URL, or a path in Node) holding its files, or the files themselves. */
+export type ModelSource = string | URL | ModelFiles;
+
+/** The files of one model, read. */
+export interface RawFiles {
+  configText: string;
+  weights: Uint8Array;
+  vocabText?: string;
+  merges?: string;
+  where: string;
+}
+
+/** Reads `name` in `base` (a folder URL or path); null when absent and optional. */
+type Reader = (name: string, optional: boolean) => Promise<Uint8Array | null>;
+
+async function nodeReader(dir: string): Promise<Reader> {
+  const [{ readFile }, path] = await Promise.all([dynamicImport('node:fs/promises'), dynamicImport('node:path')]);
+  return async (name, optional) => {
+    const file = path.join(dir, name);
+    try {
+      const b: Uint8Array = await readFile(file);
+      return new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
+    } catch (e) {
+      if (optional && (e as { code?: string }).code === 'ENOENT') return null;
+      throw new Error(`loadModel: cannot read ${file}: ${(e as Error).message}`);
+    }
+  };
+}
+
+function fetchReader(base: URL): Reader {
+  return async (name, optional) => {
+    const url = new URL(name, base);
+    let res: Response;
+    try {
+      res = await fetch(url);
+    } catch (e) {
+      throw new Error(`loadModel: cannot fetch ${url.href}: ${(e as Error).message}`);
+    }
+    if (!res.ok) {
+      if (optional && res.status === 404) return null;
+      throw new Error(`loadModel: fetching ${url.href} failed: HTTP ${res.status} ${res.statusText}`);
+    }
+    return new Uint8Array(await res.arrayBuffer());
+  };
+}
+
+function folderUrl(s: string | URL): URL {
+  const href = typeof s === 'string' ? s : s.href;
+  const withSlash = href.endsWith('/') ? href : href + '/';
+  const base = (globalThis as { location?: { href: string } }).location?.href;
+  return base ? new URL(withSlash, base) : new URL(withSlash);
+}
+
+export async function readFolder(source: string | URL): Promise<RawFiles> {
+  let read: Reader;
+  let where: string;
+  const isFileUrl = source instanceof URL ? source.protocol === 'file:' : /^file:/i.test(source);
+  const isHttp = source instanceof URL ? /^https?:$/.test(source.protocol) : /^https?:\/\//i.test(source);
+  if (isNode && !isHttp) {
+    const { fileURLToPath } = await dynamicImport('node:url');
+    const dir = isFileUrl ? fileURLToPath(source) : String(source);
+    read = await nodeReader(dir);
+    where = dir;
+  } else {
+    const base = folderUrl(source);
+    read = fetchReader(base);
+    where = base.href;
+  }
+  const text = (b: Uint8Array) => new TextDecoder('utf-8').decode(b);
+  const configText = text((await read('config.json', false))!);
+  const config = parseConfig(configText, `${where}/config.json`);
+  const weights = (await read('model.safetensors', false))!;
+  // A byte-level model (the tiny one) needs no tokenizer files: don't ask for them.
+  const byteLevel = config.vocab_size === 256 && !(config.qkv && (config.qkv as { tokenizer?: string }).tokenizer === 'bpe');
+  let vocabText: string | undefined;
+  let merges: string | undefined;
+  if (!byteLevel) {
+    const [v, m] = await Promise.all([read('vocab.json', true), read('merges.txt', true)]);
+    if (v) vocabText = text(v);
+    if (m) merges = text(m);
+  }
+  return { configText, weights, vocabText, merges, where };
+}
+
+export function parseConfig(text: string, where: string): GPT2Config {
+  let c: unknown;
+  try {
+    c = JSON.parse(text);
+  } catch (e) {
+    throw new SyntaxError(`loadModel: ${where} is not valid JSON: ${(e as Error).message}`);
+  }
+  if (c === null || typeof c !== 'object' || Array.isArray(c)) {
+    throw new TypeError(`loadModel: ${where} must hold a JSON object, got ${describe(c)}`);
+  }
+  return c as GPT2Config;
+}
+
+export function filesFromObject(files: ModelFiles): RawFiles {
+  const keys = Object.keys(files);
+  for (const k of keys) {
+    if (!['config', 'weights', 'vocab', 'merges'].includes(k)) {
+      throw new TypeError(`loadModel: unknown key '${k}' in source (expected config, weights, vocab?, merges?)`);
+    }
+  }
+  let configText: string;
+  if (typeof files.config === 'string') configText = files.config;
+  else if (files.config && typeof files.config === 'object') configText = JSON.stringify(files.config);
+  else throw new TypeError(`loadModel: source.config must be the config.json object or text, got ${describe(files.config)}`);
+  parseConfig(configText, 'source.config'); // a damaged config.json is reported before anything else
+  let weights: Uint8Array;
+  if (files.weights instanceof ArrayBuffer) weights = new Uint8Array(files.weights);
+  else if (ArrayBuffer.isView(files.weights)) {
+    weights = new Uint8Array(files.weights.buffer, files.weights.byteOffset, files.weights.byteLength);
+  } else {
+    throw new TypeError(`loadModel: source.weights must be an ArrayBuffer (model.safetensors' bytes), got ${describe(files.weights)}`);
+  }
+  let vocabText: string | undefined;
+  if (files.vocab !== undefined) {
+    if (typeof files.vocab === 'string') vocabText = files.vocab;
+    else if (files.vocab && typeof files.vocab === 'object') vocabText = JSON.stringify(files.vocab);
+    else throw new TypeError(`loadModel: source.vocab must be vocab.json's object or text, got ${describe(files.vocab)}`);
+  }
+  if (files.merges !== undefined && typeof files.merges !== 'string') {
+    throw new TypeError(`loadModel: source.merges must be merges.txt's text, got ${describe(files.merges)}`);
+  }
+  return { configText, weights, vocabText, merges: files.merges, where: 'source' };
+}

@@ -1,0 +1,294 @@
+/**
+ * A loaded GPT-2-family model: `forward` (logits and every head's attention, queries and
+ * keys) and `generate` (KV-cache decoding, one token per step, as an async iterator), over the
+ * model in the wasm module (src/model/, wasm/bindings_model.cpp).
+ */
+import { describe, fmtShape } from '../errors.js';
+import { release, track, type Tracked } from '../lifetime.js';
+import { Tensor } from '../tensor.js';
+import { checkOptions, optBool, optInt } from '../validate.js';
+import { HeapScope, wasmError } from '../wasm/heap.js';
+import { callThreads } from '../wasm/loader.js';
+import type { EmbindHandle, QkvModule } from '../wasm/module.js';
+import type { GPT2Config } from './files.js';
+import type { Tokenizer } from './tokenizer.js';
+
+export interface ForwardOptions {
+  /** Also return every layer's attention probabilities (default false). */
+  outputAttentions?: boolean;
+  /**
+   * Also return every layer's per-head query and key vectors (default false): exactly what
+   * attention consumes, the queries before the 1/sqrt(head_dim) scaling, so
+   * softmax(q k^T / sqrt(head_dim) + causal mask) reproduces `attentions`.
+   */
+  outputQueriesKeys?: boolean;
+}
+
+/** One layer's per-head queries and keys (see {@link ForwardOptions.outputQueriesKeys}). */
+export interface QueriesKeys {
+  /** [1, n_head, L, head_dim], before the 1/sqrt(head_dim) scaling. */
+  queries: Tensor;
+  /** [1, n_head, L, head_dim] */
+  keys: Tensor;
+}
+
+export interface ForwardResult {
+  /** [1, L, vocab_size] */
+  logits: Tensor;
+  /** One per layer, each [1, n_head, L, L] (softmax probabilities, causal), like HF output_attentions. */
+  attentions?: Tensor[];
+  /** With outputQueriesKeys: one entry per layer, each { queries, keys } of shape [1, n_head, L, head_dim]. */
+  queriesKeys?: QueriesKeys[];
+}
+
+export interface GenerateOptions {
+  /** Tokens to generate (default 64). prompt + maxNewTokens must fit in n_positions. */
+  maxNewTokens?: number;
+  /** Softmax temperature (default 1); 0 = greedy (argmax). */
+  temperature?: number;
+  /** Sample among the k most likely tokens only (default 0 = all). */
+  topK?: number;
+  /** Seed of the sampler (an integer in [0, 2^53)); the same seed gives the same tokens. Default: random. */
+  seed?: number;
+  /** Give each step the attention rows that produced its token (default false). */
+  outputAttentions?: boolean;
+}
+
+/** One generated token. */
+export interface GenerationStep {
+  /** The token id. */
+  token: number;
+  /**
+   * The text this token completes: UTF-8 is decoded as a stream, so a character split over
+   * several tokens appears with the token that completes it ('' before).
+   */
+  text: string;
+  /** 0 for the first generated token. */
+  index: number;
+  /** The position the token will occupy (prompt length + index). */
+  position: number;
+  /**
+   * With outputAttentions: one Tensor per layer, [n_head, position], the attention of the
+   * query that predicted this token (the last prompt token for the first step, then each
+   * generated token in turn) over every position up to and including itself.
+   */
+  attentions?: Tensor[];
+}
+
+/** The GPT2Model binding (wasm/bindings_model.cpp). */
+export interface WasmGPT2 extends EmbindHandle {
+  forward(ids: number, L: number, logits: number, attentions: number, queries: number, keys: number): string;
+  prefill(ids: number, L: number, logits: number, attentions: number): string;
+  step(id: number, logits: number, attentions: number): string;
+  reset(): void;
+  position(): number;
+  setThreads(threads: number): void;
+}
+interface WasmSampler extends EmbindHandle {
+  sample(logits: number, n: number, temperature: number, topK: number): number;
+}
+export interface ModelModule {
+  GPT2Model: { create(config: string, bytes: number, size: number): WasmGPT2 | null };
+  Sampler: { create(seed: number): WasmSampler };
+  modelLastError(): string;
+}
+
+export function modelModule(m: QkvModule): ModelModule {
+  const mm = m as unknown as Partial<ModelModule>;
+  if (!mm.GPT2Model || !mm.Sampler) {
+    throw new Error('loadModel: this build of the wasm module lacks the model bindings (wasm/bindings_model.cpp)');
+  }
+  return mm as ModelModule;
+}
+
+/** A loaded model. Holds wasm memory: call {@link GPT2Model.dispose} when done. */
+export class GPT2Model {
+  /** config.json as loaded (frozen). */
+  readonly config: GPT2Config;
+  /** The model's tokenizer: byte-level (vocab 256) or GPT-2 BPE. */
+  readonly tokenizer: Tokenizer;
+  readonly #m: QkvModule;
+  readonly #mm: ModelModule;
+  readonly #tracked: Tracked<WasmGPT2>;
+  #generating = false;
+
+  /** @internal use {@link loadModel} */
+  constructor(m: QkvModule, handle: WasmGPT2, config: GPT2Config, tokenizer: Tokenizer) {
+    this.#m = m;
+    this.#mm = modelModule(m);
+    this.#tracked = track(this, handle);
+    this.config = config;
+    this.tokenizer = tokenizer;
+  }
+
+  /** True after {@link GPT2Model.dispose} (or the top-level dispose()). */
+  get disposed(): boolean {
+    return this.#tracked.released;
+  }
+
+  #handle(fn: string): WasmGPT2 {
+    if (this.#tracked.released) throw new Error(`${fn}: the model has been disposed`);
+    const h = this.#tracked.handle;
+    h.setThreads(callThreads());
+    return h;
+  }
+
+  #ids(fn: string, ids: unknown, room = 0, what = 'ids'): Int32Array {
+    const V = this.config.vocab_size;
+    const P = this.config.n_positions;
+    if (!Array.isArray(ids) && !(ArrayBuffer.isView(ids) && !(ids instanceof DataView))) {
+      throw new TypeError(`${fn}: ${what} must be ${what === 'ids' ? '' : 'a string or '}an array of token ids, got ${describe(ids)}`);
+    }
+    const a = ids as ArrayLike<number>;
+    if (a.length === 0) throw new RangeError(`${fn}: ${what} is empty (need at least 1 token)`);
+    if (a.length + room > P) {
+      throw new RangeError(
+        room
+          ? `${fn}: the prompt (${a.length} tokens) + maxNewTokens (${room}) = ${a.length + room} exceed the context of n_positions = ${P}`
+          : `${fn}: ids has ${a.length} tokens, more than the model's context (n_positions = ${P})`,
+      );
+    }
+    const out = new Int32Array(a.length);
+    for (let i = 0; i < a.length; i++) {
+      const id = Number(a[i]);
+      if (!Number.isInteger(id) || id < 0 || id >= V) {
+        throw new RangeError(`${fn}: ${what}[${i}] = ${String(a[i])} is not a token id in [0, ${V})`);
+      }
+      out[i] = id;
+    }
+    return out;
+  }
+
+  /**
+   * Runs the whole sequence (no cache): logits [1, L, vocab]; with outputAttentions, one
+   * [1, n_head, L, L] Tensor per layer; with outputQueriesKeys, per layer the heads' queries
+   * and keys, each [1, n_head, L, head_dim].
+   */
+  async forward(ids: ArrayLike<number>, options: ForwardOptions = {}): Promise<ForwardResult> {
+    const fn = 'model.forward';
+    const opts = checkOptions(fn, options, ['outputAttentions', 'outputQueriesKeys']);
+    const want = optBool(fn, opts, 'outputAttentions', false);
+    const wantQK = optBool(fn, opts, 'outputQueriesKeys', false);
+    const h = this.#handle(fn);
+    const x = this.#ids(fn, ids);
+    const L = x.length;
+    const { vocab_size: V, n_head: H, n_layer: NL } = this.config;
+    const D = this.config.n_embd / H;
+    const scope = new HeapScope(this.#m, fn);
+    try {
+      const pIds = scope.i32(x, `ids [${L}]`);
+      const pLogits = scope.alloc(4 * L * V, `logits ${fmtShape([1, L, V])}`);
+      const pAtt = want ? scope.alloc(4 * NL * H * L * L, `attentions ${fmtShape([NL, 1, H, L, L])}`) : 0;
+      const pQ = wantQK ? scope.alloc(4 * NL * H * L * D, `queries ${fmtShape([NL, 1, H, L, D])}`) : 0;
+      const pK = wantQK ? scope.alloc(4 * NL * H * L * D, `keys ${fmtShape([NL, 1, H, L, D])}`) : 0;
+      const err = h.forward(pIds, L, pLogits, pAtt, pQ, pK);
+      if (err) throw wasmError(fn, err);
+      const result: ForwardResult = { logits: new Tensor(scope.read(pLogits, L * V), [1, L, V]) };
+      if (want) {
+        const per = H * L * L;
+        result.attentions = [];
+        for (let l = 0; l < NL; l++) result.attentions.push(new Tensor(scope.read(pAtt + 4 * l * per, per), [1, H, L, L]));
+      }
+      if (wantQK) {
+        const per = H * L * D;
+        result.queriesKeys = [];
+        for (let l = 0; l < NL; l++) {
+          result.queriesKeys.push({
+            queries: new Tensor(scope.read(pQ + 4 * l * per, per), [1, H, L, D]),
+            keys: new Tensor(scope.read(pK + 4 * l * per, per), [1, H, L, D]),
+          });
+        }
+      }
+      return result;
+    } finally {
+      scope.free();
+    }
+  }
+
+  /**
+   * Generates tokens after `prompt` (text, tokenized with model.tokenizer, or token ids), one
+   * step per token through the KV cache: prefill once, then each token attends to the cached
+   * keys and values (nothing is recomputed). An async iterator of {@link GenerationStep}s;
+   * breaking out of the loop stops it. One generation per model at a time.
+   *
+   * Prompts that do not fit: prompt + maxNewTokens > n_positions is an Error (no sliding window).
+   */
+  async *generate(prompt: string | ArrayLike<number>, options: GenerateOptions = {}): AsyncGenerator<GenerationStep, void, undefined> {
+    const fn = 'model.generate';
+    const opts = checkOptions(fn, options, ['maxNewTokens', 'temperature', 'topK', 'seed', 'outputAttentions']);
+    const maxNew = optInt(fn, opts, 'maxNewTokens', 64, 1, this.config.n_positions);
+    const temperature = opts.temperature === undefined ? 1 : opts.temperature;
+    if (typeof temperature !== 'number' || !Number.isFinite(temperature) || temperature < 0) {
+      throw new RangeError(`${fn}: options.temperature must be a finite number >= 0 (0 = greedy), got ${describe(opts.temperature)}`);
+    }
+    const topK = optInt(fn, opts, 'topK', 0, 0, this.config.vocab_size);
+    const seed = optInt(fn, opts, 'seed', Math.floor(Math.random() * 2 ** 32), 0, Number.MAX_SAFE_INTEGER);
+    const want = optBool(fn, opts, 'outputAttentions', false);
+    const ids = typeof prompt === 'string' ? this.tokenizer.encode(prompt) : prompt;
+    const x = this.#ids(fn, ids, maxNew, 'prompt');
+    const h = this.#handle(fn);
+    if (this.#generating) {
+      throw new Error(`${fn}: another generation is running on this model; finish it (or break out of its loop) first`);
+    }
+    this.#generating = true;
+    const L = x.length;
+    const { vocab_size: V, n_head: H, n_layer: NL } = this.config;
+    const sampler = this.#mm.Sampler.create(seed);
+    const scope = new HeapScope(this.#m, fn);
+    const decoder = new TextDecoder('utf-8');
+    try {
+      const pIds = scope.i32(x, `ids [${L}]`);
+      const pLogits = scope.alloc(4 * V, `logits [${V}]`);
+      // prefill needs [NL, H, L, L]; each later step [NL, H, L + k]: the largest is the prefill's
+      const attFloats = want ? NL * H * Math.max(L * L, L + maxNew) : 0;
+      const pAtt = want ? scope.alloc(4 * attFloats, `attentions (${attFloats} floats)`) : 0;
+      h.reset();
+      let err = h.prefill(pIds, L, pLogits, pAtt);
+      if (err) throw wasmError(fn, err);
+      // rows[l] = [H, Lk] from the buffer: the last query row of each layer and head
+      const rows = (Lq: number, Lk: number): Tensor[] => {
+        const all = scope.read(pAtt, NL * H * Lq * Lk);
+        const out: Tensor[] = [];
+        for (let l = 0; l < NL; l++) {
+          const r = new Float32Array(H * Lk);
+          for (let hh = 0; hh < H; hh++) {
+            const src = ((l * H + hh) * Lq + (Lq - 1)) * Lk;
+            r.set(all.subarray(src, src + Lk), hh * Lk);
+          }
+          out.push(new Tensor(r, [H, Lk]));
+        }
+        return out;
+      };
+      let attentions = want ? rows(L, L) : undefined;
+      for (let k = 0; k < maxNew; k++) {
+        if (this.#tracked.released) throw new Error(`${fn}: the model was disposed during generation`);
+        const token = sampler.sample(pLogits, V, temperature, topK);
+        if (token < 0) throw wasmError(fn, this.#mm.modelLastError());
+        const last = k === maxNew - 1;
+        const text = decoder.decode(this.tokenizer.decodeBytes([token]), { stream: !last });
+        const step: GenerationStep = { token, text, index: k, position: L + k };
+        if (attentions) step.attentions = attentions;
+        yield step;
+        if (last) break;
+        if (this.#tracked.released) throw new Error(`${fn}: the model was disposed during generation`);
+        err = this.#handle(fn).step(token, pLogits, pAtt);
+        if (err) throw wasmError(fn, err);
+        if (want) attentions = rows(1, L + k + 1);
+      }
+    } finally {
+      scope.free();
+      sampler.delete();
+      this.#generating = false;
+    }
+  }
+
+  /** Frees the model's wasm memory (idempotent); using it afterwards is an Error. */
+  dispose(): void {
+    release(this.#tracked);
+  }
+
+  toString(): string {
+    const c = this.config;
+    return `GPT2Model(n_layer ${c.n_layer}, n_head ${c.n_head}, n_embd ${c.n_embd}, n_positions ${c.n_positions}, vocab ${c.vocab_size}${this.disposed ? ', disposed' : ''})`;
+  }
+}
