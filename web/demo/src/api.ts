@@ -105,6 +105,11 @@ export async function loadModelFromFiles(files: CheckpointFiles, onProgress: Pro
   return demoModel(m, files.name, backendName());
 }
 
+/** Loads a fetched checkpoint (hub.ts) with qkv: the weights as chosen, with progress and a cancel. */
+export async function loadModelFromHub(files: qkv.ModelFiles, name: string, options: qkv.LoadOptions): Promise<DemoModel> {
+  return demoModel(await qkv.loadModel(files, options), name, backendName());
+}
+
 /** Reads a File with progress (bytes / size). */
 async function readFile(file: File, onProgress: Progress): Promise<ArrayBuffer> {
   if (!file.stream) return file.arrayBuffer();

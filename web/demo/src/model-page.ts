@@ -3,14 +3,15 @@
 // `st` holds the state; update functions change it and call render(), which only draws.
 import './style.css';
 import { $, download, headColor, message, progress, showToken, yieldToEvents } from './ui';
-import { CheckpointError, loadModelFromFiles, loadModelFromUrl, readDroppedFiles, type DemoModel } from './api';
+import { CheckpointError, loadModelFromFiles, loadModelFromHub, loadModelFromUrl, readDroppedFiles, type DemoModel } from './api';
 import { maxRowSumError, toJSON, type AttnData } from './contract';
 import { allHeadStats, badgeClass, CAVEAT, type HeadStats } from './patterns';
 import { HeadView } from './headview';
 import { ModelView } from './modelview';
 import { renderNeuron } from './neuronview';
 import { elementToPng } from './export';
-import { DEFAULT_MODEL, fillModelSelect, showDropped } from './models';
+import { DEFAULT_MODEL, HUB, fillModelSelect, showDropped } from './models';
+import { clearCheckpointCache, fetchCheckpoint, HUB_GPT2 } from './hub';
 import { Shown } from './shown';
 import { WORD_RULE } from './words';
 
@@ -311,12 +312,65 @@ function wireDrop(): void {
   input.addEventListener('change', () => { void loadDropped([...(input.files ?? [])]); input.value = ''; });
 }
 
+// ---------------------------------------------------------------- a checkpoint from the Hub
+
+let hubAbort: AbortController | null = null;
+
+/** Downloads (or reads from the cache) the Hub folder and loads it; Cancel aborts both steps. */
+async function loadHub(): Promise<void> {
+  const bar = $<HTMLProgressElement>('#hub-bar'), text = $('#hub-text'), msg = $('#hub-msg');
+  if (hubAbort) return;
+  if (st.generating) { message(msg, 'Stop the generation first.', 'error'); return; }
+  const url = $<HTMLInputElement>('#hub-url').value.trim();
+  const weights = $<HTMLSelectElement>('#hub-weights').value as 'int8' | 'auto';
+  const abort = (hubAbort = new AbortController());
+  const buttons = (busy: boolean) => {
+    $<HTMLButtonElement>('#hub-load').disabled = busy;
+    $<HTMLButtonElement>('#hub-cancel').disabled = !busy;
+    $<HTMLButtonElement>('#generate').disabled = busy || !st.model;
+  };
+  buttons(true);
+  message(msg, '');
+  bar.hidden = false;
+  const onProgress = (f: number | null, what: string) => progress(bar, f, what, text);
+  try {
+    const { files, fromCache } = await fetchCheckpoint(url, abort.signal, onProgress);
+    const model = await loadModelFromHub(files, 'gpt2 (Hub)', {
+      weights, signal: abort.signal,
+      onProgress: (p) => onProgress(p.total ? p.loaded / p.total : null, `into qkv (${weights === 'int8' ? '8-bit' : 'as stored'}): ${(p.loaded / 1048576).toFixed(0)} MiB`),
+    });
+    await useModel(model);
+    const sel = $<HTMLSelectElement>('#model');
+    sel.value = HUB;
+    text.textContent = '';
+    message(msg, fromCache === 4 ? 'Loaded from this browser\'s cache (no download).' : `Downloaded${fromCache ? ` (${fromCache} of 4 files from the cache)` : ''} and cached for the next visit.`, 'ok');
+  } catch (e) {
+    text.textContent = '';
+    message(msg, abort.signal.aborted ? 'Cancelled.' : `Could not load the checkpoint: ${(e as Error).message}`, abort.signal.aborted ? 'info' : 'error');
+  } finally {
+    hubAbort = null;
+    bar.hidden = true;
+    buttons(false);
+    document.body.dataset.hub = abort.signal.aborted ? 'cancelled' : 'done';
+  }
+}
+
+function wireHub(): void {
+  $<HTMLInputElement>('#hub-url').value = new URLSearchParams(location.search).get('hub') ?? HUB_GPT2;
+  $('#hub-load').addEventListener('click', () => void loadHub());
+  $('#hub-cancel').addEventListener('click', () => hubAbort?.abort());
+  $('#hub-clear').addEventListener('click', async () => {
+    message($('#hub-msg'), (await clearCheckpointCache()) ? 'The cached checkpoint files are gone.' : 'Nothing was cached.', 'info');
+  });
+}
+
 // ---------------------------------------------------------------- controls
 
 function setTab(t: Tab): void { st.tab = t; render(); }
 
 /** The model <select>: loads the chosen model (the page keeps the old one if that fails). */
 async function pickModel(url: string): Promise<void> {
+  if (url === HUB) { $('#hub').scrollIntoView({ block: 'nearest' }); void loadHub(); return; }
   if (st.generating || !url.startsWith('./models/')) return;
   const msg = $('#gen-msg');
   message(msg, `Loading ${url}…`);
@@ -377,6 +431,7 @@ function wire(): void {
   let resize = 0;
   window.addEventListener('resize', () => { clearTimeout(resize); resize = window.setTimeout(render, 150); });
   wireDrop();
+  wireHub();
 }
 
 async function start(): Promise<void> {
