@@ -11,7 +11,8 @@ Writes two small seeded, untrained checkpoints in Hugging Face's layouts:
   random-distilbert/  DistilBertForMaskedLM: vocab 100, dim 48, 2 layers, 3 heads (D 16),
                       hidden_dim 80, 32 positions
 Weights ~N(0, 0.15^2), LayerNorm weights 1 + N(0, 0.1^2), every bias non-zero. Each has
-config.json and model.safetensors (F32, the tied decoder left out as HF saves it).
+config.json, model.safetensors (F32, the tied decoder left out as HF saves it) and a vocab.txt
+(specials, letters, punctuation, common KJV words: enough for loadModel's WordPiece tokenizer).
 
 encoder.json lists, per model, cases: ids [B, L], token_type_ids, attention_mask (a batch of
 two sequences of unequal length, padded), and the float64 forward rounded once to float32:
@@ -47,8 +48,23 @@ def randomize(model, gen):
                 p.copy_(0.15 * torch.randn(p.shape, generator=gen, dtype=torch.float64))
 
 
+WORDS = ('the and of to that in he shall unto for i his a lord they be is him not them it with all thou thy was god '
+         'which my me said but ye their have will thee from as are when this out were upon man by you israel king son '
+         'up there hath then people came had house into her come one we children before your also day land men').split()
+
+
+def small_vocab(n):
+    """A vocab.txt of n pieces for a random model: specials, letters (c and ##c), punctuation, words."""
+    letters = [chr(c) for c in range(ord('a'), ord('z') + 1)]
+    v = wordpiece.SPECIAL + letters + ['##' + c for c in letters] + list('.,;:!?') + WORDS
+    assert len(v) >= n
+    return v[:n]
+
+
 def write_model(model, out_dir, extra=None):
     os.makedirs(out_dir, exist_ok=True)
+    with open(os.path.join(out_dir, 'vocab.txt'), 'w') as f:
+        f.write(''.join(t + '\n' for t in small_vocab(model.cfg['vocab_size'])))
     with open(os.path.join(out_dir, 'config.json'), 'w') as f:
         json.dump(model.cfg, f, indent=2)
         f.write('\n')

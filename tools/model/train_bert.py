@@ -106,6 +106,9 @@ def main():
     ap.add_argument('--eval-pairs', type=int, default=512)
     ap.add_argument('--time-steps', type=int, default=0)
     ap.add_argument('--ckpt', default='/tmp/qkv-tiny-bert.pt')
+    ap.add_argument('--export-ckpt', default=None,
+                    help='export the checkpoint saved at an evaluation (e.g. a run stopped at its time budget) '
+                         'instead of training')
     args = ap.parse_args()
     if args.out is None:
         args.out = '/tmp/qkv-quick/tiny-bert-kjv' if args.quick else os.path.join(ROOT, 'web', 'models', 'tiny-bert-kjv')
@@ -189,6 +192,17 @@ def main():
         opt.step()
         return loss.item()
 
+    if args.export_ckpt:
+        ck = torch.load(args.export_ckpt)
+        if ck['vocab'] != vocab:
+            raise SystemExit('train_bert: the checkpoint was trained with another vocabulary')
+        model.load_state_dict(ck['model'])
+        vl, acc, ntok = evaluate()
+        log = ck.get('log', []) or [{'step': ck['step'], 'val_loss': round(vl, 4), 'val_masked_accuracy': round(acc, 4)}]
+        print(f'checkpoint at step {ck["step"]}: val {vl:.3f}, val acc {acc:.4f} ({ntok} masked)', flush=True)
+        export(args, model, cfg, vocab, n_params, log, ntok, ck['step'], ck.get('elapsed_s'))
+        return
+
     model.train()
     if args.time_steps:
         step_fn(0)
@@ -210,7 +224,9 @@ def main():
             print(f'step {step:5d}  train {tl:.3f}  val {vl:.3f}  val acc {acc:.4f} ({ntok} masked)  '
                   f'{time.time() - t1:.0f}s', flush=True)
             run, run_n = 0.0, 0
-            torch.save({'model': model.state_dict(), 'cfg': cfg, 'vocab': vocab, 'step': step}, args.ckpt)
+            torch.save({'model': model.state_dict(), 'cfg': cfg, 'vocab': vocab, 'step': step, 'log': log,
+                        'elapsed_s': round(time.time() - t1), 'args': vars(args)}, args.ckpt)
+            torch.save(torch.load(args.ckpt), f'{args.ckpt}.{step}')   # keep every evaluation's weights
         if step == args.steps:
             break
         for g in opt.param_groups:
@@ -218,14 +234,18 @@ def main():
         run += step_fn(step)
         run_n += 1
 
+    export(args, model, cfg, vocab, n_params, log, ntok, args.steps, round(time.time() - t1))
+
+
+def export(args, model, cfg, vocab, n_params, log, ntok, steps, seconds):
     model.eval()
     os.makedirs(args.out, exist_ok=True)
     cfg_out = dict(cfg)
     cfg_out['qkv'] = {
         'text': 'King James Bible (Debian bible-kjv 4.38), verse text only; last 5% of verses held out',
         'objective': 'masked LM (15%: 80% [MASK], 10% random, 10% kept), pairs of consecutive verses',
-        'train_steps': args.steps, 'batch': args.batch, 'block': args.block, 'seed': args.seed,
-        'train_seconds': round(time.time() - t1), 'parameters': n_params,
+        'train_steps': steps, 'planned_steps': args.steps, 'batch': args.batch, 'block': args.block, 'seed': args.seed,
+        'train_seconds': seconds, 'parameters': n_params,
         'val_masked_tokens': ntok,
         'val_masked_accuracy': log[-1]['val_masked_accuracy'], 'val_loss': log[-1]['val_loss'],
         'log': log, 'quick': bool(args.quick),

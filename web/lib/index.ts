@@ -25,6 +25,8 @@ export {
   type GPT2Config, type ModelFiles, type ModelSource, type ForwardOptions, type ForwardResult, type QueriesKeys,
   type GenerateOptions, type GenerationStep, type Tokenizer,
   HfTokenizer, tokenizerFromFiles,
+  type Model, EncoderModel, type EncoderConfig, type EncoderForwardOptions, type EncoderForwardResult,
+  type FillMaskOptions, type FillMaskPrediction,
   type TokenizerKind, type TokenizerFiles, type EncodeOptions, type DecodeOptions, type EncodedPair, type SpecialTokenIds,
 } from './model/index.js';
 export { MultiHeadAttention, type MultiHeadAttentionOptions, type MultiHeadAttentionWeights,

@@ -6,6 +6,7 @@ import { describe } from '../errors.js';
 import { HeapScope, heapU8, wasmError } from '../wasm/heap.js';
 import { loadModule } from '../wasm/loader.js';
 import { filesFromObject, parseConfig, readFolder, type GPT2Config, type ModelSource, type RawFiles } from './files.js';
+import { EncoderModel, encoderModule, type EncoderConfig, type WasmEncoder } from './encoder.js';
 import { GPT2Model, modelModule, type WasmGPT2 } from './gpt2.js';
 import { ByteTokenizer, tokenizerFromFiles, type Tokenizer } from './tokenizer.js';
 
@@ -36,8 +37,28 @@ function makeTokenizer(config: GPT2Config, raw: RawFiles): Tokenizer {
   return new ByteTokenizer();
 }
 
+/** What loadModel returns; `model.architecture` tells which: 'gpt2', 'bert' or 'distilbert'. */
+export type Model = GPT2Model | EncoderModel;
+
+/** The encoder path of loadModel: the same files, the EncoderModel binding. */
+async function loadEncoder(m: Awaited<ReturnType<typeof loadModule>>, raw: RawFiles, config: EncoderConfig, tokenizer: Tokenizer): Promise<EncoderModel> {
+  const em = encoderModule(m);
+  const scope = new HeapScope(m, 'loadModel');
+  let handle: WasmEncoder | null;
+  try {
+    const ptr = scope.alloc(raw.weights.byteLength, `model.safetensors (${raw.weights.byteLength} bytes)`);
+    heapU8(m).set(raw.weights, ptr);
+    handle = em.EncoderModel.create(raw.configText, ptr, raw.weights.byteLength);
+  } finally {
+    scope.free();
+  }
+  if (!handle) throw wasmError('loadModel', em.encoderLastError());
+  return new EncoderModel(m, handle, Object.freeze({ ...config }) as EncoderConfig, tokenizer);
+}
+
 /**
- * Loads a GPT-2-family model.
+ * Loads a model: GPT-2 family, or a BERT / DistilBERT encoder with its masked-LM head
+ * (config.json's model_type "bert" / "distilbert", tokenizer from vocab.txt or tokenizer.json).
  *
  * `source`: a folder holding config.json, model.safetensors and, for a BPE model, vocab.json
  * and merges.txt — as a URL (fetched; relative URLs resolve against the page) or, in Node,
@@ -45,7 +66,7 @@ function makeTokenizer(config: GPT2Config, raw: RawFiles): Tokenizer {
  * Every tensor is checked against the file and the config; damage is an Error naming the
  * tensor and the numbers.
  */
-export async function loadModel(source: ModelSource): Promise<GPT2Model> {
+export async function loadModel(source: ModelSource): Promise<Model> {
   let raw: RawFiles;
   if (typeof source === 'string' || source instanceof URL) {
     if (source === '') throw new TypeError('loadModel: source is an empty string');
@@ -59,6 +80,9 @@ export async function loadModel(source: ModelSource): Promise<GPT2Model> {
   const tokenizer = makeTokenizer(config, raw);
 
   const m = await loadModule();
+  if (config.model_type === 'bert' || config.model_type === 'distilbert') {
+    return loadEncoder(m, raw, config as unknown as EncoderConfig, tokenizer);
+  }
   const mm = modelModule(m);
   const scope = new HeapScope(m, 'loadModel');
   let handle: WasmGPT2 | null;
