@@ -57,7 +57,7 @@ def small_vocab(n):
     """A vocab.txt of n pieces for a random model: specials, letters (c and ##c), punctuation, words."""
     letters = [chr(c) for c in range(ord('a'), ord('z') + 1)]
     v = wordpiece.SPECIAL + letters + ['##' + c for c in letters] + list('.,;:!?') + WORDS
-    assert len(v) >= n
+    v += [f'[unused{i}]' for i in range(n - len(v))]      # BERT's spelling for pieces with no text
     return v[:n]
 
 
