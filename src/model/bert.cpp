@@ -96,7 +96,8 @@ EncoderConfig EncoderConfig::from_json(std::string_view text) {
 void EncoderConfig::validate() const {
   auto positive = [](const char* key, int64_t v, int64_t max) {
     if (v < 1 || v > max) {
-      config_error(std::string("\"") + key + "\" must be in [1, " + std::to_string(max) + "], got " + std::to_string(v));
+      config_error(std::string("\"") + key + "\" must be in [1, " + std::to_string(max) + "], got " +
+                   std::to_string(v));
     }
   };
   positive("vocab_size", vocab_size, 1 << 20);
@@ -163,9 +164,11 @@ class Gather {
       if (name.rfind(prefix, 0) == 0) names.push_back(name.substr(std::string(prefix).size()));
     }
     for (size_t i = 0, n = names.size(); i < n; ++i) {
-      for (auto [a, b] : {std::pair{"LayerNorm.weight", "LayerNorm.gamma"}, std::pair{"LayerNorm.bias", "LayerNorm.beta"}}) {
+      for (auto [a, b] :
+           {std::pair{"LayerNorm.weight", "LayerNorm.gamma"}, std::pair{"LayerNorm.bias", "LayerNorm.beta"}}) {
         const size_t p = names[i].find(a);
-        if (p != std::string::npos) names.push_back(names[i].substr(0, p) + b + names[i].substr(p + std::string(a).size()));
+        if (p != std::string::npos)
+          names.push_back(names[i].substr(0, p) + b + names[i].substr(p + std::string(a).size()));
       }
     }
     for (const std::string& n : names) {
@@ -284,14 +287,12 @@ void ensure(std::vector<float>& v, size_t n) {
 void split_heads(const float* in, float* out, int64_t B, int64_t L, int64_t H, int64_t D) {
   for (int64_t b = 0; b < B; ++b)
     for (int64_t i = 0; i < L; ++i)
-      for (int64_t h = 0; h < H; ++h)
-        std::copy_n(in + ((b * L + i) * H + h) * D, D, out + ((b * H + h) * L + i) * D);
+      for (int64_t h = 0; h < H; ++h) std::copy_n(in + ((b * L + i) * H + h) * D, D, out + ((b * H + h) * L + i) * D);
 }
 void merge_heads(const float* in, float* out, int64_t B, int64_t L, int64_t H, int64_t D) {
   for (int64_t b = 0; b < B; ++b)
     for (int64_t h = 0; h < H; ++h)
-      for (int64_t i = 0; i < L; ++i)
-        std::copy_n(in + ((b * H + h) * L + i) * D, D, out + ((b * L + i) * H + h) * D);
+      for (int64_t i = 0; i < L; ++i) std::copy_n(in + ((b * H + h) * L + i) * D, D, out + ((b * L + i) * H + h) * D);
 }
 
 }  // namespace
@@ -307,8 +308,8 @@ void Encoder::forward(const int32_t* ids, int64_t B, int64_t L, const int32_t* t
                                 "] (need at least 1 sequence of 1 token)");
   }
   if (L > c.max_positions) {
-    throw std::length_error("Encoder.forward: " + std::to_string(L) + " tokens exceed max_position_embeddings = " +
-                            std::to_string(c.max_positions));
+    throw std::length_error("Encoder.forward: " + std::to_string(L) +
+                            " tokens exceed max_position_embeddings = " + std::to_string(c.max_positions));
   }
   const int64_t N = B * L;  // rows: every token of every sequence
   for (int64_t i = 0; i < N; ++i) {

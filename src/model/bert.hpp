@@ -44,12 +44,12 @@ struct EncoderConfig {
 };
 
 struct EncoderLayerWeights {
-  const float *q_b, *k_b, *v_b, *o_b;           // [E] each
-  WeightMatrix q, k, v, o;                      // [E, E] OutIn
-  const float *ln1_w, *ln1_b;                   // [E]  attention.output.LayerNorm / sa_layer_norm
-  WeightMatrix ffn1, ffn2;                      // [I, E] and [E, I] OutIn
-  const float *ffn1_b, *ffn2_b;                 // [I], [E]
-  const float *ln2_w, *ln2_b;                   // [E]  output.LayerNorm / output_layer_norm
+  const float *q_b, *k_b, *v_b, *o_b;  // [E] each
+  WeightMatrix q, k, v, o;             // [E, E] OutIn
+  const float *ln1_w, *ln1_b;          // [E]  attention.output.LayerNorm / sa_layer_norm
+  WeightMatrix ffn1, ffn2;             // [I, E] and [E, I] OutIn
+  const float *ffn1_b, *ffn2_b;        // [I], [E]
+  const float *ln2_w, *ln2_b;          // [E]  output.LayerNorm / output_layer_norm
 };
 
 struct EncoderWeights {
@@ -58,11 +58,11 @@ struct EncoderWeights {
   const float* types = nullptr;  // [T, E] (BERT only)
   const float *emb_ln_w = nullptr, *emb_ln_b = nullptr;
   std::vector<EncoderLayerWeights> layers;
-  WeightMatrix head_dense;                 // [E, E] OutIn  (cls.predictions.transform.dense / vocab_transform)
+  WeightMatrix head_dense;  // [E, E] OutIn  (cls.predictions.transform.dense / vocab_transform)
   const float* head_dense_b = nullptr;
   const float *head_ln_w = nullptr, *head_ln_b = nullptr;
-  WeightMatrix decoder;                    // the word table as K = E, N = V, OutIn
-  const float* decoder_b = nullptr;        // [V]
+  WeightMatrix decoder;              // the word table as K = E, N = V, OutIn
+  const float* decoder_b = nullptr;  // [V]
 };
 
 // Per-call buffers for forward(), grown to the largest call so far.

@@ -64,8 +64,7 @@ Run run_case(const Encoder& enc, const nlohmann::json& c, int threads = 1, bool 
   EncoderScratch s;
   Encoder& e = const_cast<Encoder&>(enc);
   e.set_threads(threads);
-  e.forward(ids.data(), B, L, types.data(), with_mask ? mask.data() : nullptr, s, r.logits.data(),
-            r.attentions.data());
+  e.forward(ids.data(), B, L, types.data(), with_mask ? mask.data() : nullptr, s, r.logits.data(), r.attentions.data());
   return r;
 }
 
@@ -84,7 +83,8 @@ TEST_CASE("encoder: BERT and DistilBERT match the float64 PyTorch reference (log
       const Run r = run_case(enc, c);
       const double dl = max_diff(r.logits, read_floats(kEnc + "/" + c["logits"]["file"].get<std::string>()));
       const double da = max_diff(r.attentions, read_floats(kEnc + "/" + c["attentions"]["file"].get<std::string>()));
-      MESSAGE(name << " " << cname << ": max |dlogits| " << dl << ", max |dattentions| " << da);
+      MESSAGE(std::string(name) << " " << std::string(cname) << ": max |dlogits| " << dl << ", max |dattentions| "
+                                << da);
       CHECK(dl <= 1e-4);
       CHECK(da <= 1e-5);
       // the threads split the matmul columns and attention's heads: the same bits
@@ -172,13 +172,14 @@ TEST_CASE("encoder: bad input is a clear error") {
                        doctest::Contains("41 tokens exceed max_position_embeddings = 40"), std::length_error);
   const auto bytes = read_bytes(kEnc + "/random-bert/model.safetensors");
   std::string cfg = read_text(kEnc + "/random-bert/config.json");
-  CHECK_THROWS_WITH_AS(Encoder::load(std::string(cfg).replace(cfg.find("\"gelu\""), 6, "\"relu\""), bytes.data(),
-                                     bytes.size()),
-                       doctest::Contains("\"hidden_act\" must be \"gelu\""), std::invalid_argument);
-  CHECK_THROWS_WITH_AS(Encoder::load(std::string(cfg).replace(cfg.find("\"vocab_size\": 120"), 17, "\"vocab_size\": 121"),
-                                     bytes.data(), bytes.size()),
-                       doctest::Contains("word_embeddings.weight\" has shape [120, 64], but the config needs [121, 64]"),
-                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(
+      Encoder::load(std::string(cfg).replace(cfg.find("\"gelu\""), 6, "\"relu\""), bytes.data(), bytes.size()),
+      doctest::Contains("\"hidden_act\" must be \"gelu\""), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(
+      Encoder::load(std::string(cfg).replace(cfg.find("\"vocab_size\": 120"), 17, "\"vocab_size\": 121"), bytes.data(),
+                    bytes.size()),
+      doctest::Contains("word_embeddings.weight\" has shape [120, 64], but the config needs [121, 64]"),
+      std::invalid_argument);
   CHECK_THROWS_WITH_AS(Encoder::load(R"({"model_type": "gpt2"})", bytes.data(), bytes.size()),
                        doctest::Contains("model_type must be \"bert\" or \"distilbert\""), std::invalid_argument);
 }
