@@ -26,6 +26,8 @@ export {
   type GenerateOptions, type GenerationStep, type Tokenizer, type LoadOptions, type LoadProgress, type WeightsOption,
   type ModelMemoryUsage,
   HfTokenizer, tokenizerFromFiles,
+  type Model, EncoderModel, type EncoderConfig, type EncoderForwardOptions, type EncoderForwardResult,
+  type FillMaskOptions, type FillMaskPrediction,
   type TokenizerKind, type TokenizerFiles, type EncodeOptions, type DecodeOptions, type EncodedPair, type SpecialTokenIds,
 } from './model/index.js';
 export { MultiHeadAttention, type MultiHeadAttentionOptions, type MultiHeadAttentionWeights,

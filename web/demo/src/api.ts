@@ -84,7 +84,12 @@ export interface GenStep { token: number; index: number; position: number; rows:
 export interface CheckpointFiles { config: string; weights?: ArrayBuffer; vocab?: string; merges?: string; name: string }
 
 /** qkv's loadModel, with the library's own Error when it fails. */
-const loadModel = (source: qkv.ModelSource): Promise<GPT2Model> => qkv.loadModel(source);
+const loadModel = async (source: qkv.ModelSource): Promise<GPT2Model> => {
+  const m = await qkv.loadModel(source);
+  if (m.architecture === 'gpt2') return m;
+  m.dispose();
+  throw new Error(`the demo's model page runs GPT-2-family models; this checkpoint is a ${m.architecture} encoder`);
+};
 
 /** Loads a model folder (config.json, model.safetensors [+ vocab.json, merges.txt]) by URL with qkv. */
 export async function loadModelFromUrl(base: string, onProgress: Progress): Promise<DemoModel> {

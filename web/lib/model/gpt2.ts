@@ -143,6 +143,8 @@ export function modelModule(m: QkvModule): ModelModule {
 
 /** A loaded model. Holds wasm memory: call {@link GPT2Model.dispose} when done. */
 export class GPT2Model {
+  /** Which model loadModel made (EncoderModel says 'bert' or 'distilbert'). */
+  readonly architecture = 'gpt2' as const;
   /** config.json as loaded (frozen). */
   readonly config: GPT2Config;
   /** The model's tokenizer: byte-level (vocab 256) or GPT-2 BPE. */

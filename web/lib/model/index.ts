@@ -1,5 +1,9 @@
 /** The model API: loadModel, the GPT-2 model, its tokenizers. Re-exported by web/lib/index.ts. */
-export { loadModel, type LoadOptions, type LoadProgress, type WeightsOption } from './load.js';
+export { loadModel, type LoadOptions, type LoadProgress, type Model, type WeightsOption } from './load.js';
+export {
+  EncoderModel,
+  type EncoderConfig, type EncoderForwardOptions, type EncoderForwardResult, type FillMaskOptions, type FillMaskPrediction,
+} from './encoder.js';
 export {
   GPT2Model,
   type ForwardOptions, type ForwardResult, type ModelMemoryUsage, type QueriesKeys, type GenerateOptions, type GenerationStep,

@@ -9,6 +9,7 @@ import { checkOptions } from '../validate.js';
 import { MAX_HEAP_BYTES, heapU8, wasmError } from '../wasm/heap.js';
 import { loadModule } from '../wasm/loader.js';
 import type { QkvModule } from '../wasm/module.js';
+import { EncoderModel, encoderModule, type EncoderConfig, type WasmEncoder } from './encoder.js';
 import {
   filesFromObject, parseConfig, readAll, readFolder,
   type ByteStream, type GPT2Config, type ModelSource, type RawFiles,
@@ -125,8 +126,33 @@ async function* withProgress(
   signal?.throwIfAborted();
 }
 
+/** What loadModel returns; `model.architecture` tells which: 'gpt2', 'bert' or 'distilbert'. */
+export type Model = GPT2Model | EncoderModel;
+
 /**
- * Loads a GPT-2-family model.
+ * The encoder path of loadModel: model.safetensors streamed into a wasm buffer as for GPT-2;
+ * the encoder converts its tensors to one float32 buffer it keeps, and the file's buffer is
+ * freed here.
+ */
+async function loadEncoder(
+  m: QkvModule, raw: RawFiles, config: EncoderConfig, tokenizer: Tokenizer, opts: LoadOptions,
+): Promise<EncoderModel> {
+  const em = encoderModule(m);
+  const mm = modelModule(m);
+  const { ptr, size } = await streamIntoWasm(m, mm, raw.weights, 'model.safetensors', opts);
+  let handle: WasmEncoder | null;
+  try {
+    handle = em.EncoderModel.create(raw.configText, ptr, size);
+  } finally {
+    mm.modelFileFree(ptr);
+  }
+  if (!handle) throw wasmError('loadModel', em.encoderLastError());
+  return new EncoderModel(m, handle, Object.freeze({ ...config }) as EncoderConfig, tokenizer);
+}
+
+/**
+ * Loads a model: GPT-2 family, or a BERT / DistilBERT encoder with its masked-LM head
+ * (config.json's model_type "bert" / "distilbert", tokenizer from vocab.txt or tokenizer.json).
  *
  * `source`: a folder holding config.json, model.safetensors and, for a BPE model, vocab.json
  * and merges.txt — as a URL (fetched; relative URLs resolve against the page) or, in Node,
@@ -136,7 +162,7 @@ async function* withProgress(
  * Every tensor is checked against the file and the config; damage is an Error naming the
  * tensor and the numbers.
  */
-export async function loadModel(source: ModelSource, options: LoadOptions = {}): Promise<GPT2Model> {
+export async function loadModel(source: ModelSource, options: LoadOptions = {}): Promise<Model> {
   const fn = 'loadModel';
   const opts = checkOptions(fn, options, ['weights', 'onProgress', 'signal']) as LoadOptions;
   const weights = opts.weights ?? 'auto';
@@ -164,8 +190,14 @@ export async function loadModel(source: ModelSource, options: LoadOptions = {}):
   const tokenizer = makeTokenizer(config, raw);
 
   const m = await loadModule();
-  const mm = modelModule(m);
   signal?.throwIfAborted();
+  if (config.model_type === 'bert' || config.model_type === 'distilbert') {
+    if (weights !== 'auto' && weights !== 'f32') {
+      throw new TypeError(`${fn}: options.weights '${weights}' is for GPT-2-family models; a ${config.model_type} encoder is held in float32 ('auto' or 'f32')`);
+    }
+    return loadEncoder(m, raw, config as unknown as EncoderConfig, tokenizer, opts);
+  }
+  const mm = modelModule(m);
   const { ptr, size } = await streamIntoWasm(m, mm, raw.weights, 'model.safetensors', opts);
   // the buffer is the model's from here (freed by create on error)
   const handle: WasmGPT2 | null = mm.GPT2Model.create(raw.configText, ptr, size, weights);
