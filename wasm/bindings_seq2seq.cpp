@@ -6,6 +6,7 @@
 #include <emscripten/bind.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <string>
 
@@ -28,11 +29,14 @@ struct Seq2Seq {
   explicit Seq2Seq(qkv::Bart m) : bart(std::move(m)) {}
 };
 
+// Takes ownership of `bytes` (from modelFileAlloc, bindings_model.cpp) and frees it: the
+// model converts its tensors to float32 while loading.
 Seq2Seq* seq2seq_create(const std::string& config_json, uintptr_t bytes, double size) {
   Seq2Seq* m = nullptr;
   seq2seq_last_error = guarded([&] {
     m = new Seq2Seq(qkv::Bart::load(config_json, ptr<const uint8_t>(bytes), static_cast<size_t>(size)));
   });
+  std::free(ptr<void>(bytes));
   return m;
 }
 

@@ -81,8 +81,13 @@ export interface GenStep { token: number; index: number; position: number; rows:
 /** A dropped checkpoint, as qkv's loadModel takes it ({ config, weights, vocab?, merges? }) plus a name. */
 export interface CheckpointFiles { config: string; weights?: ArrayBuffer; vocab?: string; merges?: string; name: string }
 
-/** qkv's loadModel, with the library's own Error when it fails. */
-const loadModel = (source: qkv.ModelSource): Promise<GPT2Model> => qkv.loadModel(source);
+/** qkv's loadModel, with the library's own Error when it fails. This page shows GPT-2-family models only. */
+const loadModel = async (source: qkv.ModelSource): Promise<GPT2Model> => {
+  const m = await qkv.loadModel(source);
+  if (m instanceof qkv.GPT2Model) return m;
+  m.dispose();
+  throw new Error(`this page shows GPT-2-family models; the checkpoint is ${m}`);
+};
 
 /** Loads a model folder (config.json, model.safetensors [+ vocab.json, merges.txt]) by URL with qkv. */
 export async function loadModelFromUrl(base: string, onProgress: Progress): Promise<DemoModel> {

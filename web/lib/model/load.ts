@@ -14,6 +14,7 @@ import {
   type ByteStream, type GPT2Config, type ModelSource, type RawFiles,
 } from './files.js';
 import { GPT2Model, modelModule, type ModelModule, type WasmGPT2 } from './gpt2.js';
+import { Seq2SeqModel, seq2seqModule, type Seq2SeqConfig } from './seq2seq.js';
 import { ByteTokenizer, tokenizerFromFiles, type Tokenizer } from './tokenizer.js';
 
 /**
@@ -125,8 +126,11 @@ async function* withProgress(
   signal?.throwIfAborted();
 }
 
+/** What loadModel returns, by config.json's model_type: "bart" -> Seq2SeqModel, else GPT2Model. */
+export type LoadedModel = GPT2Model | Seq2SeqModel;
+
 /**
- * Loads a GPT-2-family model.
+ * Loads a model: GPT-2 family, or (model_type "bart") an encoder-decoder.
  *
  * `source`: a folder holding config.json, model.safetensors and, for a BPE model, vocab.json
  * and merges.txt — as a URL (fetched; relative URLs resolve against the page) or, in Node,
@@ -136,7 +140,7 @@ async function* withProgress(
  * Every tensor is checked against the file and the config; damage is an Error naming the
  * tensor and the numbers.
  */
-export async function loadModel(source: ModelSource, options: LoadOptions = {}): Promise<GPT2Model> {
+export async function loadModel(source: ModelSource, options: LoadOptions = {}): Promise<LoadedModel> {
   const fn = 'loadModel';
   const opts = checkOptions(fn, options, ['weights', 'onProgress', 'signal']) as LoadOptions;
   const weights = opts.weights ?? 'auto';
@@ -167,6 +171,17 @@ export async function loadModel(source: ModelSource, options: LoadOptions = {}):
   const mm = modelModule(m);
   signal?.throwIfAborted();
   const { ptr, size } = await streamIntoWasm(m, mm, raw.weights, 'model.safetensors', opts);
+  if (config.model_type === 'bart') {
+    // the encoder-decoder converts its tensors to float32 on load ('auto' and 'f32' alike)
+    if (weights !== 'auto' && weights !== 'f32') {
+      mm.modelFileFree(ptr);
+      throw new TypeError(`${fn}: options.weights '${weights}' is not supported for model_type "bart" (only 'auto' and 'f32')`);
+    }
+    const sm = seq2seqModule(m);
+    const handle = sm.Seq2SeqModel.create(raw.configText, ptr, size);  // takes the buffer
+    if (!handle) throw wasmError(fn, sm.seq2seqLastError());
+    return new Seq2SeqModel(m, handle, Object.freeze({ ...config }) as unknown as Seq2SeqConfig, tokenizer);
+  }
   // the buffer is the model's from here (freed by create on error)
   const handle: WasmGPT2 | null = mm.GPT2Model.create(raw.configText, ptr, size, weights);
   if (!handle) throw wasmError(fn, mm.modelLastError());
