@@ -4,7 +4,8 @@
     /usr/bin/python3 tools/seq2seq/make_reference.py
 
 Writes under tests/data/seq2seq/:
-  random-bart/            a small random checkpoint (config.json, model.safetensors) whose shapes
+  random-bart/            a small random checkpoint (config.json, model.safetensors, a placeholder
+                          vocab.txt) whose shapes
                           differ on purpose: 1 encoder layer of 2 heads, 3 decoder layers of 4
                           heads, encoder FFN 48, decoder FFN 80, scale_embedding on, random
                           LayerNorms and final_logits_bias
@@ -71,6 +72,8 @@ def random_model():
         f.write('\n')
     save_safetensors(os.path.join(folder, 'model.safetensors'),
                      {k: v.float().contiguous() for k, v in model.hf_state_dict().items()}, metadata={'format': 'pt'})
+    with open(os.path.join(folder, 'vocab.txt'), 'w') as f:  # loadModel wants a tokenizer: placeholder words
+        f.write('\n'.join(['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'] + [f'w{i}' for i in range(45)]) + '\n')
     return cfg
 
 
