@@ -33,9 +33,8 @@ struct Seq2Seq {
 // model converts its tensors to float32 while loading.
 Seq2Seq* seq2seq_create(const std::string& config_json, uintptr_t bytes, double size) {
   Seq2Seq* m = nullptr;
-  seq2seq_last_error = guarded([&] {
-    m = new Seq2Seq(qkv::Bart::load(config_json, ptr<const uint8_t>(bytes), static_cast<size_t>(size)));
-  });
+  seq2seq_last_error = guarded(
+      [&] { m = new Seq2Seq(qkv::Bart::load(config_json, ptr<const uint8_t>(bytes), static_cast<size_t>(size))); });
   std::free(ptr<void>(bytes));
   return m;
 }

@@ -80,8 +80,8 @@ BartConfig BartConfig::from_json(std::string_view text) {
   auto token = [&](const char* key, int32_t fallback) {
     const int64_t v = get_int(root, key, false, fallback);
     if (v < 0 || v >= c.vocab_size) {
-      config_error(std::string("\"") + key + "\" = " + std::to_string(v) + " is out of range [0, vocab_size = " +
-                   std::to_string(c.vocab_size) + ")");
+      config_error(std::string("\"") + key + "\" = " + std::to_string(v) +
+                   " is out of range [0, vocab_size = " + std::to_string(c.vocab_size) + ")");
     }
     return int32_t(v);
   };
@@ -109,7 +109,8 @@ void BartConfig::validate() const {
   in_range("encoder_ffn_dim", encoder_ffn, 1 << 18);
   in_range("decoder_ffn_dim", decoder_ffn, 1 << 18);
   in_range("max_position_embeddings", max_positions, 1 << 20);
-  for (auto [key, h] : {std::pair{"encoder_attention_heads", encoder_heads}, {"decoder_attention_heads", decoder_heads}}) {
+  for (auto [key, h] :
+       {std::pair{"encoder_attention_heads", encoder_heads}, {"decoder_attention_heads", decoder_heads}}) {
     if (d_model % h != 0) {
       config_error("d_model (" + std::to_string(d_model) + ") must be divisible by " + key + " (" + std::to_string(h) +
                    ")");
@@ -137,7 +138,8 @@ class TensorReader {
   std::vector<float> get(const std::string& name, std::vector<int64_t> want) const {
     const std::string full = prefix_ + name;
     const safetensors::TensorInfo* t = f_.find(full);
-    if (!t) throw std::invalid_argument("Bart: missing tensor \"" + full + "\" (expected shape " + shape_str(want) + ")");
+    if (!t)
+      throw std::invalid_argument("Bart: missing tensor \"" + full + "\" (expected shape " + shape_str(want) + ")");
     if (t->shape != want) {
       throw std::invalid_argument("Bart: tensor \"" + full + "\" has shape " + shape_str(t->shape) +
                                   ", but the config needs " + shape_str(want));
@@ -256,7 +258,8 @@ void linear_out_in(const std::vector<float>& W, int64_t K, int64_t N, const floa
 // [L, E] rows -> [H, L, D] heads
 void split_heads(const float* x, int64_t L, int64_t H, int64_t D, float* out) {
   for (int64_t t = 0; t < L; ++t) {
-    for (int64_t h = 0; h < H; ++h) std::copy(x + t * H * D + h * D, x + t * H * D + (h + 1) * D, out + (h * L + t) * D);
+    for (int64_t h = 0; h < H; ++h)
+      std::copy(x + t * H * D + h * D, x + t * H * D + (h + 1) * D, out + (h * L + t) * D);
   }
 }
 
@@ -340,14 +343,14 @@ Bart Bart::load(std::string_view config_json, const uint8_t* bytes, size_t size)
 void Bart::check_ids(const char* fn, const char* arg, const int32_t* ids, int64_t L, int64_t pos0) const {
   if (L < 1) throw std::invalid_argument(std::string(fn) + ": " + arg + " is empty (need at least 1 token)");
   if (pos0 + L > config_.max_positions) {
-    throw std::length_error(std::string(fn) + ": " + arg + " reaches position " + std::to_string(pos0 + L) +
-                            " (" + std::to_string(pos0) + " already + " + std::to_string(L) +
+    throw std::length_error(std::string(fn) + ": " + arg + " reaches position " + std::to_string(pos0 + L) + " (" +
+                            std::to_string(pos0) + " already + " + std::to_string(L) +
                             " new), past max_position_embeddings = " + std::to_string(config_.max_positions));
   }
   for (int64_t i = 0; i < L; ++i) {
     if (ids[i] < 0 || ids[i] >= config_.vocab_size) {
-      throw std::invalid_argument(std::string(fn) + ": " + arg + "[" + std::to_string(i) + "] = " +
-                                  std::to_string(ids[i]) + " is out of range [0, " +
+      throw std::invalid_argument(std::string(fn) + ": " + arg + "[" + std::to_string(i) +
+                                  "] = " + std::to_string(ids[i]) + " is out of range [0, " +
                                   std::to_string(config_.vocab_size) + ")");
     }
   }
@@ -526,8 +529,7 @@ void Bart::forward(const int32_t* src, int64_t Ls, const int32_t* tgt, int64_t L
 
 // ----------------------------------------------------------------------------- generation
 
-BartSession::BartSession(const Bart& model, const int32_t* src, int64_t Ls, float* encoder_attentions)
-    : model_(model) {
+BartSession::BartSession(const Bart& model, const int32_t* src, int64_t Ls, float* encoder_attentions) : model_(model) {
   const BartConfig& c = model.config();
   std::vector<float> enc(size_t(std::max<int64_t>(Ls, 0) * c.d_model));
   model.encode(src, Ls, enc.data(), encoder_attentions);  // validates src
@@ -549,7 +551,8 @@ void BartSession::step(int32_t id, float* logits, float* self_attentions, float*
 std::vector<int32_t> generate_seq2seq(const Bart& model, const std::vector<int32_t>& src, int64_t max_new,
                                       const SamplingOptions& options, uint64_t seed, bool use_cache) {
   const BartConfig& c = model.config();
-  if (max_new < 0) throw std::invalid_argument("generate_seq2seq: max_new must be >= 0, got " + std::to_string(max_new));
+  if (max_new < 0)
+    throw std::invalid_argument("generate_seq2seq: max_new must be >= 0, got " + std::to_string(max_new));
   if (max_new > c.max_positions) {
     throw std::length_error("generate_seq2seq: max_new = " + std::to_string(max_new) +
                             " exceeds max_position_embeddings = " + std::to_string(c.max_positions));

@@ -43,18 +43,18 @@ struct BartAttentionWeights {
 
 struct BartLayerWeights {
   BartAttentionWeights self_attn;
-  std::vector<float> self_attn_ln_w, self_attn_ln_b;  // [E]
-  BartAttentionWeights cross_attn;                    // encoder_attn (decoder layers only)
+  std::vector<float> self_attn_ln_w, self_attn_ln_b;    // [E]
+  BartAttentionWeights cross_attn;                      // encoder_attn (decoder layers only)
   std::vector<float> cross_attn_ln_w, cross_attn_ln_b;  // encoder_attn_layer_norm (decoder only)
-  std::vector<float> fc1_w, fc1_b;                    // [F, E], [F]
-  std::vector<float> fc2_w, fc2_b;                    // [E, F], [E]
-  std::vector<float> final_ln_w, final_ln_b;          // [E]
+  std::vector<float> fc1_w, fc1_b;                      // [F, E], [F]
+  std::vector<float> fc2_w, fc2_b;                      // [E, F], [E]
+  std::vector<float> final_ln_w, final_ln_b;            // [E]
 };
 
 struct BartWeights {
-  std::vector<float> shared;                     // [V, E] token embeddings of both stacks, and the LM head
-  std::vector<float> final_logits_bias;          // [V] (zeros when the checkpoint lacks it)
-  std::vector<float> enc_pos, dec_pos;           // [P + 2, E] learned positions
+  std::vector<float> shared;                      // [V, E] token embeddings of both stacks, and the LM head
+  std::vector<float> final_logits_bias;           // [V] (zeros when the checkpoint lacks it)
+  std::vector<float> enc_pos, dec_pos;            // [P + 2, E] learned positions
   std::vector<float> enc_ln_emb_w, enc_ln_emb_b;  // layernorm_embedding [E]
   std::vector<float> dec_ln_emb_w, dec_ln_emb_b;
   std::vector<BartLayerWeights> encoder, decoder;

@@ -67,7 +67,8 @@ void check_cases(const std::string& name, int threads) {
     const auto tgt = cs.at("decoder_input_ids").get<std::vector<int32_t>>();
     const int64_t Ls = int64_t(src.size()), Lt = int64_t(tgt.size());
     std::vector<float> logits(size_t(Lt * c.vocab_size)), enc(size_t(c.encoder_layers * c.encoder_heads * Ls * Ls)),
-        dec(size_t(c.decoder_layers * c.decoder_heads * Lt * Lt)), cross(size_t(c.decoder_layers * c.decoder_heads * Lt * Ls));
+        dec(size_t(c.decoder_layers * c.decoder_heads * Lt * Lt)),
+        cross(size_t(c.decoder_layers * c.decoder_heads * Lt * Ls));
     model.forward(src.data(), Ls, tgt.data(), Lt, logits.data(), enc.data(), dec.data(), cross.data());
     INFO(name << " case " << cs.at("name").get<std::string>() << ", threads " << threads);
     const double el = max_abs_diff(logits, read_bin(cs.at("logits")));
@@ -144,12 +145,14 @@ TEST_CASE("Bart sampled generation: the KV-cached session equals full recompute,
   for (int64_t t = 0; t < Lt; ++t) {
     s.step(tgt[size_t(t)], lg.data(), sa.data(), ca.data());
     double worst = 0.0;
-    for (int64_t v = 0; v < c.vocab_size; ++v) worst = std::max(worst, double(std::fabs(lg[size_t(v)] - logits[size_t(t * c.vocab_size + v)])));
+    for (int64_t v = 0; v < c.vocab_size; ++v)
+      worst = std::max(worst, double(std::fabs(lg[size_t(v)] - logits[size_t(t * c.vocab_size + v)])));
     CHECK(worst <= 1e-4);
     for (int64_t l = 0; l < NL; ++l) {
       for (int64_t h = 0; h < H; ++h) {
         for (int64_t j = 0; j <= t; ++j) {
-          CHECK(std::fabs(sa[size_t((l * H + h) * (t + 1) + j)] - dec[size_t(((l * H + h) * Lt + t) * Lt + j)]) <= 1e-5);
+          CHECK(std::fabs(sa[size_t((l * H + h) * (t + 1) + j)] - dec[size_t(((l * H + h) * Lt + t) * Lt + j)]) <=
+                1e-5);
         }
         for (int64_t j = 0; j < Ls; ++j) {
           CHECK(std::fabs(ca[size_t((l * H + h) * Ls + j)] - cross[size_t(((l * H + h) * Lt + t) * Ls + j)]) <= 1e-5);
@@ -169,7 +172,8 @@ TEST_CASE("Bart: the number speller's cross-attention on a digit word peaks on t
   std::vector<std::string> vocab;  // vocab.txt: one token per line, id = line number
   {
     const std::string text = read_text(source_path("web/models/tiny-numbers/vocab.txt"));
-    for (size_t at = 0, nl; (nl = text.find('\n', at)) != std::string::npos; at = nl + 1) vocab.push_back(text.substr(at, nl - at));
+    for (size_t at = 0, nl; (nl = text.find('\n', at)) != std::string::npos; at = nl + 1)
+      vocab.push_back(text.substr(at, nl - at));
   }
   auto id = [&](const std::string& token) {
     const auto it = std::find(vocab.begin(), vocab.end(), token);
@@ -238,9 +242,11 @@ TEST_CASE("Bart rejects bad input with errors naming the function and the argume
   CHECK(contains(error_of<std::invalid_argument>(
                      [&] { Bart::load(with("\"d_model\": 32", "\"d_model\": 33"), st.data(), st.size()); }),
                  "d_model (33) must be divisible"));
-  CHECK(contains(error_of<std::invalid_argument>(
-                     [&] { Bart::load(with("\"decoder_ffn_dim\": 80", "\"decoder_ffn_dim\": 81"), st.data(), st.size()); }),
-                 "Bart: tensor \"model.decoder.layers.0.fc1.weight\" has shape [80, 32], but the config needs [81, 32]"));
+  CHECK(
+      contains(error_of<std::invalid_argument>([&] {
+                 Bart::load(with("\"decoder_ffn_dim\": 80", "\"decoder_ffn_dim\": 81"), st.data(), st.size());
+               }),
+               "Bart: tensor \"model.decoder.layers.0.fc1.weight\" has shape [80, 32], but the config needs [81, 32]"));
   CHECK(contains(error_of<std::invalid_argument>(
                      [&] { Bart::load(with("\"eos_token_id\": 2", "\"eos_token_id\": 99"), st.data(), st.size()); }),
                  "\"eos_token_id\" = 99 is out of range"));
