@@ -69,6 +69,8 @@ int seq2seq_position(const Seq2Seq& m) { return m.session ? static_cast<int>(m.s
 int seq2seq_source_length(const Seq2Seq& m) { return m.session ? static_cast<int>(m.session->source_length()) : 0; }
 void seq2seq_set_threads(Seq2Seq& m, int threads) { m.bart.set_threads(threads); }
 int seq2seq_threads(const Seq2Seq& m) { return m.bart.threads(); }
+int seq2seq_decoder_start_token_id(const Seq2Seq& m) { return m.bart.config().decoder_start_token_id; }
+int seq2seq_eos_token_id(const Seq2Seq& m) { return m.bart.config().eos_token_id; }
 std::string get_seq2seq_last_error() { return seq2seq_last_error; }
 
 }  // namespace
@@ -84,5 +86,7 @@ EMSCRIPTEN_BINDINGS(qkv_seq2seq) {
       .function("position", &seq2seq_position)
       .function("sourceLength", &seq2seq_source_length)
       .function("setThreads", &seq2seq_set_threads)
-      .function("threads", &seq2seq_threads);
+      .function("threads", &seq2seq_threads)
+      .function("decoderStartTokenId", &seq2seq_decoder_start_token_id)
+      .function("eosTokenId", &seq2seq_eos_token_id);
 }

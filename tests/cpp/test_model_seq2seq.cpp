@@ -247,6 +247,11 @@ TEST_CASE("Bart rejects bad input with errors naming the function and the argume
                  Bart::load(with("\"decoder_ffn_dim\": 80", "\"decoder_ffn_dim\": 81"), st.data(), st.size());
                }),
                "Bart: tensor \"model.decoder.layers.0.fc1.weight\" has shape [80, 32], but the config needs [81, 32]"));
+  // no decoder_start_token_id: BART's default, eos_token_id
+  const std::string no_start = with("\"decoder_start_token_id\": 2", "\"unrelated\": 2");
+  const std::string eos1 = no_start.substr(0, no_start.find("\"eos_token_id\": 2")) + "\"eos_token_id\": 1" +
+                           no_start.substr(no_start.find("\"eos_token_id\": 2") + 17);
+  CHECK(Bart::load(eos1, st.data(), st.size()).config().decoder_start_token_id == 1);
   CHECK(contains(error_of<std::invalid_argument>(
                      [&] { Bart::load(with("\"eos_token_id\": 2", "\"eos_token_id\": 99"), st.data(), st.size()); }),
                  "\"eos_token_id\" = 99 is out of range"));

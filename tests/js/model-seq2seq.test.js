@@ -149,6 +149,8 @@ describe('the number speller (web/models/tiny-numbers)', () => {
   });
 
   test('bad input: errors name the function and the argument', async () => {
+    await assert.rejects(qkv.loadModel(path.join(ROOT, 'web', 'models', 'tiny-numbers'), { weights: 'int8' }),
+      /loadModel: options\.weights 'int8' is not supported for model_type "bart"/);
     await assert.rejects(model.forward([2, 999, 3]), /model\.forward: input\[1\] = 999 is not a token id in \[0, 55\)/);
     await assert.rejects(model.forward([2, 3], { decoderInputIds: [] }), /model\.forward: options\.decoderInputIds is empty/);
     await assert.rejects(model.forward([2, 3], { bogus: 1 }), /bogus/);

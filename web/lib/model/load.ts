@@ -1,6 +1,7 @@
 /**
  * `loadModel(source, options)`: reads a Hugging Face GPT-2-layout checkpoint (config.json +
- * model.safetensors [+ vocab.json + merges.txt]) into the wasm module and returns the model.
+ * model.safetensors [+ vocab.json + merges.txt]) into the wasm module and returns the model;
+ * a BART-layout encoder-decoder (model_type "bart") comes back as a Seq2SeqModel.
  * model.safetensors streams straight into one wasm buffer, which the model then owns (its
  * tensors are read there in place, or converted and the buffer freed): no second copy in JS.
  */
@@ -167,20 +168,23 @@ export async function loadModel(source: ModelSource, options: LoadOptions = {}):
   const config = parseConfig(raw.configText, raw.where === 'source' ? 'source.config' : `${raw.where}/config.json`);
   const tokenizer = makeTokenizer(config, raw);
 
+  const isSeq2Seq = config.model_type === 'bart';
+  if (isSeq2Seq && weights !== 'auto' && weights !== 'f32') {
+    // the encoder-decoder converts its tensors to float32 on load
+    throw new TypeError(`${fn}: options.weights '${weights}' is not supported for model_type "bart" (only 'auto' and 'f32')`);
+  }
+
   const m = await loadModule();
   const mm = modelModule(m);
+  const sm = isSeq2Seq ? seq2seqModule(m) : null;
   signal?.throwIfAborted();
   const { ptr, size } = await streamIntoWasm(m, mm, raw.weights, 'model.safetensors', opts);
-  if (config.model_type === 'bart') {
-    // the encoder-decoder converts its tensors to float32 on load ('auto' and 'f32' alike)
-    if (weights !== 'auto' && weights !== 'f32') {
-      mm.modelFileFree(ptr);
-      throw new TypeError(`${fn}: options.weights '${weights}' is not supported for model_type "bart" (only 'auto' and 'f32')`);
-    }
-    const sm = seq2seqModule(m);
-    const handle = sm.Seq2SeqModel.create(raw.configText, ptr, size);  // takes the buffer
+  if (sm) {
+    const handle = sm.Seq2SeqModel.create(raw.configText, ptr, size);  // takes the buffer (freed on error too)
     if (!handle) throw wasmError(fn, sm.seq2seqLastError());
-    return new Seq2SeqModel(m, handle, Object.freeze({ ...config }) as unknown as Seq2SeqConfig, tokenizer);
+    // the special ids as the C++ config resolved them (HF's defaults where config.json has none)
+    const resolved = { decoder_start_token_id: handle.decoderStartTokenId(), eos_token_id: handle.eosTokenId() };
+    return new Seq2SeqModel(m, handle, Object.freeze({ ...config, ...resolved }) as unknown as Seq2SeqConfig, tokenizer);
   }
   // the buffer is the model's from here (freed by create on error)
   const handle: WasmGPT2 | null = mm.GPT2Model.create(raw.configText, ptr, size, weights);

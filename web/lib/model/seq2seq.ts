@@ -24,7 +24,9 @@ export interface Seq2SeqConfig {
   encoder_attention_heads: number;
   decoder_attention_heads: number;
   max_position_embeddings: number;
+  /** As config.json gives it, or BART's default (eos_token_id) where it gives none. */
   decoder_start_token_id: number;
+  /** As config.json gives it, or BART's default (2). */
   eos_token_id: number;
   [key: string]: unknown;
 }
@@ -88,6 +90,8 @@ export interface WasmSeq2Seq extends EmbindHandle {
   step(id: number, logits: number, self: number, cross: number): string;
   position(): number;
   setThreads(threads: number): void;
+  decoderStartTokenId(): number;
+  eosTokenId(): number;
 }
 interface WasmSampler extends EmbindHandle {
   sample(logits: number, n: number, temperature: number, topK: number): number;
