@@ -107,6 +107,24 @@ TEST_CASE("Bart forward matches the PyTorch reference (the trained number spelle
   check_cases("tiny-numbers.json", 1);
 }
 
+TEST_CASE("Bart forward: the same bits on 1 and 4 threads") {
+  Bart model = load_bart(source_path("tests/data/seq2seq/random-bart"));
+  const BartConfig& c = model.config();
+  std::vector<int32_t> src(20), tgt(24);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = int32_t((i * 7 + 3) % size_t(c.vocab_size));
+  for (size_t i = 0; i < tgt.size(); ++i) tgt[i] = int32_t((i * 11 + 2) % size_t(c.vocab_size));
+  auto run = [&](int threads) {
+    model.set_threads(threads);
+    std::vector<float> out(size_t(24 * c.vocab_size + c.decoder_layers * c.decoder_heads * 24 * (24 + 20)));
+    float* cross = out.data() + 24 * c.vocab_size;
+    float* dec = cross + c.decoder_layers * c.decoder_heads * 24 * 20;
+    model.forward(src.data(), 20, tgt.data(), 24, out.data(), nullptr, dec, cross);
+    return out;
+  };
+  const auto one = run(1), four = run(4);
+  CHECK(std::memcmp(one.data(), four.data(), one.size() * sizeof(float)) == 0);
+}
+
 TEST_CASE("Bart greedy generation equals Python's, with and without the KV cache") {
   for (const char* name : {"random-bart.json", "tiny-numbers.json"}) {
     const nlohmann::json m = manifest(name);
