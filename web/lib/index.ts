@@ -25,6 +25,8 @@ export {
   type GPT2Config, type ModelFiles, type ModelSource, type ForwardOptions, type ForwardResult, type QueriesKeys,
   type GenerateOptions, type GenerationStep, type Tokenizer, type LoadOptions, type LoadProgress, type WeightsOption,
   type ModelMemoryUsage,
+  Seq2SeqModel, type Seq2SeqConfig, type Seq2SeqForwardOptions, type Seq2SeqForwardResult, type Seq2SeqGenerateOptions,
+  type Seq2SeqStep,
   HfTokenizer, tokenizerFromFiles,
   type Model, EncoderModel, type EncoderConfig, type EncoderForwardOptions, type EncoderForwardResult,
   type FillMaskOptions, type FillMaskPrediction,

@@ -83,12 +83,12 @@ export interface GenStep { token: number; index: number; position: number; rows:
 /** A dropped checkpoint, as qkv's loadModel takes it ({ config, weights, vocab?, merges? }) plus a name. */
 export interface CheckpointFiles { config: string; weights?: ArrayBuffer; vocab?: string; merges?: string; name: string }
 
-/** qkv's loadModel, with the library's own Error when it fails. */
-const loadModel = async (source: qkv.ModelSource): Promise<GPT2Model> => {
-  const m = await qkv.loadModel(source);
-  if (m.architecture === 'gpt2') return m;
+/** qkv's loadModel, with the library's own Error when it fails. This page shows GPT-2-family models only. */
+const loadModel = async (source: qkv.ModelSource, options?: qkv.LoadOptions): Promise<GPT2Model> => {
+  const m = await qkv.loadModel(source, options);
+  if (m instanceof qkv.GPT2Model) return m;
   m.dispose();
-  throw new Error(`the demo's model page runs GPT-2-family models; this checkpoint is a ${m.architecture} encoder`);
+  throw new Error(`this page shows GPT-2-family models; the checkpoint is ${m}`);
 };
 
 /** Loads a model folder (config.json, model.safetensors [+ vocab.json, merges.txt]) by URL with qkv. */
@@ -112,7 +112,7 @@ export async function loadModelFromFiles(files: CheckpointFiles, onProgress: Pro
 
 /** Loads a fetched checkpoint (hub.ts) with qkv: the weights as chosen, with progress and a cancel. */
 export async function loadModelFromHub(files: qkv.ModelFiles, name: string, options: qkv.LoadOptions): Promise<DemoModel> {
-  return demoModel(await qkv.loadModel(files, options), name, backendName());
+  return demoModel(await loadModel(files, options), name, backendName());
 }
 
 /** Reads a File with progress (bytes / size). */

@@ -1,4 +1,4 @@
-/** The model API: loadModel, the GPT-2 model, its tokenizers. Re-exported by web/lib/index.ts. */
+/** The model API: loadModel, the GPT-2 model, the encoders, the encoder-decoder, their tokenizers. Re-exported by web/lib/index.ts. */
 export { loadModel, type LoadOptions, type LoadProgress, type Model, type WeightsOption } from './load.js';
 export {
   EncoderModel,
@@ -8,6 +8,10 @@ export {
   GPT2Model,
   type ForwardOptions, type ForwardResult, type ModelMemoryUsage, type QueriesKeys, type GenerateOptions, type GenerationStep,
 } from './gpt2.js';
+export {
+  Seq2SeqModel,
+  type Seq2SeqConfig, type Seq2SeqForwardOptions, type Seq2SeqForwardResult, type Seq2SeqGenerateOptions, type Seq2SeqStep,
+} from './seq2seq.js';
 export type { GPT2Config, ModelFiles, ModelSource } from './files.js';
 export {
   ByteTokenizer, BpeTokenizer, HfTokenizer, bytesToUnicode, GPT2_PATTERN, tokenizerFromFiles,

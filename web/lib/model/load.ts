@@ -1,6 +1,7 @@
 /**
  * `loadModel(source, options)`: reads a Hugging Face GPT-2-layout checkpoint (config.json +
- * model.safetensors [+ vocab.json + merges.txt]) into the wasm module and returns the model.
+ * model.safetensors [+ vocab.json + merges.txt]) into the wasm module and returns the model;
+ * a BART-layout encoder-decoder (model_type "bart") comes back as a Seq2SeqModel.
  * model.safetensors streams straight into one wasm buffer, which the model then owns (its
  * tensors are read there in place, or converted and the buffer freed): no second copy in JS.
  */
@@ -15,6 +16,7 @@ import {
   type ByteStream, type GPT2Config, type ModelSource, type RawFiles,
 } from './files.js';
 import { GPT2Model, modelModule, type ModelModule, type WasmGPT2 } from './gpt2.js';
+import { Seq2SeqModel, seq2seqModule, type Seq2SeqConfig } from './seq2seq.js';
 import { ByteTokenizer, tokenizerFromFiles, type Tokenizer } from './tokenizer.js';
 
 /**
@@ -126,8 +128,11 @@ async function* withProgress(
   signal?.throwIfAborted();
 }
 
-/** What loadModel returns; `model.architecture` tells which: 'gpt2', 'bert' or 'distilbert'. */
-export type Model = GPT2Model | EncoderModel;
+/**
+ * What loadModel returns, by config.json's model_type: GPT2Model (gpt2), EncoderModel (bert,
+ * distilbert) or Seq2SeqModel (bart); `model.architecture` tells which.
+ */
+export type Model = GPT2Model | EncoderModel | Seq2SeqModel;
 
 /**
  * The encoder path of loadModel: model.safetensors streamed into a wasm buffer as for GPT-2;
@@ -151,8 +156,9 @@ async function loadEncoder(
 }
 
 /**
- * Loads a model: GPT-2 family, or a BERT / DistilBERT encoder with its masked-LM head
- * (config.json's model_type "bert" / "distilbert", tokenizer from vocab.txt or tokenizer.json).
+ * Loads a model: GPT-2 family; a BERT / DistilBERT encoder with its masked-LM head
+ * (config.json's model_type "bert" / "distilbert", tokenizer from vocab.txt or tokenizer.json);
+ * or (model_type "bart") an encoder-decoder.
  *
  * `source`: a folder holding config.json, model.safetensors and, for a BPE model, vocab.json
  * and merges.txt — as a URL (fetched; relative URLs resolve against the page) or, in Node,
@@ -189,7 +195,14 @@ export async function loadModel(source: ModelSource, options: LoadOptions = {}):
   const config = parseConfig(raw.configText, raw.where === 'source' ? 'source.config' : `${raw.where}/config.json`);
   const tokenizer = makeTokenizer(config, raw);
 
+  const isSeq2Seq = config.model_type === 'bart';
+  if (isSeq2Seq && weights !== 'auto' && weights !== 'f32') {
+    // the encoder-decoder converts its tensors to float32 on load
+    throw new TypeError(`${fn}: options.weights '${weights}' is not supported for model_type "bart" (only 'auto' and 'f32')`);
+  }
+
   const m = await loadModule();
+  const sm = isSeq2Seq ? seq2seqModule(m) : null;
   signal?.throwIfAborted();
   if (config.model_type === 'bert' || config.model_type === 'distilbert') {
     if (weights !== 'auto' && weights !== 'f32') {
@@ -199,6 +212,13 @@ export async function loadModel(source: ModelSource, options: LoadOptions = {}):
   }
   const mm = modelModule(m);
   const { ptr, size } = await streamIntoWasm(m, mm, raw.weights, 'model.safetensors', opts);
+  if (sm) {
+    const handle = sm.Seq2SeqModel.create(raw.configText, ptr, size);  // takes the buffer (freed on error too)
+    if (!handle) throw wasmError(fn, sm.seq2seqLastError());
+    // the special ids as the C++ config resolved them (HF's defaults where config.json has none)
+    const resolved = { decoder_start_token_id: handle.decoderStartTokenId(), eos_token_id: handle.eosTokenId() };
+    return new Seq2SeqModel(m, handle, Object.freeze({ ...config, ...resolved }) as unknown as Seq2SeqConfig, tokenizer);
+  }
   // the buffer is the model's from here (freed by create on error)
   const handle: WasmGPT2 | null = mm.GPT2Model.create(raw.configText, ptr, size, weights);
   if (!handle) throw wasmError(fn, mm.modelLastError());
