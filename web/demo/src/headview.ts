@@ -31,7 +31,8 @@ function layerLinks(data: AttnData, layer: number): Link[] {
   for (let h = 0; h < data.nHead; h++) for (let i = 0; i < L; i++) {
     const r = A[h][i];
     let row: Link[] = [];
-    for (let j = 0; j <= Math.min(i, r.length - 1); j++) if (r[j] >= MIN_WEIGHT) row.push({ h, i, j, w: r[j] });
+    const last = data.bidirectional ? r.length - 1 : Math.min(i, r.length - 1);
+    for (let j = 0; j <= last; j++) if (r[j] >= MIN_WEIGHT) row.push({ h, i, j, w: r[j] });
     if (L > LONG && row.length > TOP_K) row = row.sort((a, b) => b.w - a.w).slice(0, TOP_K);
     links.push(...row);
   }
@@ -156,7 +157,7 @@ export class HeadView {
       for (let h = 0; h < this.data.nHead; h++) {
         if (!state.heads[h]) continue;
         const r = A[h][focus.index];
-        for (let j = 0; j <= focus.index; j++) {
+        for (let j = 0; j <= (this.data.bidirectional ? r.length - 1 : focus.index); j++) {
           boxes.append('rect').attr('x', xR + labelW - 2 + h * 7).attr('y', top + j * rowH + 4).attr('width', 6).attr('height', rowH - 8)
             .attr('fill', headColor(h)).attr('fill-opacity', Math.max(0.04, r[j] ?? 0))
             .append('title').text(`head ${h}: ${(r[j] ?? 0).toFixed(3)}`);
