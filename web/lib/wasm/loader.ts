@@ -184,7 +184,16 @@ async function instantiate(variant: Variant): Promise<Loaded> {
     settings.locateFile = (path: string) =>
       path.endsWith('.wasm') ? files.wasm : path.endsWith('.worker.js') && files.worker ? files.worker : path;
   }
-  const module = await factory(settings);
+  let module: QkvModule;
+  try {
+    module = await factory(settings);
+  } catch (e) {
+    // The glue starts the pthread pool before the .wasm compiles: a module that failed to
+    // compile (a relaxed build on an engine without relaxed SIMD) leaves those workers behind,
+    // which would keep Node alive and waste a page's threads. settings is the glue's Module.
+    (settings as { qkvPThread?: QkvModule['qkvPThread'] }).qkvPThread?.terminateAllThreads();
+    throw e;
+  }
   const result = { module, variant, poolSize };
   unrefWorkers(module);
   return result;
