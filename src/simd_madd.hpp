@@ -1,5 +1,6 @@
 // madd(a, b, c) = a * b + c: the one multiply-add every micro-kernel is made of.
-// Normally a plain multiply then add (two roundings, identical in every build). Built with
+// Normally a plain multiply then add (what `a * b + c` always compiled to; natively the compiler
+// may contract it into an FMA, in wasm it stays two roundings). Built with
 // QKV_RELAXED_SIMD (the wasm `simd-relaxed` variants, -mrelaxed-simd) it is one
 // f32x4.relaxed_madd, which the engine may fuse (one rounding) or not, per hardware.
 //
