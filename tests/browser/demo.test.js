@@ -81,8 +81,8 @@ test('model page: generates 20 tokens; explorer shows n_layer x n_head heads who
   assert.equal(await page.getAttribute('body', 'data-generated'), '20');
   assert.equal(Number(await page.getAttribute('body', 'data-tokens')), before + 20);
   assert.match(await page.textContent('#speed'), /^\d+ tokens\/s \(\d+ with drawing\)$/);
-  // the page is cross-origin isolated, so the threads build runs
-  assert.match((await page.textContent('#backend')).trim(), /^qkv wasm simd-threads × \d+ threads$/);
+  // the page is cross-origin isolated, so the threads build runs (Chromium: the relaxed-SIMD one)
+  assert.match((await page.textContent('#backend')).trim(), /^qkv wasm simd-relaxed-threads × \d+ threads$/);
   const info = await page.textContent('#model-info');
   const [, nL, nH] = info.match(/(\d+) layers × (\d+) heads/).map(Number);
 
