@@ -4,6 +4,7 @@
  */
 import { describe } from '../errors.js';
 import { dynamicImport, isNode } from '../platform.js';
+import { readTokenizerFiles, type TokenizerFiles } from './tokenizers/from-files.js';
 
 /** config.json of a GPT-2-family model (Hugging Face keys); other keys are kept as they are. */
 export interface GPT2Config {
@@ -27,6 +28,12 @@ export interface ModelFiles {
   vocab?: Record<string, number> | string;
   /** merges.txt's text. */
   merges?: string;
+  /** tokenizer.json (object or text): a Hugging Face tokenizer (BPE or WordPiece). */
+  tokenizer?: object | string;
+  /** tokenizer_config.json (object or text), beside tokenizer or vocabTxt. */
+  tokenizerConfig?: object | string;
+  /** vocab.txt's text: a BERT WordPiece tokenizer. */
+  vocabTxt?: string;
 }
 
 /** Where a model is: a folder (URL, or a path in Node) holding its files, or the files themselves. */
@@ -36,8 +43,8 @@ export type ModelSource = string | URL | ModelFiles;
 export interface RawFiles {
   configText: string;
   weights: Uint8Array;
-  vocabText?: string;
-  merges?: string;
+  /** The tokenizer files found (none for a byte-level model). */
+  tokenizer: TokenizerFiles;
   where: string;
 }
 
@@ -103,14 +110,8 @@ export async function readFolder(source: string | URL): Promise<RawFiles> {
   const weights = (await read('model.safetensors', false))!;
   // A byte-level model (the tiny one) needs no tokenizer files: don't ask for them.
   const byteLevel = config.vocab_size === 256 && !(config.qkv && (config.qkv as { tokenizer?: string }).tokenizer === 'bpe');
-  let vocabText: string | undefined;
-  let merges: string | undefined;
-  if (!byteLevel) {
-    const [v, m] = await Promise.all([read('vocab.json', true), read('merges.txt', true)]);
-    if (v) vocabText = text(v);
-    if (m) merges = text(m);
-  }
-  return { configText, weights, vocabText, merges, where };
+  const tokenizer = byteLevel ? {} : await readTokenizerFiles((name) => read(name, true), config.model_type);
+  return { configText, weights, tokenizer, where };
 }
 
 export function parseConfig(text: string, where: string): GPT2Config {
@@ -129,8 +130,8 @@ export function parseConfig(text: string, where: string): GPT2Config {
 export function filesFromObject(files: ModelFiles): RawFiles {
   const keys = Object.keys(files);
   for (const k of keys) {
-    if (!['config', 'weights', 'vocab', 'merges'].includes(k)) {
-      throw new TypeError(`loadModel: unknown key '${k}' in source (expected config, weights, vocab?, merges?)`);
+    if (!['config', 'weights', 'vocab', 'merges', 'tokenizer', 'tokenizerConfig', 'vocabTxt'].includes(k)) {
+      throw new TypeError(`loadModel: unknown key '${k}' in source (expected config, weights, vocab?, merges?, tokenizer?, tokenizerConfig?, vocabTxt?)`);
     }
   }
   let configText: string;
@@ -145,14 +146,26 @@ export function filesFromObject(files: ModelFiles): RawFiles {
   } else {
     throw new TypeError(`loadModel: source.weights must be an ArrayBuffer (model.safetensors' bytes), got ${describe(files.weights)}`);
   }
-  let vocabText: string | undefined;
-  if (files.vocab !== undefined) {
-    if (typeof files.vocab === 'string') vocabText = files.vocab;
-    else if (files.vocab && typeof files.vocab === 'object') vocabText = JSON.stringify(files.vocab);
-    else throw new TypeError(`loadModel: source.vocab must be vocab.json's object or text, got ${describe(files.vocab)}`);
-  }
-  if (files.merges !== undefined && typeof files.merges !== 'string') {
-    throw new TypeError(`loadModel: source.merges must be merges.txt's text, got ${describe(files.merges)}`);
-  }
-  return { configText, weights, vocabText, merges: files.merges, where: 'source' };
+  return { configText, weights, tokenizer: tokenizerFilesFromObject(files), where: 'source' };
+}
+
+/** The tokenizer files of a `{ vocab?, merges?, tokenizer?, tokenizerConfig?, vocabTxt? }` source, type-checked. */
+function tokenizerFilesFromObject(files: ModelFiles): TokenizerFiles {
+  const jsonFile = (v: unknown, key: string, file: string) => {
+    if (v === undefined || typeof v === 'string' || (v !== null && typeof v === 'object')) return v as object | string | undefined;
+    throw new TypeError(`loadModel: source.${key} must be ${file}'s object or text, got ${describe(v)}`);
+  };
+  const textFile = (v: unknown, key: string, file: string) => {
+    if (v === undefined || typeof v === 'string') return v;
+    throw new TypeError(`loadModel: source.${key} must be ${file}'s text, got ${describe(v)}`);
+  };
+  const out: TokenizerFiles = {
+    vocabJson: jsonFile(files.vocab, 'vocab', 'vocab.json'),
+    merges: textFile(files.merges, 'merges', 'merges.txt'),
+    tokenizerJson: jsonFile(files.tokenizer, 'tokenizer', 'tokenizer.json'),
+    tokenizerConfig: jsonFile(files.tokenizerConfig, 'tokenizerConfig', 'tokenizer_config.json'),
+    vocabTxt: textFile(files.vocabTxt, 'vocabTxt', 'vocab.txt'),
+  };
+  for (const k of Object.keys(out) as (keyof TokenizerFiles)[]) if (out[k] === undefined) delete out[k];
+  return out;
 }

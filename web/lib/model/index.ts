@@ -5,4 +5,8 @@ export {
   type ForwardOptions, type ForwardResult, type QueriesKeys, type GenerateOptions, type GenerationStep,
 } from './gpt2.js';
 export type { GPT2Config, ModelFiles, ModelSource } from './files.js';
-export { ByteTokenizer, BpeTokenizer, bytesToUnicode, GPT2_PATTERN, type Tokenizer } from './tokenizer.js';
+export {
+  ByteTokenizer, BpeTokenizer, HfTokenizer, bytesToUnicode, GPT2_PATTERN, tokenizerFromFiles,
+  type Tokenizer, type TokenizerKind, type TokenizerFiles, type EncodeOptions, type DecodeOptions,
+  type EncodedPair, type SpecialTokenIds,
+} from './tokenizer.js';

@@ -7,32 +7,30 @@ import { HeapScope, heapU8, wasmError } from '../wasm/heap.js';
 import { loadModule } from '../wasm/loader.js';
 import { filesFromObject, parseConfig, readFolder, type GPT2Config, type ModelSource, type RawFiles } from './files.js';
 import { GPT2Model, modelModule, type WasmGPT2 } from './gpt2.js';
-import { BpeTokenizer, ByteTokenizer, type Tokenizer } from './tokenizer.js';
+import { ByteTokenizer, tokenizerFromFiles, type Tokenizer } from './tokenizer.js';
 
-/** The tokenizer the files describe: GPT-2 BPE (vocab.json + merges.txt) or byte-level (vocab 256). */
+/**
+ * The tokenizer the files describe (tokenizer.json, vocab.json + merges.txt, or vocab.txt:
+ * tokenizers/from-files.ts), or byte-level when there are none and the vocab is 256.
+ */
 function makeTokenizer(config: GPT2Config, raw: RawFiles): Tokenizer {
-  const hasVocab = raw.vocabText !== undefined;
-  const hasMerges = raw.merges !== undefined;
-  if (hasVocab !== hasMerges) {
-    throw new Error(`loadModel: ${raw.where}: a BPE tokenizer needs both vocab.json and merges.txt; only ${hasVocab ? 'vocab.json' : 'merges.txt'} was given`);
+  let tok: Tokenizer | null;
+  try {
+    tok = tokenizerFromFiles(raw.tokenizer, { where: raw.where, modelType: config.model_type });
+  } catch (e) {
+    if (e instanceof Error) e.message = `loadModel: ${e.message}`;
+    throw e;
   }
-  if (hasVocab) {
-    let vocab: Record<string, number>;
-    try {
-      vocab = JSON.parse(raw.vocabText!);
-    } catch (e) {
-      throw new SyntaxError(`loadModel: ${raw.where}: vocab.json is not valid JSON: ${(e as Error).message}`);
-    }
-    const tok = new BpeTokenizer(vocab, raw.merges!);
+  if (tok) {
     if (tok.vocabSize > config.vocab_size) {
-      throw new RangeError(`loadModel: vocab.json has ${tok.vocabSize} tokens, more than the model's vocab_size ${config.vocab_size}`);
+      throw new RangeError(`loadModel: the tokenizer has ${tok.vocabSize} tokens, more than the model's vocab_size ${config.vocab_size}`);
     }
     return tok;
   }
   if (config.vocab_size !== 256) {
     throw new Error(
       `loadModel: ${raw.where}: vocab_size is ${config.vocab_size}, so the model needs its tokenizer files ` +
-        '(vocab.json and merges.txt); only a vocab of 256 is byte-level',
+        '(tokenizer.json, vocab.json and merges.txt, or vocab.txt); only a vocab of 256 is byte-level',
     );
   }
   return new ByteTokenizer();
