@@ -24,7 +24,6 @@ unformatted=(
   tests/cpp/test_thread_pool.cpp
   tests/cpp/test_validation.cpp
   wasm/bindings.cpp
-  wasm/bindings_model.cpp
 )
 
 mapfile -t files < <(find src wasm tests/cpp tests/fuzz bench/native bench/model -maxdepth 2 \

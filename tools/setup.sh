@@ -19,6 +19,7 @@ declare -A NEEDS=(
   [emscripten]=/usr/bin/emcc
   [wabt]=/usr/bin/wasm-objdump
   [chromium]=/usr/bin/chromium
+  [firefox-esr]=/usr/bin/firefox-esr
   [nodejs]=/usr/bin/node
   [npm]=/usr/bin/npm
 )

@@ -2,8 +2,10 @@
 //
 // Each weight is read once, from a few sequential streams, and used once: the kernels are
 // bound by memory bandwidth, so they do little per weight besides widening it.
-//  InOut [K, N] (GPT-2's Conv1D): 4 rows of W at a time, y[n] += sum_r x[k+r] W[k+r, n];
-//    y (<= a few thousand floats) stays in L1 while the 4 rows stream past.
+//  InOut [K, N] (GPT-2's Conv1D): 4 rows of W at a time, y[n] += x[k+r] W[k+r, n] for r = 0..3
+//    in order; y (<= a few thousand floats) stays in L1 while the 4 rows stream past. Each y
+//    element adds its products in k order after its bias, as the matrix product (gemm.cpp)
+//    does: one token decoded gives the bits the same token gets in a prefill.
 //  OutIn [N, K] (the tied LM head reads wte [V, E] so): 4 columns at a time, each a dot
 //    product of x with one contiguous row of W, 4 lanes per column summed at the end.
 //  Q8: groups of 4 columns; x quantized to int16 per 32-block; int16 dot products (pmaddwd /
@@ -56,7 +58,7 @@ void gemv_f32_inout(const WeightMatrix& w, const float* x, const float* bias, fl
   for (int64_t n = n0; n < n1; ++n) y[n] = bias ? bias[n] : 0.0f;
   int64_t k = 0;
   for (; k + 4 <= K; k += 4) {
-    // 4 rows of W stream past y: y[n] += (x0 w0[n] + x1 w1[n]) + (x2 w2[n] + x3 w3[n])
+    // 4 rows of W stream past y: y[n] = (((y[n] + x0 w0[n]) + x1 w1[n]) + x2 w2[n]) + x3 w3[n]
     const float *w0 = W + k * N, *w1 = w0 + N, *w2 = w1 + N, *w3 = w2 + N;
     const float x0 = x[k], x1 = x[k + 1], x2 = x[k + 2], x3 = x[k + 3];
     int64_t n = n0;
@@ -65,13 +67,15 @@ void gemv_f32_inout(const WeightMatrix& w, const float* x, const float* bias, fl
     for (; n + 8 <= n1; n += 8) {
       QKV_UNROLL
       for (int h = 0; h < 8; h += 4) {
-        const F4 s = (v0 * F4::load_unaligned(w0 + n + h) + v1 * F4::load_unaligned(w1 + n + h)) +
-                     (v2 * F4::load_unaligned(w2 + n + h) + v3 * F4::load_unaligned(w3 + n + h));
-        (F4::load_unaligned(y + n + h) + s).store_unaligned(y + n + h);
+        F4 acc = F4::load_unaligned(y + n + h) + v0 * F4::load_unaligned(w0 + n + h);
+        acc += v1 * F4::load_unaligned(w1 + n + h);
+        acc += v2 * F4::load_unaligned(w2 + n + h);
+        acc += v3 * F4::load_unaligned(w3 + n + h);
+        acc.store_unaligned(y + n + h);
       }
     }
 #endif
-    for (; n < n1; ++n) y[n] += (x0 * w0[n] + x1 * w1[n]) + (x2 * w2[n] + x3 * w3[n]);
+    for (; n < n1; ++n) y[n] = (((y[n] + x0 * w0[n]) + x1 * w1[n]) + x2 * w2[n]) + x3 * w3[n];
   }
   for (; k < K; ++k) {
     const float* wk = W + k * N;
@@ -91,15 +95,24 @@ void gemv_half_inout(const WeightMatrix& w, const GemvInput& in, const float* bi
   const uint16_t* W = static_cast<const uint16_t*>(w.data);
   const float* x = in.x;
   thread_local std::vector<float> acc_buffer;
-  acc_buffer.assign(size_t(n1 - n0), 0.0f);
+  acc_buffer.resize(size_t(n1 - n0));
   float* acc = acc_buffer.data() - n0;  // acc[n] for n in [n0, n1)
   const auto widen = [](uint16_t h) { return kF16 ? halves::f16_to_f32(h) : halves::bf16_to_f32(h); };
   int64_t grouped = n0;  // columns [n0, grouped) are in groups of 8, [grouped, n1) in natural order
+  // F16 groups carry a factor 2^-56 (the widening's), bias included, undone exactly at the end
+  const float scale = kF16 ? 1.0f / halves::kF16Half : 1.0f;
 #ifndef QKV_NO_SIMD
   grouped = n0 + (n1 - n0) / 8 * 8;
   const float* xs = kF16 ? in.scaled.data() : x;  // F16: x * 2^56
   const auto wide = [](I4 h) { return kF16 ? halves::f16_high_scaled(h) : halves::bf16_high(h); };
 #endif
+  for (int64_t n = n0; n < grouped; n += 8) {
+    for (int64_t i = 0; i < 4; ++i) {
+      acc[n + i] = bias ? bias[n + 2 * i] * scale : 0.0f;
+      acc[n + 4 + i] = bias ? bias[n + 2 * i + 1] * scale : 0.0f;
+    }
+  }
+  for (int64_t n = grouped; n < n1; ++n) acc[n] = bias ? bias[n] : 0.0f;
   int64_t k = 0;
   for (; k + 4 <= K; k += 4) {
     const uint16_t *w0 = W + k * N, *w1 = w0 + N, *w2 = w1 + N, *w3 = w2 + N;
@@ -108,17 +121,21 @@ void gemv_half_inout(const WeightMatrix& w, const GemvInput& in, const float* bi
     for (int64_t n = n0; n < grouped; n += 8) {
       const I4 u0 = halves::load_pairs(w0 + n), u1 = halves::load_pairs(w1 + n), u2 = halves::load_pairs(w2 + n),
                u3 = halves::load_pairs(w3 + n);
-      const F4 even = (v0 * wide(halves::even_high(u0)) + v1 * wide(halves::even_high(u1))) +
-                      (v2 * wide(halves::even_high(u2)) + v3 * wide(halves::even_high(u3)));
-      const F4 odd = (v0 * wide(halves::odd_high(u0)) + v1 * wide(halves::odd_high(u1))) +
-                     (v2 * wide(halves::odd_high(u2)) + v3 * wide(halves::odd_high(u3)));
-      (F4::load_unaligned(acc + n) + even).store_unaligned(acc + n);
-      (F4::load_unaligned(acc + n + 4) + odd).store_unaligned(acc + n + 4);
+      F4 even = F4::load_unaligned(acc + n) + v0 * wide(halves::even_high(u0));
+      F4 odd = F4::load_unaligned(acc + n + 4) + v0 * wide(halves::odd_high(u0));
+      even += v1 * wide(halves::even_high(u1));
+      odd += v1 * wide(halves::odd_high(u1));
+      even += v2 * wide(halves::even_high(u2));
+      odd += v2 * wide(halves::odd_high(u2));
+      even += v3 * wide(halves::even_high(u3));
+      odd += v3 * wide(halves::odd_high(u3));
+      even.store_unaligned(acc + n);
+      odd.store_unaligned(acc + n + 4);
     }
 #endif
     const float x0 = x[k], x1 = x[k + 1], x2 = x[k + 2], x3 = x[k + 3];
     for (int64_t n = grouped; n < n1; ++n) {
-      acc[n] += (x0 * widen(w0[n]) + x1 * widen(w1[n])) + (x2 * widen(w2[n]) + x3 * widen(w3[n]));
+      acc[n] = (((acc[n] + x0 * widen(w0[n])) + x1 * widen(w1[n])) + x2 * widen(w2[n])) + x3 * widen(w3[n]);
     }
   }
   for (; k < K; ++k) {
@@ -133,15 +150,14 @@ void gemv_half_inout(const WeightMatrix& w, const GemvInput& in, const float* bi
 #endif
     for (int64_t n = grouped; n < n1; ++n) acc[n] += x[k] * widen(wk[n]);
   }
-  // back to natural order (F16: undo the 2^-56 the widening left), plus bias
-  const float unscale = kF16 ? halves::kF16Half : 1.0f;
+  // back to natural order (F16: undo the 2^-56)
   for (int64_t n = n0; n < grouped; n += 8) {
     for (int64_t i = 0; i < 4; ++i) {
-      y[n + 2 * i] = acc[n + i] * unscale + (bias ? bias[n + 2 * i] : 0.0f);
-      y[n + 2 * i + 1] = acc[n + 4 + i] * unscale + (bias ? bias[n + 2 * i + 1] : 0.0f);
+      y[n + 2 * i] = acc[n + i] / scale;
+      y[n + 2 * i + 1] = acc[n + 4 + i] / scale;
     }
   }
-  for (int64_t n = grouped; n < n1; ++n) y[n] = acc[n] + (bias ? bias[n] : 0.0f);
+  for (int64_t n = grouped; n < n1; ++n) y[n] = acc[n];
 }
 
 // ------------------------------------------------------------------ F32 / F16 / BF16, OutIn [N, K]

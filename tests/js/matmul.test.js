@@ -5,7 +5,8 @@ import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 
 import * as qkv from '../../dist/index.js';
-import { getModule, heapU8 } from '../../dist/wasm.js';
+import { heapU8 } from '../../dist/wasm/heap.js';
+import { getModule } from '../../dist/wasm/loader.js';
 
 after(() => qkv.dispose());
 

@@ -23,7 +23,8 @@ export { webgpuAvailable, WebGPUUnavailableError, WebGPUDeviceLostError, WebGPUL
 export {
   loadModel, GPT2Model, ByteTokenizer, BpeTokenizer, bytesToUnicode, GPT2_PATTERN,
   type GPT2Config, type ModelFiles, type ModelSource, type ForwardOptions, type ForwardResult, type QueriesKeys,
-  type GenerateOptions, type GenerationStep, type Tokenizer,
+  type GenerateOptions, type GenerationStep, type Tokenizer, type LoadOptions, type LoadProgress, type WeightsOption,
+  type ModelMemoryUsage,
   HfTokenizer, tokenizerFromFiles,
   type TokenizerKind, type TokenizerFiles, type EncodeOptions, type DecodeOptions, type EncodedPair, type SpecialTokenIds,
 } from './model/index.js';

@@ -1,6 +1,9 @@
 /**
  * Reading a model's files: a folder by URL (fetch) or, in Node, by path (fs), or files given
- * as data; and config.json parsed. What is inside the weights is the wasm loader's to check.
+ * as data; and config.json parsed. The small files are read whole; model.safetensors is
+ * handed on as a stream of chunks (fetch's body, a Node read stream, Blob.stream()) for the
+ * loader to copy straight into wasm memory. What is inside the weights is the wasm loader's
+ * to check.
  */
 import { describe } from '../errors.js';
 import { dynamicImport, isNode } from '../platform.js';
@@ -22,8 +25,8 @@ export interface GPT2Config {
 export interface ModelFiles {
   /** config.json: the parsed object or its text. */
   config: GPT2Config | string;
-  /** model.safetensors' bytes. */
-  weights: ArrayBuffer | ArrayBufferView;
+  /** model.safetensors' bytes, or a Blob / File holding them (read as a stream). */
+  weights: ArrayBuffer | ArrayBufferView | Blob;
   /** vocab.json (object or text), with merges: a GPT-2 BPE tokenizer. Without: byte-level (vocab 256). */
   vocab?: Record<string, number> | string;
   /** merges.txt's text. */
@@ -39,47 +42,114 @@ export interface ModelFiles {
 /** Where a model is: a folder (URL, or a path in Node) holding its files, or the files themselves. */
 export type ModelSource = string | URL | ModelFiles;
 
-/** The files of one model, read. */
+/** A file's bytes, to be read once, chunk by chunk. */
+export interface ByteStream {
+  /** Its size when known before reading (a file's size, Content-Length of an unencoded response). */
+  total: number | undefined;
+  chunks: AsyncIterable<Uint8Array>;
+  /** Where it comes from, for messages. */
+  where: string;
+}
+
+/** The files of one model, read (the weights as a stream). */
 export interface RawFiles {
   configText: string;
-  weights: Uint8Array;
+  weights: ByteStream;
   /** The tokenizer files found (none for a byte-level model). */
   tokenizer: TokenizerFiles;
   where: string;
 }
 
-/** Reads `name` in `base` (a folder URL or path); null when absent and optional. */
-type Reader = (name: string, optional: boolean) => Promise<Uint8Array | null>;
+/** Opens `name` in a folder (URL or path) as a stream; null when absent and optional. */
+type Opener = (name: string, optional: boolean) => Promise<ByteStream | null>;
 
-async function nodeReader(dir: string): Promise<Reader> {
-  const [{ readFile }, path] = await Promise.all([dynamicImport('node:fs/promises'), dynamicImport('node:path')]);
+/** The chunks of a web ReadableStream (not every browser makes it async-iterable). */
+async function* readerChunks(stream: ReadableStream<Uint8Array>): AsyncGenerator<Uint8Array> {
+  const reader = stream.getReader();
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return;
+      yield value;
+    }
+  } finally {
+    await reader.cancel().catch(() => {});  // stops the download when the consumer stops early
+  }
+}
+
+async function nodeOpener(dir: string, signal: AbortSignal | undefined): Promise<Opener> {
+  const [fs, fsp, path] = await Promise.all([dynamicImport('node:fs'), dynamicImport('node:fs/promises'), dynamicImport('node:path')]);
   return async (name, optional) => {
     const file = path.join(dir, name);
+    let size: number;
     try {
-      const b: Uint8Array = await readFile(file);
-      return new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
+      size = (await fsp.stat(file)).size;
     } catch (e) {
       if (optional && (e as { code?: string }).code === 'ENOENT') return null;
       throw new Error(`loadModel: cannot read ${file}: ${(e as Error).message}`);
     }
+    async function* chunks(): AsyncGenerator<Uint8Array> {
+      const stream = fs.createReadStream(file, { highWaterMark: 1 << 20, signal });  // opened when read
+      try {
+        for await (const b of stream as AsyncIterable<Uint8Array>) yield b;
+      } catch (e) {
+        if (signal?.aborted) throw signal.reason;
+        throw new Error(`loadModel: cannot read ${file}: ${(e as Error).message}`);
+      } finally {
+        stream.destroy();
+      }
+    }
+    return { total: size, chunks: chunks(), where: file };
   };
 }
 
-function fetchReader(base: URL): Reader {
+function fetchOpener(base: URL, signal: AbortSignal | undefined): Opener {
   return async (name, optional) => {
     const url = new URL(name, base);
     let res: Response;
     try {
-      res = await fetch(url);
+      res = await fetch(url, { signal });
     } catch (e) {
+      if (signal?.aborted) throw signal.reason;
       throw new Error(`loadModel: cannot fetch ${url.href}: ${(e as Error).message}`);
     }
     if (!res.ok) {
       if (optional && res.status === 404) return null;
       throw new Error(`loadModel: fetching ${url.href} failed: HTTP ${res.status} ${res.statusText}`);
     }
-    return new Uint8Array(await res.arrayBuffer());
+    // Content-Length counts the bytes on the wire: the file's size only without Content-Encoding
+    const length = Number(res.headers.get('content-length') ?? NaN);
+    const encoding = (res.headers.get('content-encoding') ?? 'identity').toLowerCase();
+    const total = Number.isSafeInteger(length) && length >= 0 && encoding === 'identity' ? length : undefined;
+    if (!res.body) return { total: 0, chunks: (async function* () {})(), where: url.href };
+    const body = res.body;
+    async function* chunks(): AsyncGenerator<Uint8Array> {
+      try {
+        yield* readerChunks(body);
+      } catch (e) {
+        if (signal?.aborted) throw signal.reason;
+        throw new Error(`loadModel: reading ${url.href} failed: ${(e as Error).message}`);
+      }
+    }
+    return { total, chunks: chunks(), where: url.href };
   };
+}
+
+/** All of a (small) stream's bytes. */
+export async function readAll(s: ByteStream): Promise<Uint8Array> {
+  const parts: Uint8Array[] = [];
+  let n = 0;
+  for await (const c of s.chunks) {
+    parts.push(c);
+    n += c.byteLength;
+  }
+  const out = new Uint8Array(n);
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.byteLength;
+  }
+  return out;
 }
 
 function folderUrl(s: string | URL): URL {
@@ -89,28 +159,36 @@ function folderUrl(s: string | URL): URL {
   return base ? new URL(withSlash, base) : new URL(withSlash);
 }
 
-export async function readFolder(source: string | URL): Promise<RawFiles> {
-  let read: Reader;
+/**
+ * Reads a folder's config.json and tokenizer files, and opens its model.safetensors as a
+ * stream (not read yet). `signal` aborts the reads.
+ */
+export async function readFolder(source: string | URL, signal?: AbortSignal): Promise<RawFiles> {
+  let open: Opener;
   let where: string;
   const isFileUrl = source instanceof URL ? source.protocol === 'file:' : /^file:/i.test(source);
   const isHttp = source instanceof URL ? /^https?:$/.test(source.protocol) : /^https?:\/\//i.test(source);
   if (isNode && !isHttp) {
     const { fileURLToPath } = await dynamicImport('node:url');
     const dir = isFileUrl ? fileURLToPath(source) : String(source);
-    read = await nodeReader(dir);
+    open = await nodeOpener(dir, signal);
     where = dir;
   } else {
     const base = folderUrl(source);
-    read = fetchReader(base);
+    open = fetchOpener(base, signal);
     where = base.href;
   }
-  const text = (b: Uint8Array) => new TextDecoder('utf-8').decode(b);
-  const configText = text((await read('config.json', false))!);
+  const read = async (name: string, optional: boolean) => {
+    const s = await open(name, optional);
+    return s ? readAll(s) : null;
+  };
+  const configText = new TextDecoder('utf-8').decode((await read('config.json', false))!);
   const config = parseConfig(configText, `${where}/config.json`);
-  const weights = (await read('model.safetensors', false))!;
   // A byte-level model (the tiny one) needs no tokenizer files: don't ask for them.
   const byteLevel = config.vocab_size === 256 && !(config.qkv && (config.qkv as { tokenizer?: string }).tokenizer === 'bpe');
   const tokenizer = byteLevel ? {} : await readTokenizerFiles((name) => read(name, true), config.model_type);
+  // the big one last: its errors (a missing file) come after the small files', and the loader reads it
+  const weights = (await open('model.safetensors', false))!;
   return { configText, weights, tokenizer, where };
 }
 
@@ -139,12 +217,15 @@ export function filesFromObject(files: ModelFiles): RawFiles {
   else if (files.config && typeof files.config === 'object') configText = JSON.stringify(files.config);
   else throw new TypeError(`loadModel: source.config must be the config.json object or text, got ${describe(files.config)}`);
   parseConfig(configText, 'source.config'); // a damaged config.json is reported before anything else
-  let weights: Uint8Array;
-  if (files.weights instanceof ArrayBuffer) weights = new Uint8Array(files.weights);
+  let weights: ByteStream;
+  const one = (b: Uint8Array): ByteStream => ({ total: b.byteLength, chunks: (async function* () { yield b; })(), where: 'source.weights' });
+  if (files.weights instanceof ArrayBuffer) weights = one(new Uint8Array(files.weights));
   else if (ArrayBuffer.isView(files.weights)) {
-    weights = new Uint8Array(files.weights.buffer, files.weights.byteOffset, files.weights.byteLength);
+    weights = one(new Uint8Array(files.weights.buffer, files.weights.byteOffset, files.weights.byteLength));
+  } else if (typeof Blob !== 'undefined' && files.weights instanceof Blob) {
+    weights = { total: files.weights.size, chunks: readerChunks(files.weights.stream()), where: 'source.weights' };
   } else {
-    throw new TypeError(`loadModel: source.weights must be an ArrayBuffer (model.safetensors' bytes), got ${describe(files.weights)}`);
+    throw new TypeError(`loadModel: source.weights must be an ArrayBuffer or a Blob (model.safetensors' bytes), got ${describe(files.weights)}`);
   }
   return { configText, weights, tokenizer: tokenizerFilesFromObject(files), where: 'source' };
 }

@@ -7,7 +7,7 @@ import { describe, fmtShape } from '../errors.js';
 import { release, track, type Tracked } from '../lifetime.js';
 import { Tensor } from '../tensor.js';
 import { checkOptions, optBool, optInt } from '../validate.js';
-import { HeapScope, wasmError } from '../wasm/heap.js';
+import { HeapScope, heapU8, wasmError } from '../wasm/heap.js';
 import { callThreads } from '../wasm/loader.js';
 import type { EmbindHandle, QkvModule } from '../wasm/module.js';
 import type { GPT2Config } from './files.js';
@@ -22,6 +22,32 @@ export interface ForwardOptions {
    * softmax(q k^T / sqrt(head_dim) + causal mask) reproduces `attentions`.
    */
   outputQueriesKeys?: boolean;
+  /**
+   * 'all' (default): logits for every position, [1, L, vocab]; 'last': for the last position
+   * only, [1, 1, vocab] (the LM head is the largest matmul: at L = 512 with GPT-2's vocab,
+   * 'all' is 103 MB of logits).
+   */
+  logits?: 'all' | 'last';
+}
+
+/** Where a model's bytes are (all in the wasm module's memory). */
+export interface ModelMemoryUsage {
+  /** The wasm module's whole linear memory (this model, anything else loaded, free space). */
+  wasmHeap: number;
+  /** The matrices and embedding tables as held, in `dtype` (they live in `file` or `converted`). */
+  weights: number;
+  /** The matmuls' weight type: 'F32', 'F16', 'BF16', 'Q8' (the 'int8' option) or 'mixed'. */
+  dtype: string;
+  /** The safetensors file's buffer, kept when the weights are read from it in place; else 0. */
+  file: number;
+  /** The buffer the weights were converted into ('f32', 'f16', 'int8' on another dtype); else 0. */
+  converted: number;
+  /** 1-D parameters (biases, layer norms) widened to float32 (the rest are read in place). */
+  vectors: number;
+  /** The KV caches of generate() (allocated for the whole context, n_positions). */
+  kvCache: number;
+  /** forward()'s buffers, grown to the longest call so far. */
+  scratch: number;
 }
 
 /** One layer's per-head queries and keys (see {@link ForwardOptions.outputQueriesKeys}). */
@@ -33,7 +59,7 @@ export interface QueriesKeys {
 }
 
 export interface ForwardResult {
-  /** [1, L, vocab_size] */
+  /** [1, L, vocab_size]; with logits: 'last', [1, 1, vocab_size] */
   logits: Tensor;
   /** One per layer, each [1, n_head, L, L] (softmax probabilities, causal), like HF output_attentions. */
   attentions?: Tensor[];
@@ -76,8 +102,18 @@ export interface GenerationStep {
 }
 
 /** The GPT2Model binding (wasm/bindings_model.cpp). */
+interface WasmMemory {
+  file: number;
+  matrices: number;
+  vectors: number;
+  converted: number;
+  kvCache: number;
+  scratch: number;
+  matrixType: string;
+}
 export interface WasmGPT2 extends EmbindHandle {
-  forward(ids: number, L: number, logits: number, attentions: number, queries: number, keys: number): string;
+  forward(ids: number, L: number, logits: number, attentions: number, queries: number, keys: number, lastOnly: boolean): string;
+  memory(): WasmMemory;
   prefill(ids: number, L: number, logits: number, attentions: number): string;
   step(id: number, logits: number, attentions: number): string;
   reset(): void;
@@ -88,14 +124,18 @@ interface WasmSampler extends EmbindHandle {
   sample(logits: number, n: number, temperature: number, topK: number): number;
 }
 export interface ModelModule {
-  GPT2Model: { create(config: string, bytes: number, size: number): WasmGPT2 | null };
+  /** Takes ownership of `bytes` (from modelFileAlloc), freed on error too. */
+  GPT2Model: { create(config: string, bytes: number, size: number, weights: string): WasmGPT2 | null };
+  /** A buffer for the safetensors file, or 0 when the heap cannot grow to it. */
+  modelFileAlloc(size: number): number;
+  modelFileFree(bytes: number): void;
   Sampler: { create(seed: number): WasmSampler };
   modelLastError(): string;
 }
 
 export function modelModule(m: QkvModule): ModelModule {
   const mm = m as unknown as Partial<ModelModule>;
-  if (!mm.GPT2Model || !mm.Sampler) {
+  if (!mm.GPT2Model || !mm.Sampler || !mm.modelFileAlloc) {
     throw new Error('loadModel: this build of the wasm module lacks the model bindings (wasm/bindings_model.cpp)');
   }
   return mm as ModelModule;
@@ -160,15 +200,19 @@ export class GPT2Model {
   }
 
   /**
-   * Runs the whole sequence (no cache): logits [1, L, vocab]; with outputAttentions, one
-   * [1, n_head, L, L] Tensor per layer; with outputQueriesKeys, per layer the heads' queries
-   * and keys, each [1, n_head, L, head_dim].
+   * Runs the whole sequence (no cache): logits [1, L, vocab] (logits: 'last': [1, 1, vocab]);
+   * with outputAttentions, one [1, n_head, L, L] Tensor per layer; with outputQueriesKeys, per
+   * layer the heads' queries and keys, each [1, n_head, L, head_dim].
    */
   async forward(ids: ArrayLike<number>, options: ForwardOptions = {}): Promise<ForwardResult> {
     const fn = 'model.forward';
-    const opts = checkOptions(fn, options, ['outputAttentions', 'outputQueriesKeys']);
+    const opts = checkOptions(fn, options, ['outputAttentions', 'outputQueriesKeys', 'logits']);
     const want = optBool(fn, opts, 'outputAttentions', false);
     const wantQK = optBool(fn, opts, 'outputQueriesKeys', false);
+    const which = opts.logits ?? 'all';
+    if (which !== 'all' && which !== 'last') {
+      throw new TypeError(`${fn}: options.logits must be 'all' or 'last', got ${describe(opts.logits)}`);
+    }
     const h = this.#handle(fn);
     const x = this.#ids(fn, ids);
     const L = x.length;
@@ -177,13 +221,14 @@ export class GPT2Model {
     const scope = new HeapScope(this.#m, fn);
     try {
       const pIds = scope.i32(x, `ids [${L}]`);
-      const pLogits = scope.alloc(4 * L * V, `logits ${fmtShape([1, L, V])}`);
+      const rows = which === 'last' ? 1 : L;
+      const pLogits = scope.alloc(4 * rows * V, `logits ${fmtShape([1, rows, V])}`);
       const pAtt = want ? scope.alloc(4 * NL * H * L * L, `attentions ${fmtShape([NL, 1, H, L, L])}`) : 0;
       const pQ = wantQK ? scope.alloc(4 * NL * H * L * D, `queries ${fmtShape([NL, 1, H, L, D])}`) : 0;
       const pK = wantQK ? scope.alloc(4 * NL * H * L * D, `keys ${fmtShape([NL, 1, H, L, D])}`) : 0;
-      const err = h.forward(pIds, L, pLogits, pAtt, pQ, pK);
+      const err = h.forward(pIds, L, pLogits, pAtt, pQ, pK, which === 'last');
       if (err) throw wasmError(fn, err);
-      const result: ForwardResult = { logits: new Tensor(scope.read(pLogits, L * V), [1, L, V]) };
+      const result: ForwardResult = { logits: new Tensor(scope.read(pLogits, rows * V), [1, rows, V]) };
       if (want) {
         const per = H * L * L;
         result.attentions = [];
@@ -280,6 +325,22 @@ export class GPT2Model {
       sampler.delete();
       this.#generating = false;
     }
+  }
+
+  /** Where the model's bytes are: its weights, caches and buffers, and the wasm heap they are in. */
+  memoryUsage(): ModelMemoryUsage {
+    if (this.#tracked.released) throw new Error('model.memoryUsage: the model has been disposed');
+    const w = this.#tracked.handle.memory();
+    return {
+      wasmHeap: heapU8(this.#m).byteLength,
+      weights: w.matrices,
+      dtype: w.matrixType,
+      file: w.file,
+      converted: w.converted,
+      vectors: w.vectors,
+      kvCache: w.kvCache,
+      scratch: w.scratch,
+    };
   }
 
   /** Frees the model's wasm memory (idempotent); using it afterwards is an Error. */

@@ -1,8 +1,8 @@
 /** The model API: loadModel, the GPT-2 model, its tokenizers. Re-exported by web/lib/index.ts. */
-export { loadModel } from './load.js';
+export { loadModel, type LoadOptions, type LoadProgress, type WeightsOption } from './load.js';
 export {
   GPT2Model,
-  type ForwardOptions, type ForwardResult, type QueriesKeys, type GenerateOptions, type GenerationStep,
+  type ForwardOptions, type ForwardResult, type ModelMemoryUsage, type QueriesKeys, type GenerateOptions, type GenerationStep,
 } from './gpt2.js';
 export type { GPT2Config, ModelFiles, ModelSource } from './files.js';
 export {

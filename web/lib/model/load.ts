@@ -1,12 +1,19 @@
 /**
- * `loadModel(source)`: reads a Hugging Face GPT-2-layout checkpoint (config.json +
+ * `loadModel(source, options)`: reads a Hugging Face GPT-2-layout checkpoint (config.json +
  * model.safetensors [+ vocab.json + merges.txt]) into the wasm module and returns the model.
+ * model.safetensors streams straight into one wasm buffer, which the model then owns (its
+ * tensors are read there in place, or converted and the buffer freed): no second copy in JS.
  */
-import { describe } from '../errors.js';
-import { HeapScope, heapU8, wasmError } from '../wasm/heap.js';
+import { describe, fmtBytes } from '../errors.js';
+import { checkOptions } from '../validate.js';
+import { MAX_HEAP_BYTES, heapU8, wasmError } from '../wasm/heap.js';
 import { loadModule } from '../wasm/loader.js';
-import { filesFromObject, parseConfig, readFolder, type GPT2Config, type ModelSource, type RawFiles } from './files.js';
-import { GPT2Model, modelModule, type WasmGPT2 } from './gpt2.js';
+import type { QkvModule } from '../wasm/module.js';
+import {
+  filesFromObject, parseConfig, readAll, readFolder,
+  type ByteStream, type GPT2Config, type ModelSource, type RawFiles,
+} from './files.js';
+import { GPT2Model, modelModule, type ModelModule, type WasmGPT2 } from './gpt2.js';
 import { ByteTokenizer, tokenizerFromFiles, type Tokenizer } from './tokenizer.js';
 
 /**
@@ -36,20 +43,118 @@ function makeTokenizer(config: GPT2Config, raw: RawFiles): Tokenizer {
   return new ByteTokenizer();
 }
 
+/** How the weights are held: as stored in the file, or converted on load. */
+export type WeightsOption = 'auto' | 'f32' | 'f16' | 'int8';
+
+/** Progress of a load: bytes of `file` read so far, of `total` (undefined when not known in advance). */
+export interface LoadProgress {
+  loaded: number;
+  total: number | undefined;
+  file: string;
+}
+
+export interface LoadOptions {
+  /**
+   * 'auto' (default): the matrices as the file stores them (F32, F16 or BF16; 16-bit weights
+   * stay 16-bit and are widened inside the kernels); 'f32' / 'f16': converted on load; 'int8':
+   * quantized on load to 8 bits per weight in blocks of 32 with a float scale (like ggml's
+   * q8_0): about a quarter of F32's memory and of the bytes read per generated token.
+   */
+  weights?: WeightsOption;
+  /** Called as model.safetensors arrives, after each chunk (file: 'model.safetensors'). */
+  onProgress?: (progress: LoadProgress) => void;
+  /** Aborts the download and the load (the promise rejects with signal.reason). */
+  signal?: AbortSignal;
+}
+
+const WEIGHTS: readonly WeightsOption[] = ['auto', 'f32', 'f16', 'int8'];
+
+/**
+ * Streams model.safetensors into a wasm buffer from modelFileAlloc; returns it and its size.
+ * The buffer is freed here on any error or abort (afterwards it is GPT2Model.create's).
+ */
+async function streamIntoWasm(
+  m: QkvModule, mm: ModelModule, s: ByteStream, name: string, options: LoadOptions,
+): Promise<{ ptr: number; size: number }> {
+  const fn = 'loadModel';
+  const progress = (loaded: number) => options.onProgress?.({ loaded, total: s.total, file: name });
+  const alloc = (bytes: number) => {
+    const ptr = bytes > MAX_HEAP_BYTES ? 0 : mm.modelFileAlloc(bytes) >>> 0;
+    if (!ptr) {
+      throw new RangeError(`${fn}: out of wasm memory for ${name} (${fmtBytes(bytes)}; the heap holds at most ${fmtBytes(MAX_HEAP_BYTES)})`);
+    }
+    return ptr;
+  };
+  if (s.total === undefined) {
+    // size unknown in advance (a compressed response): gather the chunks, then one copy in
+    const bytes = await readAll({ ...s, chunks: withProgress(s.chunks, progress, options.signal) });
+    const ptr = alloc(Math.max(1, bytes.byteLength));
+    heapU8(m).set(bytes, ptr);
+    return { ptr, size: bytes.byteLength };
+  }
+  const ptr = alloc(Math.max(1, s.total));
+  let loaded = 0;
+  try {
+    for await (const chunk of withProgress(s.chunks, () => {}, options.signal)) {
+      if (loaded + chunk.byteLength > s.total) {
+        throw new Error(`${fn}: ${s.where} holds more than the ${s.total} bytes announced`);
+      }
+      heapU8(m).set(chunk, ptr + loaded);
+      loaded += chunk.byteLength;
+      progress(loaded);
+    }
+  } catch (e) {
+    mm.modelFileFree(ptr);
+    throw e;
+  }
+  // fewer bytes than announced: a truncated file, which the safetensors reader names
+  return { ptr, size: loaded };
+}
+
+/** The chunks, checking the signal before each and reporting the running total. */
+async function* withProgress(
+  chunks: AsyncIterable<Uint8Array>, progress: (loaded: number) => void, signal: AbortSignal | undefined,
+): AsyncGenerator<Uint8Array> {
+  let loaded = 0;
+  for await (const c of chunks) {
+    signal?.throwIfAborted();
+    loaded += c.byteLength;
+    progress(loaded);
+    yield c;
+  }
+  signal?.throwIfAborted();
+}
+
 /**
  * Loads a GPT-2-family model.
  *
  * `source`: a folder holding config.json, model.safetensors and, for a BPE model, vocab.json
  * and merges.txt — as a URL (fetched; relative URLs resolve against the page) or, in Node,
- * a file path or file: URL — or the files themselves: `{ config, weights, vocab?, merges? }`.
+ * a file path or file: URL — or the files themselves: `{ config, weights, vocab?, merges? }`
+ * (weights: an ArrayBuffer, a typed array or a Blob / File).
+ * `options`: `weights` ('auto' | 'f32' | 'f16' | 'int8'), `onProgress`, `signal` ({@link LoadOptions}).
  * Every tensor is checked against the file and the config; damage is an Error naming the
  * tensor and the numbers.
  */
-export async function loadModel(source: ModelSource): Promise<GPT2Model> {
+export async function loadModel(source: ModelSource, options: LoadOptions = {}): Promise<GPT2Model> {
+  const fn = 'loadModel';
+  const opts = checkOptions(fn, options, ['weights', 'onProgress', 'signal']) as LoadOptions;
+  const weights = opts.weights ?? 'auto';
+  if (!WEIGHTS.includes(weights)) {
+    throw new TypeError(`${fn}: options.weights must be ${WEIGHTS.map((w) => `'${w}'`).join(', ')}, got ${describe(opts.weights)}`);
+  }
+  if (opts.onProgress !== undefined && typeof opts.onProgress !== 'function') {
+    throw new TypeError(`${fn}: options.onProgress must be a function, got ${describe(opts.onProgress)}`);
+  }
+  const signal = opts.signal;
+  if (signal !== undefined && !(typeof AbortSignal !== 'undefined' && signal instanceof AbortSignal)) {
+    throw new TypeError(`${fn}: options.signal must be an AbortSignal, got ${describe(signal)}`);
+  }
+  signal?.throwIfAborted();
   let raw: RawFiles;
   if (typeof source === 'string' || source instanceof URL) {
     if (source === '') throw new TypeError('loadModel: source is an empty string');
-    raw = await readFolder(source);
+    raw = await readFolder(source, signal);
   } else if (source && typeof source === 'object') {
     raw = filesFromObject(source);
   } else {
@@ -60,15 +165,10 @@ export async function loadModel(source: ModelSource): Promise<GPT2Model> {
 
   const m = await loadModule();
   const mm = modelModule(m);
-  const scope = new HeapScope(m, 'loadModel');
-  let handle: WasmGPT2 | null;
-  try {
-    const ptr = scope.alloc(raw.weights.byteLength, `model.safetensors (${raw.weights.byteLength} bytes)`);
-    heapU8(m).set(raw.weights, ptr);
-    handle = mm.GPT2Model.create(raw.configText, ptr, raw.weights.byteLength);
-  } finally {
-    scope.free();
-  }
-  if (!handle) throw wasmError('loadModel', mm.modelLastError());
+  signal?.throwIfAborted();
+  const { ptr, size } = await streamIntoWasm(m, mm, raw.weights, 'model.safetensors', opts);
+  // the buffer is the model's from here (freed by create on error)
+  const handle: WasmGPT2 | null = mm.GPT2Model.create(raw.configText, ptr, size, weights);
+  if (!handle) throw wasmError(fn, mm.modelLastError());
   return new GPT2Model(m, handle, Object.freeze({ ...config }) as GPT2Config, tokenizer);
 }
