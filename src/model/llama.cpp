@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -15,10 +17,17 @@ namespace qkv {
 Llama::Llama(LlamaConfig config, LlamaWeightStore store)
     : config_(std::move(config)), store_(std::move(store)), inv_freq_(config_.rope_inv_freq()) {}
 
-Llama Llama::load(std::string_view config_json, const uint8_t* bytes, size_t size, LlamaWeightFormat format) {
+Llama Llama::load(std::string_view config_json, MallocBytes file, size_t size, WeightFormat format) {
   LlamaConfig config = LlamaConfig::from_json(config_json);
-  LlamaWeightStore store = LlamaWeightStore::load(config, bytes, size, format);
+  LlamaWeightStore store = LlamaWeightStore::load(config, std::move(file), size, format);
   return Llama(std::move(config), std::move(store));
+}
+
+Llama Llama::load(std::string_view config_json, const uint8_t* bytes, size_t size, WeightFormat format) {
+  MallocBytes copy(static_cast<uint8_t*>(std::malloc(std::max<size_t>(size, 1))));
+  if (!copy) throw std::length_error("Llama::load: cannot allocate " + std::to_string(size) + " bytes");
+  if (size) std::memcpy(copy.get(), bytes, size);
+  return load(config_json, std::move(copy), size, format);
 }
 
 // ----------------------------------------------------------------------------- building blocks
@@ -252,6 +261,11 @@ void LlamaSession::reserve(int64_t positions) {
     grown.back().append(k.data(), v.data(), position_);
   }
   caches_ = std::move(grown);
+}
+
+size_t LlamaSession::cache_bytes() const {
+  const LlamaConfig& c = model_.config();
+  return caches_.size() * 2 * size_t(c.num_key_value_heads) * size_t(capacity()) * size_t(c.head_dim) * sizeof(float);
 }
 
 void LlamaSession::reset() {

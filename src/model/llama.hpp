@@ -23,9 +23,12 @@ struct LlamaScratch {
 
 class Llama {
  public:
-  // config.json text + safetensors bytes -> model; the bytes are only read during the call.
+  // config.json text + the safetensors file, whose buffer the model takes (read in place, or
+  // converted and freed; freed on error too).
+  static Llama load(std::string_view config_json, MallocBytes safetensors_bytes, size_t size, WeightFormat format);
+  // The same from bytes someone else holds (copied first).
   static Llama load(std::string_view config_json, const uint8_t* safetensors_bytes, size_t size,
-                    LlamaWeightFormat format = LlamaWeightFormat::Auto);
+                    WeightFormat format = WeightFormat::Auto);
 
   const LlamaConfig& config() const { return config_; }
   const LlamaWeights& weights() const { return store_.weights(); }
@@ -76,6 +79,7 @@ class LlamaSession {
   void reset();
   int64_t position() const { return position_; }
   int64_t capacity() const { return caches_.empty() ? 0 : caches_[0].capacity(); }
+  size_t cache_bytes() const;  // the KV caches' memory (capacity positions, grown by doubling)
 
  private:
   void reserve(int64_t positions);

@@ -10,14 +10,6 @@
 
 namespace qkv {
 
-LlamaWeightFormat parse_llama_weight_format(std::string_view name) {
-  if (name == "auto") return LlamaWeightFormat::Auto;
-  if (name == "f32") return LlamaWeightFormat::F32;
-  if (name == "f16") return LlamaWeightFormat::F16;
-  if (name == "int8") return LlamaWeightFormat::Int8;
-  throw std::invalid_argument("Llama: weights must be 'auto', 'f32', 'f16' or 'int8', got '" + std::string(name) + "'");
-}
-
 namespace {
 
 std::string shape_str(const std::vector<int64_t>& s) {
@@ -37,6 +29,7 @@ struct Source {
   const uint8_t* bytes = nullptr;  // possibly unaligned
   size_t count = 0;
   size_t element_size() const { return type == WeightType::F32 ? 4 : 2; }
+  bool aligned() const { return reinterpret_cast<uintptr_t>(bytes) % element_size() == 0; }
 };
 
 Source find(const safetensors::File& f, const std::string& name, const std::vector<int64_t>& want) {
@@ -135,10 +128,9 @@ void convert(const MatrixPlan& m, uint8_t* out) {
 
 }  // namespace
 
-LlamaWeightStore LlamaWeightStore::load(const LlamaConfig& c, const uint8_t* bytes, size_t size,
-                                        LlamaWeightFormat format) {
+LlamaWeightStore LlamaWeightStore::load(const LlamaConfig& c, MallocBytes file, size_t size, WeightFormat format) {
   c.validate();
-  const safetensors::File st = safetensors::File::parse(bytes, size);
+  const safetensors::File st = safetensors::File::parse(file.get(), size);
   const int64_t E = c.hidden_size, I = c.intermediate_size, V = c.vocab_size;
   const int64_t QD = c.num_attention_heads * c.head_dim, KVD = c.num_key_value_heads * c.head_dim;
 
@@ -149,13 +141,13 @@ LlamaWeightStore LlamaWeightStore::load(const LlamaConfig& c, const uint8_t* byt
   std::vector<VectorPlan> vectors;
   const auto target = [&](WeightType from, bool matmul) {
     switch (format) {
-      case LlamaWeightFormat::Auto:
+      case WeightFormat::Auto:
         return from;
-      case LlamaWeightFormat::F32:
+      case WeightFormat::F32:
         return WeightType::F32;
-      case LlamaWeightFormat::F16:
+      case WeightFormat::F16:
         return WeightType::F16;
-      case LlamaWeightFormat::Int8:
+      case WeightFormat::Int8:
         return matmul ? WeightType::Q8 : from;
     }
     return from;
@@ -195,16 +187,21 @@ LlamaWeightStore LlamaWeightStore::load(const LlamaConfig& c, const uint8_t* byt
   // tied: lm_head is embed_tokens (a stored lm_head.weight, as some exports write, is ignored)
   if (!c.tie_word_embeddings) matrix("lm_head.weight", V, E, &w.lm_head);
 
-  // one buffer for every matrix as held, each at a 16-byte aligned offset
+  // In place when every matrix stays as stored (and is aligned for its type); else all of them
+  // go into one new buffer and the file is freed.
+  bool in_place = true;
+  for (const MatrixPlan& m : matrices) in_place = in_place && m.to == m.src.type && m.src.aligned();
   size_t total = 0;
-  for (MatrixPlan& m : matrices) {
-    m.offset = total;
-    total += (held_bytes(m.to, m.K, m.N) + 15) / 16 * 16;
+  if (!in_place) {
+    for (MatrixPlan& m : matrices) {
+      m.offset = total;
+      total += (held_bytes(m.to, m.K, m.N) + 15) / 16 * 16;
+    }
+    store.converted_.resize(total);
   }
-  store.matrices_.resize(total);
   for (MatrixPlan& m : matrices) {
-    uint8_t* at = store.matrices_.data() + m.offset;
-    convert(m, at);
+    uint8_t* at = in_place ? const_cast<uint8_t*>(m.src.bytes) : store.converted_.data() + m.offset;
+    if (!in_place) convert(m, at);
     *m.dst = WeightMatrix{m.to, WeightLayout::OutIn, m.K, m.N, at, nullptr};
     if (m.to == WeightType::Q8) m.dst->scales = reinterpret_cast<const float*>(at + Q8Layout::of(m.K, m.N).data_bytes());
     if (m.to == WeightType::F16) {
@@ -212,6 +209,7 @@ LlamaWeightStore LlamaWeightStore::load(const LlamaConfig& c, const uint8_t* byt
       const std::string what = "Llama: tensor \"" + m.src.name + "\"";
       check_finite_f16(static_cast<const uint16_t*>(m.dst->data), size_t(m.K * m.N), what.c_str());
     }
+    store.bytes_.matrices += m.dst->bytes();
   }
   if (c.tie_word_embeddings) w.lm_head = w.embed_tokens;
 
@@ -221,16 +219,29 @@ LlamaWeightStore LlamaWeightStore::load(const LlamaConfig& c, const uint8_t* byt
     if (m.dst != &w.embed_tokens && m.to != w.lm_head.type) store.matrix_type_ = "mixed";
   }
 
-  // 1-D parameters: widened to float32
+  // 1-D parameters: float32 in place when the file is kept and they are aligned float32; else widened
+  const auto read_in_place = [&](const Source& src) {
+    return in_place && src.type == WeightType::F32 && src.aligned();
+  };
   size_t n = 0;
-  for (const VectorPlan& v : vectors) n += v.src.count;
+  for (const VectorPlan& v : vectors) n += read_in_place(v.src) ? 0 : v.src.count;
   store.vectors_.resize(n);
   size_t at = 0;
   for (const VectorPlan& v : vectors) {
+    if (read_in_place(v.src)) {
+      *v.dst = reinterpret_cast<const float*>(v.src.bytes);
+      continue;
+    }
     for (size_t i = 0; i < v.src.count; ++i) store.vectors_[at + i] = element(v.src, i);
     *v.dst = store.vectors_.data() + at;
     at += v.src.count;
   }
+  store.bytes_.vectors = n * 4;
+  store.bytes_.converted = total;
+  if (in_place) {
+    store.file_ = std::move(file);
+    store.bytes_.file = size;
+  }  // else `file` is freed on return: nothing reads it any more
   return store;
 }
 

@@ -1,25 +1,19 @@
 // A Llama-family model's weights (Hugging Face tensor names, nn.Linear [out, in] layout), held
-// once in the dtype chosen on load: as stored (F32, F16, BF16), or converted to F32, F16 or
-// 8-bit Q8, each matrix read in place by the matmul kernels (src/matmul/). The safetensors
-// bytes are only read during load().
+// once, as GPT-2's are (gpt2_weights.hpp): read in place from the safetensors buffer in the
+// dtype they came in (F32, F16, BF16), or converted once on load (to F32, F16 or 8-bit Q8)
+// into one new buffer, after which the file's buffer is freed. The matmul kernels
+// (src/matmul/) read every matrix where it is held; the tied LM head is embed_tokens itself.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <string_view>
 #include <vector>
 
 #include "matmul/weights.hpp"
+#include "model/gpt2_weights.hpp"  // WeightFormat, MallocBytes
 #include "model/llama_config.hpp"
 
 namespace qkv {
-
-// How the matrices are held: "auto" (as stored), "f32", "f16", "int8" (Q8 for the matmuls'
-// matrices; an untied embedding table, only gathered from, keeps its stored dtype).
-enum class LlamaWeightFormat { Auto, F32, F16, Int8 };
-
-// "auto" | "f32" | "f16" | "int8"; throws std::invalid_argument naming the value otherwise.
-LlamaWeightFormat parse_llama_weight_format(std::string_view name);
 
 struct LlamaLayerWeights {
   const float* input_layernorm = nullptr;           // [E]
@@ -41,15 +35,17 @@ struct LlamaWeights {
 
 class LlamaWeightStore {
  public:
-  // Reads every tensor the config needs from the safetensors bytes (only during the call).
-  // Throws std::invalid_argument naming the tensor for a missing one, a wrong shape, a dtype
-  // other than F32 / F16 / BF16, or values that do not fit the chosen dtype.
-  static LlamaWeightStore load(const LlamaConfig& config, const uint8_t* bytes, size_t size, LlamaWeightFormat format);
+  // Reads every tensor the config needs from a safetensors file held in `file` (size bytes;
+  // ownership passes here: kept while tensors are read from it in place, else freed).
+  // WeightFormat::Int8 quantizes the matmuls' matrices; an untied embed_tokens, only gathered
+  // from, keeps its stored dtype. Throws std::invalid_argument naming the tensor for a missing
+  // one, a wrong shape, a dtype other than F32 / F16 / BF16, or values that do not fit.
+  static LlamaWeightStore load(const LlamaConfig& config, MallocBytes file, size_t size, WeightFormat format);
 
   const LlamaWeights& weights() const { return weights_; }
   // The matmuls' matrices' dtype: "F32", "F16", "BF16", "Q8", or "mixed".
   const char* matrix_type() const { return matrix_type_; }
-  size_t bytes() const { return matrices_.size() + 4 * vectors_.size(); }  // held in memory
+  GPT2WeightBytes bytes() const { return bytes_; }  // where the bytes are (file, matrices, vectors, converted)
 
   LlamaWeightStore() = default;
   LlamaWeightStore(LlamaWeightStore&&) = default;
@@ -57,8 +53,10 @@ class LlamaWeightStore {
   LlamaWeightStore(const LlamaWeightStore&) = delete;  // the views point into this store's buffers
 
  private:
-  std::vector<uint8_t> matrices_;  // every matrix, 16-byte aligned offsets
-  std::vector<float> vectors_;     // norms and biases, float32
+  MallocBytes file_;           // the safetensors bytes, while tensors are read from them in place
+  std::vector<uint8_t> converted_;  // the converted matrices, 16-byte aligned offsets
+  std::vector<float> vectors_;      // norms and biases widened to float32 (else read in place)
+  GPT2WeightBytes bytes_;
   LlamaWeights weights_;
   const char* matrix_type_ = "F32";
 };
