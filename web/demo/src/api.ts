@@ -81,8 +81,14 @@ export interface GenStep { token: number; index: number; position: number; rows:
 /** A dropped checkpoint, as qkv's loadModel takes it ({ config, weights, vocab?, merges? }) plus a name. */
 export interface CheckpointFiles { config: string; weights?: ArrayBuffer; vocab?: string; merges?: string; name: string }
 
-/** qkv's loadModel, with the library's own Error when it fails. */
-const loadModel = (source: qkv.ModelSource): Promise<GPT2Model> => qkv.loadModel(source);
+/** qkv's loadModel, with the library's own Error when it fails. The model page draws GPT-2's
+ *  config (n_layer, n_head): a Llama-family checkpoint is refused here until it draws theirs. */
+const loadModel = async (source: qkv.ModelSource): Promise<GPT2Model> => {
+  const m = await qkv.loadModel(source);
+  if (m instanceof qkv.GPT2Model) return m;
+  m.dispose();
+  throw new Error(`This page runs GPT-2 checkpoints; this one is ${m.architecture} (qkv loads it: loadModel in code).`);
+};
 
 /** Loads a model folder (config.json, model.safetensors [+ vocab.json, merges.txt]) by URL with qkv. */
 export async function loadModelFromUrl(base: string, onProgress: Progress): Promise<DemoModel> {

@@ -1,9 +1,12 @@
-/** The model API: loadModel, the GPT-2 model, its tokenizers. Re-exported by web/lib/index.ts. */
+/** The model API: loadModel, the GPT-2 and Llama-family models, their tokenizers. Re-exported by web/lib/index.ts. */
 export { loadModel, type LoadOptions, type LoadProgress, type WeightsOption } from './load.js';
 export {
-  GPT2Model,
+  DecoderModel,
+  type Architecture, type ModelDims,
   type ForwardOptions, type ForwardResult, type ModelMemoryUsage, type QueriesKeys, type GenerateOptions, type GenerationStep,
-} from './gpt2.js';
+} from './decoder.js';
+export { GPT2Model } from './gpt2.js';
+export { LlamaModel, type LlamaConfig } from './llama.js';
 export type { GPT2Config, ModelFiles, ModelSource } from './files.js';
 export {
   ByteTokenizer, BpeTokenizer, HfTokenizer, bytesToUnicode, GPT2_PATTERN, tokenizerFromFiles,

@@ -1,6 +1,7 @@
 /**
- * `loadModel(source, options)`: reads a Hugging Face GPT-2-layout checkpoint (config.json +
- * model.safetensors [+ vocab.json + merges.txt]) into the wasm module and returns the model.
+ * `loadModel(source, options)`: reads a Hugging Face checkpoint (config.json + model.safetensors
+ * [+ tokenizer files]) into the wasm module and returns the model its config.json's model_type
+ * names: GPT2Model for gpt2 (or no model_type), LlamaModel for llama, mistral, qwen2.
  * model.safetensors streams straight into one wasm buffer, which the model then owns (its
  * tensors are read there in place, or converted and the buffer freed): no second copy in JS.
  */
@@ -13,14 +14,16 @@ import {
   filesFromObject, parseConfig, readAll, readFolder,
   type ByteStream, type GPT2Config, type ModelSource, type RawFiles,
 } from './files.js';
-import { GPT2Model, modelModule, type ModelModule, type WasmGPT2 } from './gpt2.js';
+import { modelModule, type DecoderModel, type ModelModule, type WasmDecoder } from './decoder.js';
+import { GPT2Model } from './gpt2.js';
+import { LLAMA_FAMILY, LlamaModel, type LlamaConfig } from './llama.js';
 import { ByteTokenizer, tokenizerFromFiles, type Tokenizer } from './tokenizer.js';
 
 /**
  * The tokenizer the files describe (tokenizer.json, vocab.json + merges.txt, or vocab.txt:
  * tokenizers/from-files.ts), or byte-level when there are none and the vocab is 256.
  */
-function makeTokenizer(config: GPT2Config, raw: RawFiles): Tokenizer {
+function makeTokenizer(config: GPT2Config, raw: RawFiles, optional: boolean): Tokenizer | null {
   let tok: Tokenizer | null;
   try {
     tok = tokenizerFromFiles(raw.tokenizer, { where: raw.where, modelType: config.model_type });
@@ -34,6 +37,7 @@ function makeTokenizer(config: GPT2Config, raw: RawFiles): Tokenizer {
     }
     return tok;
   }
+  if (optional) return null;
   if (config.vocab_size !== 256) {
     throw new Error(
       `loadModel: ${raw.where}: vocab_size is ${config.vocab_size}, so the model needs its tokenizer files ` +
@@ -126,7 +130,8 @@ async function* withProgress(
 }
 
 /**
- * Loads a GPT-2-family model.
+ * Loads a model: GPT-2 (model_type gpt2 or absent) or the Llama family (llama, mistral, qwen2),
+ * chosen by config.json's model_type; `model.architecture` says which.
  *
  * `source`: a folder holding config.json, model.safetensors and, for a BPE model, vocab.json
  * and merges.txt — as a URL (fetched; relative URLs resolve against the page) or, in Node,
@@ -136,7 +141,7 @@ async function* withProgress(
  * Every tensor is checked against the file and the config; damage is an Error naming the
  * tensor and the numbers.
  */
-export async function loadModel(source: ModelSource, options: LoadOptions = {}): Promise<GPT2Model> {
+export async function loadModel(source: ModelSource, options: LoadOptions = {}): Promise<GPT2Model | LlamaModel> {
   const fn = 'loadModel';
   const opts = checkOptions(fn, options, ['weights', 'onProgress', 'signal']) as LoadOptions;
   const weights = opts.weights ?? 'auto';
@@ -161,14 +166,30 @@ export async function loadModel(source: ModelSource, options: LoadOptions = {}):
     throw new TypeError(`loadModel: source must be a folder URL/path or { config, weights, vocab?, merges? }, got ${describe(source)}`);
   }
   const config = parseConfig(raw.configText, raw.where === 'source' ? 'source.config' : `${raw.where}/config.json`);
-  const tokenizer = makeTokenizer(config, raw);
+  const modelType = config.model_type;
+  const llama = typeof modelType === 'string' && LLAMA_FAMILY.includes(modelType);
+  if (modelType !== undefined && modelType !== 'gpt2' && !llama) {
+    throw new Error(`${fn}: model_type ${describe(modelType)} is not supported (gpt2, ${LLAMA_FAMILY.join(', ')})`);
+  }
+  // a Llama-family folder without tokenizer files loads with tokenizer null (ids in and out)
+  const tokenizer = makeTokenizer(config, raw, llama);
 
   const m = await loadModule();
   const mm = modelModule(m);
+  if (llama && (!mm.LlamaModel || !mm.llamaLastError)) {
+    throw new Error(`${fn}: this build of the wasm module lacks the Llama bindings (wasm/bindings_llama.cpp)`);
+  }
   signal?.throwIfAborted();
   const { ptr, size } = await streamIntoWasm(m, mm, raw.weights, 'model.safetensors', opts);
   // the buffer is the model's from here (freed by create on error)
-  const handle: WasmGPT2 | null = mm.GPT2Model.create(raw.configText, ptr, size, weights);
+  const frozen = Object.freeze({ ...config });
+  if (llama) {
+    const handle: WasmDecoder | null = mm.LlamaModel!.create(raw.configText, ptr, size, weights);
+    if (!handle) throw wasmError(fn, mm.llamaLastError!());
+    return new LlamaModel(m, handle, frozen as unknown as LlamaConfig, tokenizer);
+  }
+  if (!tokenizer) throw new Error(`${fn}: internal: no tokenizer for a GPT-2 model`);
+  const handle: WasmDecoder | null = mm.GPT2Model.create(raw.configText, ptr, size, weights);
   if (!handle) throw wasmError(fn, mm.modelLastError());
-  return new GPT2Model(m, handle, Object.freeze({ ...config }) as GPT2Config, tokenizer);
+  return new GPT2Model(m, handle, frozen as GPT2Config, tokenizer);
 }
