@@ -63,7 +63,8 @@ LlamaMemory llama_memory(const LlamaHandle& m) {
   out.kvCache = double(m.session.cache_bytes());
   size_t scratch = 0;
   const qkv::LlamaScratch& s = m.scratch;
-  for (const auto* v : {&s.x, &s.xb, &s.xb2, &s.q, &s.k, &s.v, &s.qh, &s.kh, &s.vh, &s.att, &s.hb, &s.hb2, &s.cos, &s.sin})
+  for (const auto* v :
+       {&s.x, &s.xb, &s.xb2, &s.q, &s.k, &s.v, &s.qh, &s.kh, &s.vh, &s.att, &s.hb, &s.hb2, &s.cos, &s.sin})
     scratch += v->capacity() * sizeof(float);
   out.scratch = double(scratch);
   out.matrixType = m.llama.store().matrix_type();

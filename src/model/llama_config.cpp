@@ -163,7 +163,8 @@ LlamaConfig LlamaConfig::from_json(std::string_view text) {
     // MistralConfig: sliding_window defaults to 4096; null = full attention; every layer
     const nlohmann::json* sw = root.find("sliding_window") == root.end() ? nullptr : &root["sliding_window"];
     const int64_t w = !sw ? 4096 : sw->is_null() ? 0 : get_int(root, "sliding_window", std::nullopt);
-    if (sw && !sw->is_null() && w < 1) config_error("\"sliding_window\" must be >= 1 or null, got " + std::to_string(w));
+    if (sw && !sw->is_null() && w < 1)
+      config_error("\"sliding_window\" must be >= 1 or null, got " + std::to_string(w));
     for (auto& x : c.window) x = w;
   } else if (c.arch == LlamaArch::Qwen2 && get_bool(root, "use_sliding_window", false)) {
     // Qwen2Config: with use_sliding_window, layers l >= max_window_layers attend within sliding_window
@@ -195,7 +196,8 @@ void LlamaConfig::validate() const {
     config_error("num_attention_heads (" + std::to_string(num_attention_heads) +
                  ") must be divisible by num_key_value_heads (" + std::to_string(num_key_value_heads) + ")");
   }
-  if (head_dim % 2 != 0) config_error("head_dim must be even for the rotary embedding, got " + std::to_string(head_dim));
+  if (head_dim % 2 != 0)
+    config_error("head_dim must be even for the rotary embedding, got " + std::to_string(head_dim));
   if (!(rms_norm_eps > 0.0) || !std::isfinite(rms_norm_eps)) {
     config_error("\"rms_norm_eps\" must be a positive finite number, got " + std::to_string(rms_norm_eps));
   }

@@ -26,8 +26,8 @@ struct Llama3RopeScaling {
 
 struct LlamaConfig {
   LlamaArch arch = LlamaArch::Llama;
-  int64_t hidden_size = 0;              // E
-  int64_t intermediate_size = 0;        // I
+  int64_t hidden_size = 0;        // E
+  int64_t intermediate_size = 0;  // I
   int64_t num_hidden_layers = 0;
   int64_t num_attention_heads = 0;      // H (query heads)
   int64_t num_key_value_heads = 0;      // Hkv (divides H; absent = H)
@@ -35,12 +35,12 @@ struct LlamaConfig {
   int64_t vocab_size = 0;               // V
   int64_t max_position_embeddings = 0;  // positions the model accepts
   double rms_norm_eps = 1e-6;
-  double rope_theta = 10000.0;          // required: a config without it is an Error
+  double rope_theta = 10000.0;  // required: a config without it is an Error
   Llama3RopeScaling rope_scaling;
-  bool tie_word_embeddings = false;     // lm_head = embed_tokens
-  bool qkv_bias = false;                // q/k/v_proj biases (Qwen2 always; Llama's attention_bias)
-  bool o_bias = false;                  // o_proj bias (Llama's attention_bias)
-  std::vector<int64_t> window;          // [num_hidden_layers]: sliding window of each layer, 0 = full causal
+  bool tie_word_embeddings = false;  // lm_head = embed_tokens
+  bool qkv_bias = false;             // q/k/v_proj biases (Qwen2 always; Llama's attention_bias)
+  bool o_bias = false;               // o_proj bias (Llama's attention_bias)
+  std::vector<int64_t> window;       // [num_hidden_layers]: sliding window of each layer, 0 = full causal
 
   int64_t kv_group() const { return num_attention_heads / num_key_value_heads; }  // query heads per kv head
 

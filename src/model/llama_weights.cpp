@@ -34,7 +34,8 @@ struct Source {
 
 Source find(const safetensors::File& f, const std::string& name, const std::vector<int64_t>& want) {
   const safetensors::TensorInfo* t = f.find(name);
-  if (!t) throw std::invalid_argument("Llama: missing tensor \"" + name + "\" (expected shape " + shape_str(want) + ")");
+  if (!t)
+    throw std::invalid_argument("Llama: missing tensor \"" + name + "\" (expected shape " + shape_str(want) + ")");
   if (t->shape != want) {
     throw std::invalid_argument("Llama: tensor \"" + name + "\" has shape " + shape_str(t->shape) +
                                 ", but the config needs " + shape_str(want));
@@ -203,7 +204,8 @@ LlamaWeightStore LlamaWeightStore::load(const LlamaConfig& c, MallocBytes file, 
     uint8_t* at = in_place ? const_cast<uint8_t*>(m.src.bytes) : store.converted_.data() + m.offset;
     if (!in_place) convert(m, at);
     *m.dst = WeightMatrix{m.to, WeightLayout::OutIn, m.K, m.N, at, nullptr};
-    if (m.to == WeightType::Q8) m.dst->scales = reinterpret_cast<const float*>(at + Q8Layout::of(m.K, m.N).data_bytes());
+    if (m.to == WeightType::Q8)
+      m.dst->scales = reinterpret_cast<const float*>(at + Q8Layout::of(m.K, m.N).data_bytes());
     if (m.to == WeightType::F16) {
       // the kernels' widening does not special-case inf and NaN (halves.hpp)
       const std::string what = "Llama: tensor \"" + m.src.name + "\"";

@@ -16,14 +16,14 @@
 namespace qkv {
 
 struct LlamaLayerWeights {
-  const float* input_layernorm = nullptr;           // [E]
-  WeightMatrix q_proj, k_proj, v_proj;              // [H*D, E], [Hkv*D, E], [Hkv*D, E] (OutIn)
+  const float* input_layernorm = nullptr;                               // [E]
+  WeightMatrix q_proj, k_proj, v_proj;                                  // [H*D, E], [Hkv*D, E], [Hkv*D, E] (OutIn)
   const float *q_bias = nullptr, *k_bias = nullptr, *v_bias = nullptr;  // [H*D], [Hkv*D], [Hkv*D] or null
-  WeightMatrix o_proj;                              // [E, H*D]
-  const float* o_bias = nullptr;                    // [E] or null
-  const float* post_attention_layernorm = nullptr;  // [E]
-  WeightMatrix gate_proj, up_proj;                  // [I, E]
-  WeightMatrix down_proj;                           // [E, I]
+  WeightMatrix o_proj;                                                  // [E, H*D]
+  const float* o_bias = nullptr;                                        // [E] or null
+  const float* post_attention_layernorm = nullptr;                      // [E]
+  WeightMatrix gate_proj, up_proj;                                      // [I, E]
+  WeightMatrix down_proj;                                               // [E, I]
 };
 
 struct LlamaWeights {
@@ -53,7 +53,7 @@ class LlamaWeightStore {
   LlamaWeightStore(const LlamaWeightStore&) = delete;  // the views point into this store's buffers
 
  private:
-  MallocBytes file_;           // the safetensors bytes, while tensors are read from them in place
+  MallocBytes file_;                // the safetensors bytes, while tensors are read from them in place
   std::vector<uint8_t> converted_;  // the converted matrices, 16-byte aligned offsets
   std::vector<float> vectors_;      // norms and biases widened to float32 (else read in place)
   GPT2WeightBytes bytes_;

@@ -11,8 +11,8 @@
 
 #include "matmul/halves.hpp"
 #include "model/json.hpp"
-#include "model/safetensors.hpp"
 #include "model/llama.hpp"
+#include "model/safetensors.hpp"
 #include "test_model_util.hpp"
 
 using namespace qkv;
@@ -122,7 +122,8 @@ TEST_CASE("llama: config.json of each model_type") {
   CHECK(q.qkv_bias);
   CHECK(!q.o_bias);
   // Mistral without the key: MistralConfig's default 4096; null: full attention
-  CHECK(LlamaConfig::from_json(edit(read_checkpoint("mistral-win").config, "sliding_window", nullptr)).window[0] == 4096);
+  CHECK(LlamaConfig::from_json(edit(read_checkpoint("mistral-win").config, "sliding_window", nullptr)).window[0] ==
+        4096);
   nlohmann::json j = json::parse(read_checkpoint("mistral-win").config);
   j["sliding_window"] = nullptr;
   CHECK(LlamaConfig::from_json(j.dump()).window[0] == 0);
@@ -220,7 +221,8 @@ TEST_CASE("llama: session (KV cache) equals full recompute; greedy generation to
     std::vector<float> logits(static_cast<size_t>(V)), att(size_t(NL * H * 5 * 5));
     s.prefill(ids.data(), 5, logits.data(), att.data());
     float worst = 0;
-    for (int64_t v = 0; v < V; ++v) worst = std::max(worst, std::fabs(logits[size_t(v)] - full.logits[size_t(4 * V + v)]));
+    for (int64_t v = 0; v < V; ++v)
+      worst = std::max(worst, std::fabs(logits[size_t(v)] - full.logits[size_t(4 * V + v)]));
     for (int64_t t = 5; t < L; ++t) {
       std::vector<float> row(size_t(NL * H * (t + 1)));
       s.step(ids[size_t(t)], logits.data(), row.data());
@@ -358,14 +360,16 @@ TEST_CASE("llama: damaged or inconsistent configs each give their Error") {
       "hidden_size (48) must be divisible by num_attention_heads (5)");
   has(config_error("[1]"), "must hold a JSON object");
   has(config_error("{"), "not valid JSON");
-  has(config_error(edit(read_checkpoint("mistral-win").config, "sliding_window", 0)), "\"sliding_window\" must be >= 1");
+  has(config_error(edit(read_checkpoint("mistral-win").config, "sliding_window", 0)),
+      "\"sliding_window\" must be >= 1");
 
   // the checkpoint against the config: a wrong shape, a missing tensor, lm_head missing when untied
   has(config_error(edit(ck.config, "intermediate_size", 80)),
       "tensor \"model.layers.0.mlp.gate_proj.weight\" has shape [72, 48], but the config needs [80, 48]");
   has(config_error(edit(ck.config, "head_dim", 8)),
       "tensor \"model.layers.0.self_attn.q_proj.weight\" has shape [64, 48], but the config needs [32, 48]");
-  has(config_error(edit(ck.config, "num_hidden_layers", 3)), "missing tensor \"model.layers.2.input_layernorm.weight\"");
+  has(config_error(edit(ck.config, "num_hidden_layers", 3)),
+      "missing tensor \"model.layers.2.input_layernorm.weight\"");
   has(config_error(edit(ck.config, "attention_bias", true)), "missing tensor \"model.layers.0.self_attn.q_proj.bias\"");
   const Checkpoint tied = read_checkpoint("mistral-win");
   has(error_of<std::invalid_argument>([&] {
@@ -378,7 +382,8 @@ TEST_CASE("llama: damaged or inconsistent configs each give their Error") {
   Llama m = load(ck);
   std::vector<float> logits(67 * 70);
   const int32_t bad[] = {1, 67};
-  has(error_of<std::invalid_argument>([&] { m.forward(bad, 2, logits.data()); }), "ids[1] = 67 is out of range [0, 67)");
+  has(error_of<std::invalid_argument>([&] { m.forward(bad, 2, logits.data()); }),
+      "ids[1] = 67 is out of range [0, 67)");
   std::vector<int32_t> long_ids(65, 1);
   has(error_of<std::length_error>([&] { m.forward(long_ids.data(), 65, logits.data()); }),
       "exceed max_position_embeddings = 64");
