@@ -14,7 +14,7 @@ import {
   filesFromObject, parseConfig, readAll, readFolder,
   type ByteStream, type GPT2Config, type ModelSource, type RawFiles,
 } from './files.js';
-import { modelModule, type DecoderModel, type ModelModule, type WasmDecoder } from './decoder.js';
+import { modelModule, type ModelModule, type WasmDecoder } from './decoder.js';
 import { GPT2Model } from './gpt2.js';
 import { LLAMA_FAMILY, LlamaModel, type LlamaConfig } from './llama.js';
 import { ByteTokenizer, tokenizerFromFiles, type Tokenizer } from './tokenizer.js';
