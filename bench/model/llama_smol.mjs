@@ -7,9 +7,11 @@
 //
 // Each (weights, threads) runs in its own child process, so peak RSS (resourceUsage().maxRSS)
 // is that configuration's own. The checkpoint is written once to build/bench-llama/.
-// Writes bench/results/llama-smol-node.json and prints a table. Peer (onnxruntime-web with past
-// key/values on the same weights): not measured yet.
-import { spawnSync } from 'node:child_process';
+// Peer: onnxruntime-web with past key/values on the same weights (bench/model/
+// export_llama_onnx_kv.py, exported into build/bench-llama/ on first use), prefill of the same
+// 128 ids and greedy decode feeding "present" back as "past", argmax in JS; --no-peer skips it.
+// Writes bench/results/llama-smol-node.json and prints a table.
+import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, openSync, writeSync, closeSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -26,6 +28,8 @@ const REPS = Number(arg('--reps', 3));
 const THREADS = arg('--threads', '1,2').split(',').map(Number);
 const PREFILL = 128;
 const DIR = path.join(ROOT, 'build', 'bench-llama', 'smollm2-135m-shape');
+const ONNX = path.join(ROOT, 'build', 'bench-llama', 'smollm2-135m-shape-kv.onnx');
+const PEER = !args.includes('--no-peer');
 const DIST = process.env.QKV_DIST ? path.resolve(process.env.QKV_DIST) : path.join(ROOT, 'dist');
 
 const CONFIG = {
@@ -90,6 +94,7 @@ function writeCheckpoint() {
 // ---- child: one (weights, threads) ---------------------------------------------------------
 
 async function child(weights, threads) {
+  writeCheckpoint();
   const qkv = await import(pathToFileURL(path.join(DIST, 'index.js')).href);
   qkv.env.variant = threads > 1 ? 'simd-threads' : 'simd';
   qkv.env.numThreads = threads;
@@ -124,13 +129,59 @@ async function child(weights, threads) {
   process.stdout.write(JSON.stringify(out) + '\n');
 }
 
+// ---- child: the onnxruntime-web peer --------------------------------------------------------
+
+async function childOrt(threads) {
+  const ort = await import('onnxruntime-web');
+  ort.env.wasm.numThreads = threads;
+  ort.env.wasm.simd = true;
+  const { num_hidden_layers: NL, num_key_value_heads: Hkv, hidden_size: E, num_attention_heads: H, vocab_size: V } = CONFIG;
+  const D = E / H;
+  const t0 = performance.now();
+  const sess = await ort.InferenceSession.create(ONNX, { executionProviders: ['wasm'], graphOptimizationLevel: 'all' });
+  const loadMs = performance.now() - t0;
+  const ids = Array.from({ length: PREFILL }, (_, i) => (i * 7919 + 13) % V);
+  const run = async (tokens, past, T) => sess.run({
+    input_ids: new ort.Tensor('int64', BigInt64Array.from(tokens.map(BigInt)), [1, tokens.length]),
+    past: past ?? new ort.Tensor('float32', new Float32Array(0), [NL, 2, Hkv, T, D]),
+  });
+  const argmaxOf = (a) => { let b = 0; for (let i = 1; i < a.length; i++) if (a[i] > a[b]) b = i; return b; };
+  await run(ids.slice(0, 8), null, 0); // warm-up
+  const prefill = [];
+  for (let r = 0; r < REPS; r++) {
+    const t = performance.now();
+    await run(ids, null, 0);
+    prefill.push(performance.now() - t);
+  }
+  const decode = [];
+  for (let r = 0; r < REPS; r++) {
+    let out = await run(ids.slice(0, 16), null, 0);
+    let tok = argmaxOf(out.logits.data);
+    const first = performance.now();
+    for (let k = 0; k < DECODE; k++) {
+      out = await run([tok], out.present);
+      tok = argmaxOf(out.logits.data);
+    }
+    decode.push((DECODE / (performance.now() - first)) * 1000);
+  }
+  const out = {
+    weights: 'onnxruntime-web', threads, dtype: 'F32', loadMs, weightsMB: null, wasmHeapMB: null,
+    peakRssMB: process.resourceUsage().maxRSS / 1024, prefill128Ms: median(prefill), decodeTokS: median(decode),
+  };
+  process.stdout.write(JSON.stringify(out) + '\n');
+}
+
 // ---- parent ----------------------------------------------------------------------------
 
 async function main() {
   writeCheckpoint();
+  if (PEER && !existsSync(ONNX)) {
+    execFileSync('/usr/bin/python3', [path.join(ROOT, 'bench', 'model', 'export_llama_onnx_kv.py'), '--model', DIR, '--out', ONNX],
+      { stdio: 'inherit' });
+  }
   const rows = [];
   for (const threads of THREADS) {
-    for (const weights of ['auto', 'f16', 'int8']) {
+    for (const weights of ['auto', 'f16', 'int8', ...(PEER ? ['ort'] : [])]) {
       const r = spawnSync(process.execPath, [fileURLToPath(import.meta.url), '--child', weights, String(threads),
         '--decode', String(DECODE), '--reps', String(REPS)], { encoding: 'utf8', maxBuffer: 1 << 24 });
       if (r.status !== 0) {
@@ -143,17 +194,18 @@ async function main() {
     }
   }
   console.log(`SmolLM2-135M shape (random weights), Node ${process.version}, ${os.cpus().length} cores, load ${os.loadavg()[0].toFixed(1)}`);
-  console.log('| weights | threads | dtype | load s | weights MB | peak RSS MB | prefill 128 ms | decode tok/s |');
+  console.log('| runtime / weights | threads | dtype | load s | weights MB | peak RSS MB | prefill 128 ms | decode tok/s |');
   console.log('|---|---|---|---|---|---|---|---|');
   for (const r of rows) {
-    console.log(`| ${r.weights} | ${r.threads} | ${r.dtype} | ${(r.loadMs / 1000).toFixed(2)} | ${r.weightsMB.toFixed(0)} | ${r.peakRssMB.toFixed(0)} | ${r.prefill128Ms.toFixed(0)} | ${r.decodeTokS.toFixed(1)} |`);
+    console.log(`| ${r.weights === 'onnxruntime-web' ? r.weights : `qkv ${r.weights}`} | ${r.threads} | ${r.dtype} | ${(r.loadMs / 1000).toFixed(2)} | ${r.weightsMB == null ? '-' : r.weightsMB.toFixed(0)} | ${r.peakRssMB.toFixed(0)} | ${r.prefill128Ms.toFixed(0)} | ${r.decodeTokS.toFixed(1)} |`);
   }
   mkdirSync(path.join(ROOT, 'bench', 'results'), { recursive: true });
   writeFileSync(path.join(ROOT, 'bench', 'results', 'llama-smol-node.json'), JSON.stringify({
-    model: 'SmolLM2-135M shape, random F32 weights', config: CONFIG, decodeTokens: DECODE, reps: REPS,
+    model: 'SmolLM2-135M shape, random F32 weights', peer: PEER ? 'onnxruntime-web, past key/values' : null, config: CONFIG, decodeTokens: DECODE, reps: REPS,
     node: process.version, cores: os.cpus().length, loadavg: os.loadavg(), rows,
   }, null, 2) + '\n');
 }
 
-if (args[0] === '--child') await child(args[1], Number(args[2]));
+if (args[0] === '--child' && args[1] === 'ort') await childOrt(Number(args[2]));
+else if (args[0] === '--child') await child(args[1], Number(args[2]));
 else await main();
