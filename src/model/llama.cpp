@@ -120,7 +120,7 @@ void Llama::run(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache
   const LlamaConfig& c = config_;
   const LlamaWeights& W = store_.weights();
   const int64_t E = c.hidden_size, H = c.num_attention_heads, Hkv = c.num_key_value_heads, D = c.head_dim;
-  const int64_t I = c.intermediate_size, V = c.vocab_size, half = D / 2;
+  const int64_t I = c.intermediate_size, half = D / 2;
   const int64_t Lk = pos0 + L;  // keys visible to the last query
   check_ids("Llama::run", ids, L, pos0);
   if (pos0 < 0) throw std::invalid_argument("Llama::run: pos0 must be >= 0, got " + std::to_string(pos0));
@@ -143,7 +143,7 @@ void Llama::run(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache
 
   const size_t n = size_t(L);
   ensure(s.x, n * E);         // x   [L, E]        the residual stream
-  ensure(s.xb, n * H * D);    // xb  [L, E] / [L, H*D]  normed input of a sub-block, merged heads
+  ensure(s.xb, n * std::max(E, H * D));  // xb [L, E] normed input of a sub-block; [L, H*D] merged heads
   ensure(s.xb2, n * E);       // xb2 [L, E]        a sub-block's output before the residual add
   ensure(s.q, n * H * D);     // q   [L, H, D]     q_proj output, rotated in place
   ensure(s.k, n * Hkv * D);   // k   [L, Hkv, D]   k_proj output, rotated in place
@@ -230,7 +230,6 @@ void Llama::run(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache
   rmsnorm(xb, x + first * E, W.norm, rows, E, c.rms_norm_eps);
   // logits [rows, V] = xb @ lm_head^T (embed_tokens when tied)
   matmul(W.lm_head, xb, rows, nullptr, logits, threads_);
-  (void)V;
 }
 
 // ----------------------------------------------------------------------------- session

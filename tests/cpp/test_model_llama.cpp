@@ -21,7 +21,7 @@ using namespace qkv::model_testing;
 namespace {
 
 const std::string kData = source_path("tests/data/llama");
-const char* const kModels[] = {"llama-rope3", "mistral-win", "qwen2-bias"};
+const char* const kModels[] = {"llama-rope3", "mistral-win", "qwen2-bias", "llama-narrow"};
 
 struct Checkpoint {
   std::string config;

@@ -14,7 +14,7 @@ const qkv = await api();
 after(() => qkv.dispose());
 
 const DATA = path.join(ROOT, 'tests', 'data', 'llama');
-const MODELS = ['llama-rope3', 'mistral-win', 'qwen2-bias'];
+const MODELS = ['llama-rope3', 'mistral-win', 'qwen2-bias', 'llama-narrow'];
 const ref = (name) => JSON.parse(readFileSync(path.join(DATA, `${name}-ref`, 'ref.json'), 'utf8'));
 const f32 = (name, file) => {
   const b = readFileSync(path.join(DATA, `${name}-ref`, file));

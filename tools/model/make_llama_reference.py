@@ -13,6 +13,8 @@ One checkpoint per model_type:
   mistral-win  mistral, GQA 4:1 (one kv head), sliding_window 5 < the test length 12, tied
   qwen2-bias   qwen2, GQA 4:2, q/k/v biases, use_sliding_window with max_window_layers 1
                (layer 0 full, layers 1-2 windowed), tied
+  llama-narrow llama, 4 heads = 4 kv heads (no GQA), head_dim 8 (heads x head_dim = 32 <
+               hidden 48), attention_bias (q/k/v/o biases), rope_theta 500000, tied
 
 Writes tests/data/llama/<name>/{config.json, model.safetensors} and
 tests/data/llama/<name>-ref/{ref.json, logits.bin, attentions.bin, queries.bin, keys.bin}.
@@ -49,6 +51,9 @@ def make_config(name):
         return dict(base, model_type='qwen2', architectures=['Qwen2ForCausalLM'], num_key_value_heads=2,
                     num_hidden_layers=3, rope_theta=1000000.0, use_sliding_window=True, sliding_window=4,
                     max_window_layers=1, tie_word_embeddings=True)
+    if name == 'llama-narrow':
+        return dict(base, model_type='llama', architectures=['LlamaForCausalLM'], num_key_value_heads=4,
+                    head_dim=8, rope_theta=500000.0, attention_bias=True, tie_word_embeddings=True)
     raise ValueError(name)
 
 
@@ -72,11 +77,13 @@ def random_tensors(cfg, seed):
         t[p + 'self_attn.q_proj.weight'] = rnd(H * D, E, scale=0.6 / math.sqrt(E))
         t[p + 'self_attn.k_proj.weight'] = rnd(Hkv * D, E, scale=0.6 / math.sqrt(E))
         t[p + 'self_attn.v_proj.weight'] = rnd(Hkv * D, E, scale=1 / math.sqrt(E))
-        if cfg['model_type'] == 'qwen2':
+        if cfg['model_type'] == 'qwen2' or cfg.get('attention_bias'):
             t[p + 'self_attn.q_proj.bias'] = rnd(H * D, scale=0.2)
             t[p + 'self_attn.k_proj.bias'] = rnd(Hkv * D, scale=0.2)
             t[p + 'self_attn.v_proj.bias'] = rnd(Hkv * D, scale=0.2)
         t[p + 'self_attn.o_proj.weight'] = rnd(E, H * D, scale=1 / math.sqrt(H * D))
+        if cfg.get('attention_bias'):  # Llama's attention_bias: o_proj too (Qwen2's o_proj has none)
+            t[p + 'self_attn.o_proj.bias'] = rnd(E, scale=0.2)
         t[p + 'post_attention_layernorm.weight'] = 1.0 + rnd(E, scale=0.1)
         t[p + 'mlp.gate_proj.weight'] = rnd(I, E, scale=1 / math.sqrt(E))
         t[p + 'mlp.up_proj.weight'] = rnd(I, E, scale=1 / math.sqrt(E))
@@ -256,7 +263,7 @@ def main():
     ap.add_argument('--out', default=DATA)
     args = ap.parse_args()
     torch.set_num_threads(1)
-    for i, name in enumerate(['llama-rope3', 'mistral-win', 'qwen2-bias']):
+    for i, name in enumerate(['llama-rope3', 'mistral-win', 'qwen2-bias', 'llama-narrow']):
         make(name, 1000 + i, args.out)
 
 
