@@ -78,8 +78,10 @@ class KVLlama(torch.nn.Module):
             k = torch.cat([past[l, 0], k], dim=1)  # [Hkv, T + n, D]
             v = torch.cat([past[l, 1], v], dim=1)
             presents.append(torch.stack([k, v]))
-            kr = k.repeat_interleave(H // Hkv, dim=0)
-            vr = v.repeat_interleave(H // Hkv, dim=0)
+            # query head h reads kv head h // (H / Hkv) (expand + reshape: repeat_interleave's
+            # export bakes the traced sequence length into the graph)
+            kr = k[:, None].expand(Hkv, H // Hkv, k.shape[1], D).reshape(H, -1, D)
+            vr = v[:, None].expand(Hkv, H // Hkv, v.shape[1], D).reshape(H, -1, D)
             s = (q @ kr.transpose(-1, -2)) / math.sqrt(D)
             s = s.masked_fill(~keep, float('-inf'))
             o = (torch.softmax(s, -1) @ vr).transpose(0, 1).reshape(n, H * D)

@@ -6,7 +6,8 @@
 //   node bench/model/llama_smol.mjs [--decode 32] [--reps 3] [--threads 1,2]
 //
 // Each (weights, threads) runs in its own child process, so peak RSS (resourceUsage().maxRSS)
-// is that configuration's own. The checkpoint is written once to build/bench-llama/.
+// is that configuration's own. Times are wall and CPU (user + system of the process, every
+// thread): on a shared machine the 1-thread CPU time is what the code costs. The checkpoint is written once to build/bench-llama/.
 // Peer: onnxruntime-web with past key/values on the same weights (bench/model/
 // export_llama_onnx_kv.py, exported into build/bench-llama/ on first use), prefill of the same
 // 128 ids and greedy decode feeding "present" back as "past", argmax in JS; --no-peer skips it.
@@ -38,6 +39,15 @@ const CONFIG = {
   vocab_size: 49152, max_position_embeddings: 8192, rms_norm_eps: 1e-5, rope_theta: 100000,
   tie_word_embeddings: true, torch_dtype: 'float32',
 };
+
+// wall and CPU (user + system, all the process's threads) milliseconds of `f`
+async function timed(f) {
+  const c = process.cpuUsage();
+  const t = performance.now();
+  await f();
+  const d = process.cpuUsage(c);
+  return { wall: performance.now() - t, cpu: (d.user + d.system) / 1000 };
+}
 
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -91,6 +101,15 @@ function writeCheckpoint() {
   writeFileSync(path.join(DIR, 'config.json'), JSON.stringify(CONFIG, null, 2));
 }
 
+// medians of the prefill times and of the decode rates (DECODE tokens per timed run), wall and CPU
+function summary(prefill, decode) {
+  return {
+    prefill128Ms: median(prefill.map((t) => t.wall)), prefill128CpuMs: median(prefill.map((t) => t.cpu)),
+    decodeTokS: median(decode.map((t) => (DECODE / t.wall) * 1000)),
+    decodeTokSCpu: median(decode.map((t) => (DECODE / t.cpu) * 1000)),
+  };
+}
+
 // ---- child: one (weights, threads) ---------------------------------------------------------
 
 async function child(weights, threads) {
@@ -105,25 +124,19 @@ async function child(weights, threads) {
   const ids = Array.from({ length: PREFILL }, (_, i) => (i * 7919 + 13) % CONFIG.vocab_size);
   await model.forward(ids.slice(0, 8), { logits: 'last' }); // warm-up
   const prefill = [];
-  for (let r = 0; r < REPS; r++) {
-    const t = performance.now();
-    await model.forward(ids, { logits: 'last' });
-    prefill.push(performance.now() - t);
-  }
+  for (let r = 0; r < REPS; r++) prefill.push(await timed(() => model.forward(ids, { logits: 'last' })));
   // decode: greedy after a 16-token prompt; time from the first token to the last
   const decode = [];
   for (let r = 0; r < REPS; r++) {
-    let first = 0;
-    let n = 0;
-    for await (const step of model.generate(ids.slice(0, 16), { maxNewTokens: DECODE + 1, temperature: 0 })) {
-      if (step.index === 0) first = performance.now();
-      else n++;
-    }
-    decode.push((n / (performance.now() - first)) * 1000);
+    const it = model.generate(ids.slice(0, 16), { maxNewTokens: DECODE + 1, temperature: 0 });
+    await it.next(); // prefill and the first token
+    decode.push(await timed(async () => {
+      for await (const step of it) void step;
+    }));
   }
   const out = {
     weights, threads, dtype: mem.dtype, loadMs, weightsMB: mem.weights / 2 ** 20, wasmHeapMB: mem.wasmHeap / 2 ** 20,
-    peakRssMB: process.resourceUsage().maxRSS / 1024, prefill128Ms: median(prefill), decodeTokS: median(decode),
+    peakRssMB: process.resourceUsage().maxRSS / 1024, ...summary(prefill, decode),
   };
   model.dispose();
   process.stdout.write(JSON.stringify(out) + '\n');
@@ -148,25 +161,21 @@ async function childOrt(threads) {
   const argmaxOf = (a) => { let b = 0; for (let i = 1; i < a.length; i++) if (a[i] > a[b]) b = i; return b; };
   await run(ids.slice(0, 8), null, 0); // warm-up
   const prefill = [];
-  for (let r = 0; r < REPS; r++) {
-    const t = performance.now();
-    await run(ids, null, 0);
-    prefill.push(performance.now() - t);
-  }
+  for (let r = 0; r < REPS; r++) prefill.push(await timed(() => run(ids, null, 0)));
   const decode = [];
   for (let r = 0; r < REPS; r++) {
     let out = await run(ids.slice(0, 16), null, 0);
     let tok = argmaxOf(out.logits.data);
-    const first = performance.now();
-    for (let k = 0; k < DECODE; k++) {
-      out = await run([tok], out.present);
-      tok = argmaxOf(out.logits.data);
-    }
-    decode.push((DECODE / (performance.now() - first)) * 1000);
+    decode.push(await timed(async () => {
+      for (let k = 0; k < DECODE; k++) {
+        out = await run([tok], out.present);
+        tok = argmaxOf(out.logits.data);
+      }
+    }));
   }
   const out = {
     weights: 'onnxruntime-web', threads, dtype: 'F32', loadMs, weightsMB: null, wasmHeapMB: null,
-    peakRssMB: process.resourceUsage().maxRSS / 1024, prefill128Ms: median(prefill), decodeTokS: median(decode),
+    peakRssMB: process.resourceUsage().maxRSS / 1024, ...summary(prefill, decode),
   };
   process.stdout.write(JSON.stringify(out) + '\n');
 }
@@ -194,10 +203,13 @@ async function main() {
     }
   }
   console.log(`SmolLM2-135M shape (random weights), Node ${process.version}, ${os.cpus().length} cores, load ${os.loadavg()[0].toFixed(1)}`);
-  console.log('| runtime / weights | threads | dtype | load s | weights MB | peak RSS MB | prefill 128 ms | decode tok/s |');
+  console.log('| runtime / weights | threads | dtype | load s | weights MB | peak RSS MB | prefill 128 ms (CPU ms) | decode tok/s (per CPU s) |');
   console.log('|---|---|---|---|---|---|---|---|');
   for (const r of rows) {
-    console.log(`| ${r.weights === 'onnxruntime-web' ? r.weights : `qkv ${r.weights}`} | ${r.threads} | ${r.dtype} | ${(r.loadMs / 1000).toFixed(2)} | ${r.weightsMB == null ? '-' : r.weightsMB.toFixed(0)} | ${r.peakRssMB.toFixed(0)} | ${r.prefill128Ms.toFixed(0)} | ${r.decodeTokS.toFixed(1)} |`);
+    const who = r.weights === 'onnxruntime-web' ? r.weights : `qkv ${r.weights}`;
+    const mb = r.weightsMB == null ? '-' : r.weightsMB.toFixed(0);
+    console.log(`| ${who} | ${r.threads} | ${r.dtype} | ${(r.loadMs / 1000).toFixed(2)} | ${mb} | ${r.peakRssMB.toFixed(0)} | ` +
+      `${r.prefill128Ms.toFixed(0)} (${r.prefill128CpuMs.toFixed(0)}) | ${r.decodeTokS.toFixed(1)} (${r.decodeTokSCpu.toFixed(1)}) |`);
   }
   mkdirSync(path.join(ROOT, 'bench', 'results'), { recursive: true });
   writeFileSync(path.join(ROOT, 'bench', 'results', 'llama-smol-node.json'), JSON.stringify({
