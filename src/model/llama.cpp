@@ -142,20 +142,20 @@ void Llama::run(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache
   }
 
   const size_t n = size_t(L);
-  ensure(s.x, n * E);         // x   [L, E]        the residual stream
+  ensure(s.x, n * E);                    // x   [L, E]        the residual stream
   ensure(s.xb, n * std::max(E, H * D));  // xb [L, E] normed input of a sub-block; [L, H*D] merged heads
-  ensure(s.xb2, n * E);       // xb2 [L, E]        a sub-block's output before the residual add
-  ensure(s.q, n * H * D);     // q   [L, H, D]     q_proj output, rotated in place
-  ensure(s.k, n * Hkv * D);   // k   [L, Hkv, D]   k_proj output, rotated in place
-  ensure(s.v, n * Hkv * D);   // v   [L, Hkv, D]
-  ensure(s.qh, n * H * D);    // qh  [H, L, D]     as attention reads them
-  ensure(s.kh, n * Hkv * D);  // kh  [Hkv, L, D]
-  ensure(s.vh, n * Hkv * D);  // vh  [Hkv, L, D]
-  ensure(s.att, n * H * D);   // att [H, L, D]     attention output per head
-  ensure(s.hb, n * I);        // hb  [L, I]        gate, then silu(gate) * up
-  ensure(s.hb2, n * I);       // hb2 [L, I]        up
-  ensure(s.cos, n * half);    // cos [L, D/2]      rotary angles of positions pos0 .. pos0 + L - 1
-  ensure(s.sin, n * half);    // sin [L, D/2]
+  ensure(s.xb2, n * E);                  // xb2 [L, E]        a sub-block's output before the residual add
+  ensure(s.q, n * H * D);                // q   [L, H, D]     q_proj output, rotated in place
+  ensure(s.k, n * Hkv * D);              // k   [L, Hkv, D]   k_proj output, rotated in place
+  ensure(s.v, n * Hkv * D);              // v   [L, Hkv, D]
+  ensure(s.qh, n * H * D);               // qh  [H, L, D]     as attention reads them
+  ensure(s.kh, n * Hkv * D);             // kh  [Hkv, L, D]
+  ensure(s.vh, n * Hkv * D);             // vh  [Hkv, L, D]
+  ensure(s.att, n * H * D);              // att [H, L, D]     attention output per head
+  ensure(s.hb, n * I);                   // hb  [L, I]        gate, then silu(gate) * up
+  ensure(s.hb2, n * I);                  // hb2 [L, I]        up
+  ensure(s.cos, n * half);               // cos [L, D/2]      rotary angles of positions pos0 .. pos0 + L - 1
+  ensure(s.sin, n * half);               // sin [L, D/2]
   float *x = s.x.data(), *xb = s.xb.data(), *xb2 = s.xb2.data();
   float *q = s.q.data(), *k = s.k.data(), *v = s.v.data(), *qh = s.qh.data(), *kh = s.kh.data(), *vh = s.vh.data();
   float *att = s.att.data(), *hb = s.hb.data(), *hb2 = s.hb2.data();
