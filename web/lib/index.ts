@@ -22,6 +22,7 @@ export { lastBackend, type Backend } from './backend.js';
 export { webgpuAvailable, WebGPUUnavailableError, WebGPUDeviceLostError, WebGPULimitError } from './webgpu/index.js';
 export {
   loadModel, GPT2Model, ByteTokenizer, BpeTokenizer, bytesToUnicode, GPT2_PATTERN,
+  LlamaModel, DecoderModel, type LlamaConfig, type Architecture, type ModelDims,
   type GPT2Config, type ModelFiles, type ModelSource, type ForwardOptions, type ForwardResult, type QueriesKeys,
   type GenerateOptions, type GenerationStep, type Tokenizer, type LoadOptions, type LoadProgress, type WeightsOption,
   type ModelMemoryUsage,
