@@ -123,7 +123,7 @@ async function spell(): Promise<void> {
     const self: Float32Array[][] = [], cross: Float32Array[][] = []; // [step] -> [head] rows
     let encRows: Float32Array[][] = [];
     let text = '';
-    for await (const s of m.generate(src, { maxNewTokens: 24, temperature: 0, outputAttentions: true })) {
+    for await (const s of m.generate(src, { maxNewTokens: m.config.max_position_embeddings, temperature: 0, outputAttentions: true })) {
       if (!encRows.length) encRows = rowsOf([s.encoderAttentions![layer]])[0];
       const split = (t: qkv.Tensor) => { const [H, P] = t.shape; const d = t.data as Float32Array; return Array.from({ length: H }, (_h, h) => d.slice(h * P, (h + 1) * P)); };
       self.push(split(s.decoderAttentions![layer]));

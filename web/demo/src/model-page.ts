@@ -371,6 +371,7 @@ function setTab(t: Tab): void { st.tab = t; render(); }
 /** The model <select>: loads the chosen model (the page keeps the old one if that fails). */
 async function pickModel(url: string): Promise<void> {
   if (url === HUB) { $('#hub').scrollIntoView({ block: 'nearest' }); void loadHub(); return; }
+  if (url.startsWith('./encoders.html')) { location.href = url; return; }
   if (st.generating || !url.startsWith('./models/')) return;
   const msg = $('#gen-msg');
   message(msg, `Loading ${url}…`);

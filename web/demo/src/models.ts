@@ -9,6 +9,9 @@ export const MODELS: ModelChoice[] = [
   { url: './models/tiny-kjv-bpe/', label: 'tiny-kjv-bpe · BPE tokens (3000)' },
   { url: './models/tiny-kjv/', label: 'tiny-kjv · byte tokens (256)' },
   { url: HUB, label: 'GPT-2 small (124M) · Hugging Face Hub' },
+  // the encoder and the encoder-decoder have their own page (both kinds of attention side by side)
+  { url: './encoders.html#mlm-h', label: 'tiny-bert-kjv · encoder, fill-mask (Encoders page)' },
+  { url: './encoders.html#s2s-h', label: 'tiny-numbers · encoder-decoder, cross-attention (Encoders page)' },
 ];
 export const DEFAULT_MODEL = MODELS[0].url;
 const DROPPED = 'dropped';
