@@ -116,12 +116,12 @@ test('Hub checkpoint: downloads with progress, loads 8-bit, generates; a reload 
   const lines = Number(await again.getAttribute('#headview svg', 'data-visible-lines'));
   assert.ok(lines > 0 && lines <= 12 * Number(await again.getAttribute('body', 'data-tokens')) * 8, `head view lines: ${lines}`);
   const t1 = Date.now();
-  await again.click('#tab-model');
+  await again.click('#tab-model', { timeout: 120_000 });
   await again.waitForSelector('#thumbs .thumb canvas');
   const modelView = Date.now() - t1;
   await again.screenshot({ path: join(ART, 'hub-512-model-view.png') });
-  await again.click('#tab-head');
-  await again.hover('#headview .tokens-q > g:nth-child(400)');
+  await again.click('#tab-head', { timeout: 120_000 });
+  await again.hover('#headview .tokens-q > g:nth-child(400)', { timeout: 120_000 });
   assert.deepEqual(again.problems, []);
   await writeFile(join(ART, 'hub-views.json'), JSON.stringify({ tokens: Number(await again.getAttribute('body', 'data-tokens')), headViewLines: lines, promptToViewsMs: analysed, modelViewMs: modelView }, null, 1));
   console.log(`12 heads, ${await again.getAttribute('body', 'data-tokens')} tokens: prompt -> head view ${analysed} ms, model view ${modelView} ms, ${lines} lines`);

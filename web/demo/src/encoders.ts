@@ -56,6 +56,7 @@ async function analyse(): Promise<void> {
     message(msg, '');
     const list = $('#mask-out');
     list.hidden = pair;
+    list.dataset.text = pair ? '' : text; // what the predictions are for
     list.replaceChildren(...predictions.map((p) => {
       const li = document.createElement('li');
       li.dataset.token = p.token;

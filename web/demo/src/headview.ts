@@ -53,7 +53,10 @@ export class HeadView {
   render(data: AttnData, state: HeadViewState): void {
     this.data = data; this.state = state;
     const L = data.tokens.length, H = data.nHead;
-    const rowH = 20, top = 24;
+    // long sequences get thinner rows (every few labels shown) so the view stays a few screens
+    // tall: a 700-token view at 20 px a row is 14,000 px of canvas and SVG to rasterise
+    const rowH = L <= 64 ? 20 : Math.max(4, Math.min(20, Math.floor(1600 / L))), top = 24;
+    const labelEvery = Math.ceil(14 / rowH);
     const width = Math.max(300, Math.min(560, this.container.clientWidth || 560));
     const labelW = Math.min(110, 14 + 8 * (d3.max(data.tokens, (t) => showToken(t).length) ?? 4));
     const xL = labelW, xR = width - labelW - H * 7;
@@ -86,7 +89,8 @@ export class HeadView {
         .attr('fill', 'transparent').attr('class', 'bg'))
       .call((g) => g.append('text').attr('x', side === 'q' ? -4 : 4).attr('y', 4.5).attr('text-anchor', side === 'q' ? 'end' : 'start')
         .attr('fill', (_t, i) => (i >= data.promptLength ? '#17693a' : '#1b1b1f'))
-        .text((t) => { const s = showToken(t); return s.length > 12 ? s.slice(0, 11) + '…' : s; }));
+        .attr('font-size', rowH < 14 ? 11 : null)
+        .text((t, i) => { if (i % labelEvery) return ''; const s = showToken(t); return s.length > 12 ? s.slice(0, 11) + '…' : s; }));
     const view = this;
     const qs = tokenGroup('q'), ks = tokenGroup('k');
     qs.each(function (_t, i) {
@@ -107,7 +111,11 @@ export class HeadView {
     this.update(state);
   }
 
-  /** Draws the links of the selected heads (only the focused token's when one is focused); returns how many. */
+  /**
+   * Draws the links of the selected heads (only the focused token's when one is focused);
+   * returns how many. Lines are stroked in batches, one path per head and opacity step (16
+   * steps): one stroke per line costs seconds at 12 heads x 700 tokens, a batch milliseconds.
+   */
   private drawLinks(state: HeadViewState, focus: { side: 'q' | 'k'; index: number } | null): number {
     const c = this.canvas!, ctx = c.getContext('2d')!;
     const { xL, xR, top, rowH, dpr } = this.geometry;
@@ -115,16 +123,27 @@ export class HeadView {
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     ctx.clearRect(0, 0, c.width, c.height);
     ctx.lineWidth = 2;
+    const STEPS = 16;
+    const batches = new Map<number, Link[]>(); // head * STEPS + opacity step -> links
     let n = 0;
     for (const d of this.links) {
       if (!state.heads[d.h] || (focus && (focus.side === 'q' ? d.i !== focus.index : d.j !== focus.index))) continue;
-      ctx.globalAlpha = Math.min(1, d.w * (focus ? 1 : 0.9));
-      ctx.strokeStyle = headColor(d.h);
-      ctx.beginPath();
-      ctx.moveTo(xL + 4, y(d.i));
-      ctx.lineTo(xR - 4, y(d.j));
-      ctx.stroke();
+      const step = Math.max(1, Math.round(Math.min(1, d.w * (focus ? 1 : 0.9)) * (STEPS - 1)));
+      const key = d.h * STEPS + step;
+      let b = batches.get(key);
+      if (!b) batches.set(key, (b = []));
+      b.push(d);
       n++;
+    }
+    for (const [key, links] of batches) {
+      ctx.globalAlpha = (key % STEPS) / (STEPS - 1);
+      ctx.strokeStyle = headColor(Math.floor(key / STEPS));
+      ctx.beginPath();
+      for (const d of links) {
+        ctx.moveTo(xL + 4, y(d.i));
+        ctx.lineTo(xR - 4, y(d.j));
+      }
+      ctx.stroke();
     }
     ctx.globalAlpha = 1;
     return n;
@@ -153,12 +172,12 @@ export class HeadView {
       const xR = Number(this.svg.attr('data-xr'));
       const labelW = Number(this.svg.attr('width')) - xR - this.data.nHead * 7;
       const A = this.data.attn[state.layer];
-      const rowH = 20, top = 24;
+      const { rowH, top } = this.geometry;
       for (let h = 0; h < this.data.nHead; h++) {
         if (!state.heads[h]) continue;
         const r = A[h][focus.index];
         for (let j = 0; j <= (this.data.bidirectional ? r.length - 1 : focus.index); j++) {
-          boxes.append('rect').attr('x', xR + labelW - 2 + h * 7).attr('y', top + j * rowH + 4).attr('width', 6).attr('height', rowH - 8)
+          boxes.append('rect').attr('x', xR + labelW - 2 + h * 7).attr('y', top + j * rowH + 4).attr('width', 6).attr('height', Math.max(1, rowH - 8))
             .attr('fill', headColor(h)).attr('fill-opacity', Math.max(0.04, r[j] ?? 0))
             .append('title').text(`head ${h}: ${(r[j] ?? 0).toFixed(3)}`);
         }
