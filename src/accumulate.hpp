@@ -15,7 +15,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "simd.hpp"
+#include "simd_madd.hpp"
 
 namespace qkv::detail {
 
@@ -54,7 +54,7 @@ inline void accumulate_block(const float* a, Row row, Col col, const float* b, L
       const V ak = simd::splat<V>(*ar[r]);
       ar[r] += col;
       QKV_UNROLL
-      for (int v = 0; v < NV; ++v) acc[r][v] += ak * bk[v];
+      for (int v = 0; v < NV; ++v) acc[r][v] = simd::madd(ak, bk[v], acc[r][v]);
     }
   }
   QKV_UNROLL
@@ -71,8 +71,10 @@ inline void accumulate_rows(const float* a, Row row, Col col, const float* b, Ld
   using V = simd::Batch;
   constexpr int W = simd::lanes<V>;
   std::ptrdiff_t n = 0;
-  for (; n + NV * W <= N; n += NV * W) accumulate_block<V, R, NV>(a, row, col, b + n, ldb, K, c + n, ldc, init ? init + n : nullptr);
-  for (; n + W <= N; n += W) accumulate_block<V, R, 1>(a, row, col, b + n, ldb, K, c + n, ldc, init ? init + n : nullptr);
+  for (; n + NV * W <= N; n += NV * W)
+    accumulate_block<V, R, NV>(a, row, col, b + n, ldb, K, c + n, ldc, init ? init + n : nullptr);
+  for (; n + W <= N; n += W)
+    accumulate_block<V, R, 1>(a, row, col, b + n, ldb, K, c + n, ldc, init ? init + n : nullptr);
   for (; n < N; ++n) accumulate_block<float, R, 1>(a, row, col, b + n, ldb, K, c + n, ldc, init ? init + n : nullptr);
 }
 

@@ -8,10 +8,11 @@
 //
 // Scores are kept transposed, St[key, row], so that every step is vectorised without
 // transposing keys: St = K Qᵀ broadcasts key elements against rows of the (once per item)
-// transposed queries, the softmax runs across query rows a batch at a time, and P V
-// broadcasts elements of Pt (the probabilities, laid out as St) against value rows. Both products are the register-blocked
-// micro-kernel in accumulate.hpp (2 rows x 4 batches = 8 independent mul+add chains; a 64 x 64
-// tile is whole blocks). Scores are in log2 units, so the softmax's exponential is exp2.
+// transposed queries, the softmax runs across query rows a batch at a time, and P V broadcasts
+// elements of Pt (the probabilities, laid out as St) against value rows. Both products are the
+// register-blocked micro-kernel in accumulate.hpp (2 rows x 4 batches = 8 independent mul+add
+// chains; a 64 x 64 tile is whole blocks). Scores are in log2 units, so the softmax's
+// exponential is exp2.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -28,8 +29,8 @@
 namespace qkv {
 namespace {
 
-using simd::Batch;
 using detail::Fixed;
+using simd::Batch;
 using P = std::ptrdiff_t;
 
 constexpr int64_t kQueryTile = 64;  // query rows per work item
@@ -183,10 +184,10 @@ void Call::run_item(int64_t item, Scratch& w) const {
   const int64_t i0 = tile * QT;
   const int64_t rows = std::min(QT, s.Lq - i0);
   const int64_t kv_rows = s.kv_rows_per_head();
-  const float* k_head = key + (b * s.Hkv + g) * kv_rows * s.D;    // (Lk, D)
-  const float* v_head = value + (b * s.Hkv + g) * kv_rows * s.Dv;  // (Lk, Dv)
-  const float* q_rows = query + (bh * s.Lq + i0) * s.D;            // (rows, D)
-  float* out_rows = output + (bh * s.Lq + i0) * s.Dv;              // (rows, Dv)
+  const float* k_head = key + (b * s.Hkv + g) * kv_rows * s.D;            // (Lk, D)
+  const float* v_head = value + (b * s.Hkv + g) * kv_rows * s.Dv;         // (Lk, Dv)
+  const float* q_rows = query + (bh * s.Lq + i0) * s.D;                   // (rows, D)
+  float* out_rows = output + (bh * s.Lq + i0) * s.Dv;                     // (rows, Dv)
   float* w_rows = weights ? weights + (bh * s.Lq + i0) * s.Lk : nullptr;  // (rows, Lk)
 
   // 1. Qt = scale * log2(e) * Q transposed (scores in log2 units); m = -inf, l = 0, o = 0;
@@ -250,8 +251,7 @@ void Call::run_item(int64_t item, Scratch& w) const {
       for (; e < s.Dv; ++e) o_row[e] *= w.alpha[r];
     }
     //     P's rows are adjacent in Pt, its keys QT apart; V's rows are Dv apart
-    detail::accumulate(w.pt, Fixed<1>(), Fixed<QT>(), v_head + j0 * s.Dv, P(s.Dv), rows, n, s.Dv, w.o,
-                       s.Dv);
+    detail::accumulate(w.pt, Fixed<1>(), Fixed<QT>(), v_head + j0 * s.Dv, P(s.Dv), rows, n, s.Dv, w.o, s.Dv);
   }
 
   // 3. output = o / l (0 for a row with nothing visible); weights = 2^(s - m) / l
@@ -287,8 +287,17 @@ void attention(const AttentionShape& s, const float* query, const float* key, co
   validate_attention("attention", s, o);
   const float scale = o.scale ? *o.scale : 1.0f / std::sqrt(static_cast<float>(s.D));
   const int64_t q_tiles = (s.Lq + kQueryTile - 1) / kQueryTile;
-  const Call call{s, o, query, key, value, output, weights, scale, q_tiles,
-                  detail::MaskRows<uint8_t>(o.bool_mask), detail::MaskRows<float>(o.float_mask)};
+  const Call call{s,
+                  o,
+                  query,
+                  key,
+                  value,
+                  output,
+                  weights,
+                  scale,
+                  q_tiles,
+                  detail::MaskRows<uint8_t>(o.bool_mask),
+                  detail::MaskRows<float>(o.float_mask)};
   const int64_t items = s.B * s.H * q_tiles;
   const int workers = workers_for(s, o);
   std::vector<Scratch> scratch;

@@ -12,7 +12,6 @@ namespace qkv::detail {
 // Keys [begin, end) pass the causal and window rules for query row i.
 struct KeyRange {
   int64_t begin, end;
-  bool empty() const { return end <= begin; }
 };
 
 inline KeyRange visible_keys(const AttentionShape& s, const AttentionOptions& o, int64_t i) {

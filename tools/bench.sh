@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # npm run bench: the benchmarks, each printing a table and writing JSON to bench/results/.
 #   JS/wasm attention (bench/js/): qkv scalar / SIMD / SIMD + 2 threads vs a naive JS loop and
-#   onnxruntime-web's wasm backend, in Node (js-node.json) and headless Chromium (js-chromium.json),
-#   with the machine's limit (bench/js/peak.js) measured in the same run; on Linux the same qkv
-#   calls timed by their threads' CPU time, which a busy machine does not distort (cpu-time.json).
+#   onnxruntime-web's wasm backend, in Node (js-node.json), headless Chromium (js-chromium.json)
+#   and headless Firefox ESR (js-firefox.json), with the machine's limit (bench/js/peak.js)
+#   measured in the same run; on Linux the same qkv calls timed by their threads' CPU time,
+#   which a busy machine does not distort (cpu-time.json).
 # QKV_BENCH_QUICK=1 runs fewer repetitions; QKV_BENCH_SIZES=128,512 picks the lengths.
 # Timings need a quiet machine: check `uptime` first (results record the load average).
 set -euo pipefail
@@ -13,6 +14,7 @@ export NODE_PATH=${NODE_PATH:-/usr/share/nodejs}
 npx --no-install tsc -p tsconfig.json
 node bench/js/node.mjs
 node bench/js/browser.mjs
+node bench/js/browser.mjs --browser firefox
 if [ -r /proc/self/schedstat ]; then node bench/js/cpu-time.mjs; fi
 node bench/webgpu/run.mjs ${QKV_BENCH_QUICK:+--Ls=128,256,512 --budget=5 --matmul=256,512}   # WebGPU vs wasm (bench/webgpu/README.md)
 node bench/model/run.mjs ${QKV_BENCH_QUICK:+--reps 5 --tokens 100}   # GPT-2 model: prefill + KV-cache generation vs onnxruntime-web (bench/model/README.md)

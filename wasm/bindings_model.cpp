@@ -4,16 +4,21 @@
 // layer in web/lib/model/ mallocs and copies); no C++ exception crosses into JS: entry points
 // return "" on success or "<kind>|<message>"; the factory returns null and leaves its message
 // in modelLastError().
+//
+// The safetensors file travels once: JS asks for a buffer (modelFileAlloc), streams the file
+// into it, and GPT2Model.create takes ownership of it (the model reads the tensors there in
+// place, or converts them and frees it; on error it is freed too).
 #include <emscripten/bind.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <new>
 #include <stdexcept>
 #include <string>
 
-#include "model/gpt2.hpp"
 #include "guarded.hpp"
+#include "model/gpt2.hpp"
 
 using namespace emscripten;
 using qkv::wasm::guarded;
@@ -31,21 +36,55 @@ struct Model {
   explicit Model(qkv::GPT2 m) : gpt2(std::move(m)), session(gpt2) {}
 };
 
-Model* model_create(const std::string& config_json, uintptr_t bytes, double size) {
+// A buffer for the safetensors file (malloc: GPT2Model.create frees it), or 0 when memory is short.
+uintptr_t model_file_alloc(double size) {
+  return size >= 1 && size <= 4294967295.0 ? reinterpret_cast<uintptr_t>(std::malloc(static_cast<size_t>(size))) : 0;
+}
+// For a file buffer that never reached create (a cancelled or failed download).
+void model_file_free(uintptr_t bytes) { std::free(ptr<void>(bytes)); }
+
+// Takes ownership of `bytes` (from modelFileAlloc); weights: "auto" | "f32" | "f16" | "int8".
+Model* model_create(const std::string& config_json, uintptr_t bytes, double size, const std::string& weights) {
+  qkv::MallocBytes file(ptr<uint8_t>(bytes));
   Model* m = nullptr;
   model_last_error = guarded([&] {
-    m = new Model(qkv::GPT2::load(config_json, ptr<const uint8_t>(bytes), static_cast<size_t>(size)));
+    const qkv::WeightFormat format = qkv::parse_weight_format(weights);
+    m = new Model(qkv::GPT2::load(config_json, std::move(file), static_cast<size_t>(size), format));
   });
   return m;
 }
 
-// ids [L] int32 -> logits [L, V]; attentions [n_layer, H, L, L] or 0; queries, keys [n_layer, H, L, D] or 0
+// ids [L] int32 -> logits [L, V] (last_only: [1, V] of the last position); attentions
+// [n_layer, H, L, L] or 0; queries, keys [n_layer, H, L, D] or 0
 std::string model_forward(Model& m, uintptr_t ids, int L, uintptr_t logits, uintptr_t attentions, uintptr_t queries,
-                          uintptr_t keys) {
+                          uintptr_t keys, bool last_only) {
   return guarded([&] {
-    m.gpt2.run(ptr<const int32_t>(ids), L, 0, nullptr, m.scratch, ptr<float>(logits), true, ptr<float>(attentions),
-               ptr<float>(queries), ptr<float>(keys));
+    m.gpt2.run(ptr<const int32_t>(ids), L, 0, nullptr, m.scratch, ptr<float>(logits), !last_only,
+               ptr<float>(attentions), ptr<float>(queries), ptr<float>(keys));
   });
+}
+
+// Where the model's bytes are (all in the wasm heap).
+struct ModelMemory {
+  double file = 0, matrices = 0, vectors = 0, converted = 0, kvCache = 0, scratch = 0;
+  std::string matrixType;
+};
+
+ModelMemory model_memory(const Model& m) {
+  const qkv::GPT2WeightBytes w = m.gpt2.weight_store().bytes();
+  ModelMemory out;
+  out.file = double(w.file);
+  out.matrices = double(w.matrices);
+  out.vectors = double(w.vectors);
+  out.converted = double(w.converted);
+  out.kvCache = double(m.session.cache_bytes());
+  size_t scratch = 0;
+  for (const auto* v : {&m.scratch.x, &m.scratch.xb, &m.scratch.xb2, &m.scratch.qkv, &m.scratch.q, &m.scratch.k,
+                        &m.scratch.v, &m.scratch.att, &m.scratch.hb})
+    scratch += v->capacity() * sizeof(float);
+  out.scratch = double(scratch);
+  out.matrixType = m.gpt2.weight_store().matrix_type();
+  return out;
 }
 
 // session: ids [L] at the next positions -> logits of the last [V]; attentions [n_layer, H, L, pos + L] or 0
@@ -90,9 +129,21 @@ std::string get_model_last_error() { return model_last_error; }
 EMSCRIPTEN_BINDINGS(qkv_model) {
   function("modelLastError", &get_model_last_error);
 
+  function("modelFileAlloc", &model_file_alloc);
+  function("modelFileFree", &model_file_free);
+  value_object<ModelMemory>("ModelMemory")
+      .field("file", &ModelMemory::file)
+      .field("matrices", &ModelMemory::matrices)
+      .field("vectors", &ModelMemory::vectors)
+      .field("converted", &ModelMemory::converted)
+      .field("kvCache", &ModelMemory::kvCache)
+      .field("scratch", &ModelMemory::scratch)
+      .field("matrixType", &ModelMemory::matrixType);
+
   class_<Model>("GPT2Model")
       .class_function("create", &model_create, allow_raw_pointers())
       .function("forward", &model_forward)
+      .function("memory", &model_memory)
       .function("prefill", &model_prefill)
       .function("step", &model_step)
       .function("reset", &model_reset)

@@ -10,7 +10,7 @@ export const SIZES = [128, 512, 1024, 2048];
 export const flops = (L) => 4 * H * L * L * D;
 /** The FLOPs a call needs: causal rows see L(L+1)/2 of the L² scores. */
 export const usefulFlops = (L, causal) => (causal ? (flops(L) * (L + 1)) / (2 * L) : flops(L));
-export const PEAK = 'peak-mul-add';
+export const PEAK = 'peak-mul-add', PEAK_MADD = 'peak-relaxed-madd';
 
 const now = () => performance.now();
 
@@ -80,19 +80,30 @@ export const ROUNDS_METHOD = 'per row: the fastest of `rounds` medians (parts al
  */
 export async function benchPeak({ log = () => {} } = {}) {
   const p = await peakGflops();
-  const r = { impl: PEAK, threads: 1, L: 0, causal: false, ms: 1000 / p.gflops, gflops: p.gflops, loop: p.loop, loops: p.loops };
-  log(r);
-  return [r];
+  const limit = (impl, { gflops, loop, loops }) => ({ impl, threads: 1, L: 0, causal: false, ms: 1000 / gflops, gflops, loop, loops });
+  const rows = [limit(PEAK, p), ...(p.madd ? [limit(PEAK_MADD, p.madd)] : [])];
+  rows.forEach((r) => log(r));
+  return rows;
 }
 
-/** benchQkv on each wasm variant in turn: scalar, SIMD, SIMD + 2 threads; the limit before and after. */
+/**
+ * benchQkv on each wasm variant in turn: scalar, SIMD, SIMD + 2 threads, and the relaxed-SIMD
+ * twins of the SIMD two where the engine has relaxed SIMD (skipped elsewhere); the limit
+ * before and after.
+ */
 export async function benchQkvVariants(qkv, opts) {
   const rows = [...(await benchPeak(opts))];
-  for (const [variant, threads] of [['scalar', 1], ['simd', 1], ['simd-threads', 2]]) {
+  const variants = [['scalar', 1], ['simd', 1], ['simd-threads', 2], ['simd-relaxed', 1], ['simd-relaxed-threads', 2]];
+  for (const [variant, threads] of variants) {
     qkv.dispose();
     qkv.env.variant = variant;
     qkv.env.numThreads = threads;
-    await qkv.init();
+    try {
+      await qkv.init();
+    } catch (e) {
+      if (/needs WebAssembly relaxed SIMD/.test(e.message)) continue;
+      throw e;
+    }
     rows.push(...(await benchQkv(qkv, opts)));
   }
   qkv.dispose();
@@ -183,11 +194,13 @@ export async function benchNaive({ sizes = SIZES, quick = false, log = () => {} 
 
 /**
  * A row's share of the machine's limit: the FLOPs the call needs (causal: the visible half) per
- * second, over `threads` times one thread's multiply-add rate measured in the same run.
+ * second, over `threads` times one thread's multiply-add rate measured in the same run (for the
+ * relaxed-SIMD builds, the rate of f32x4.relaxed_madd, which their micro-kernel uses).
  */
 export function fractionOfLimit(rows, row) {
-  const peak = rows.find((r) => r.impl === PEAK);
-  if (!peak || row.impl === PEAK) return null;
+  const isLimit = (r) => r.impl === PEAK || r.impl === PEAK_MADD;
+  const peak = rows.find((r) => r.impl === (row.impl.includes('relaxed') ? PEAK_MADD : PEAK));
+  if (!peak || isLimit(row)) return null;
   return +(usefulFlops(row.L, row.causal) / row.ms / 1e6 / (row.threads * peak.gflops)).toFixed(3);
 }
 
@@ -195,12 +208,13 @@ export function fractionOfLimit(rows, row) {
 export function ratios(rows) {
   const get = (impl, threads, L, causal) => rows.find((r) => r.impl === impl && r.threads === threads && r.L === L && r.causal === causal);
   const out = [];
-  const Ls = [...new Set(rows.filter((r) => r.impl !== PEAK).map((r) => r.L))].sort((a, b) => a - b);
+  const Ls = [...new Set(rows.filter((r) => r.impl !== PEAK && r.impl !== PEAK_MADD).map((r) => r.L))].sort((a, b) => a - b);
   for (const L of Ls) {
     for (const causal of [false, true]) {
       const scalar = get('qkv-scalar', 1, L, causal), simd = get('qkv-simd', 1, L, causal);
       const t2 = get('qkv-simd-threads', 2, L, causal), ort1 = get('onnxruntime-web', 1, L, causal);
       const ort2 = get('onnxruntime-web', 2, L, causal), naive = get('naive-js', 1, L, causal);
+      const relaxed = get('qkv-simd-relaxed', 1, L, causal), relaxed2 = get('qkv-simd-relaxed-threads', 2, L, causal);
       const r = (a, b) => (a && b ? +(b.ms / a.ms).toFixed(2) : null);
       const f = (a) => (a ? fractionOfLimit(rows, a) : null);
       out.push({
@@ -210,8 +224,12 @@ export function ratios(rows) {
         threads2VsOrt2: r(t2, ort2),
         threads2VsSimd: r(t2, simd),
         simdVsNaive: r(simd, naive),
+        relaxedVsSimd: r(relaxed, simd),
+        relaxedVsOrt1: r(relaxed, ort1),
+        relaxed2VsThreads2: r(relaxed2, t2),
         simdOfLimit: f(simd),
         threads2OfLimit: f(t2),
+        relaxedOfLimit: f(relaxed),
       });
     }
   }
@@ -220,21 +238,22 @@ export function ratios(rows) {
 
 /** A plain-text table of rows and ratios. */
 export function table(rows, title) {
-  const peak = rows.find((r) => r.impl === PEAK);
   const lines = [`${title}`];
-  if (peak) {
+  for (const [impl, what] of [[PEAK, 'limit'], [PEAK_MADD, 'limit of the relaxed builds']]) {
+    const peak = rows.find((r) => r.impl === impl);
+    if (!peak) continue;
     const loops = Object.entries(peak.loops).map(([k, v]) => `${k} ${v}`).join(', ');
-    lines.push(`limit: ${peak.gflops.toFixed(2)} GFLOP/s per thread (${peak.loop}; the fastest of ${peak.rounds ?? 1} medians; its loops then: ${loops})`);
+    lines.push(`${what}: ${peak.gflops.toFixed(2)} GFLOP/s per thread (${peak.loop}; the fastest of ${peak.rounds ?? 1} medians; its loops then: ${loops})`);
   }
   lines.push('impl                 thr     L causal      ms   GFLOP/s  of limit');
-  for (const r of rows.filter((x) => x.impl !== PEAK)) {
+  for (const r of rows.filter((x) => x.impl !== PEAK && x.impl !== PEAK_MADD)) {
     const f = fractionOfLimit(rows, r);
     lines.push(`${r.impl.padEnd(20)} ${String(r.threads).padStart(3)} ${String(r.L).padStart(5)} ${String(r.causal).padStart(6)} ${r.ms.toFixed(2).padStart(9)} ${r.gflops.toFixed(2).padStart(9)} ${f === null ? '        -' : `${(100 * f).toFixed(1).padStart(8)}%`}`);
   }
-  lines.push('', '    L causal  simd/scalar  simd/ort(1t)  2t/ort(2t)  2t/1t  simd/naive');
+  lines.push('', '    L causal  simd/scalar  simd/ort(1t)  2t/ort(2t)  2t/1t  simd/naive  relaxed/simd  relaxed/ort(1t)  relaxed-2t/2t');
   for (const x of ratios(rows)) {
     const f = (v) => (v === null ? '-' : v.toFixed(2)).padStart(11);
-    lines.push(`${String(x.L).padStart(5)} ${String(x.causal).padStart(6)} ${f(x.simdVsScalar)}  ${f(x.simdVsOrt1)} ${f(x.threads2VsOrt2)} ${f(x.threads2VsSimd).slice(4)} ${f(x.simdVsNaive)}`);
+    lines.push(`${String(x.L).padStart(5)} ${String(x.causal).padStart(6)} ${f(x.simdVsScalar)}  ${f(x.simdVsOrt1)} ${f(x.threads2VsOrt2)} ${f(x.threads2VsSimd).slice(4)} ${f(x.simdVsNaive)}  ${f(x.relaxedVsSimd).padStart(12)}  ${f(x.relaxedVsOrt1).padStart(15)}  ${f(x.relaxed2VsThreads2).padStart(13)}`);
   }
   lines.push('', 'of limit: the FLOPs a call needs (causal: the visible L(L+1)/2 scores) per second, over threads x the limit');
   return lines.join('\n');

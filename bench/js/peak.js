@@ -10,7 +10,9 @@
 // run slower than a micro-kernel that streams its operands from L1 (the mul -> add dependence
 // of one chain is 7-8 cycles), so a loop of that shape is measured too; otherwise qkv's own
 // micro-kernel would run above the "limit".
-//   peakGflops({ reps }) -> { gflops, loop, loops: { name: gflops } }
+// Where the engine has relaxed SIMD, the same two shapes with f32x4.relaxed_madd (fused where
+// the CPU has FMA) are the limit of the relaxed-SIMD builds, whose micro-kernel uses it.
+//   peakGflops({ reps }) -> { gflops, loop, loops: { name: gflops }, madd: { gflops, loop } | null }
 // (Measured here, on a 2-core Intel Xeon under KVM: stream2x3 was the fastest in Node 20 and
 // chains13 or stream2x3 in Chromium 156, 3-12% above chains12.)
 const uleb = (n) => {
@@ -29,7 +31,7 @@ const f32x4 = (x) => [...new Uint8Array(new Float32Array([x, x, x, x]).buffer)];
 const I32 = 0x7f, F32 = 0x7d, V128 = 0x7b;
 const get = (i) => [0x20, i], set = (i) => [0x21, i];
 const simd = (op) => [0xfd, ...uleb(op)];
-const MUL = 230, ADD = 228, CONST = 12, EXTRACT = 31, LOAD = 0, LOAD32_SPLAT = 9;
+const MUL = 230, ADD = 228, CONST = 12, EXTRACT = 31, LOAD = 0, LOAD32_SPLAT = 9, RELAXED_MADD = 0x105;
 const i32 = (x) => [0x41, ...uleb(x)];
 
 /**
@@ -56,14 +58,16 @@ function module({ locals, init, body, accs, memory = false }) {
 
 // acc[i] = acc[i] * m + c, n chains; locals 1..n the accumulators, n+1 = m, n+2 = c. m = 0.5,
 // c = 1: every chain converges to 2, never overflows or goes subnormal. 4 steps per iteration.
-function chains(n) {
+function chains(n, madd = false) {
   const m = n + 1, c = n + 2;
   const init = [];
   for (let i = 1; i <= n; i++) init.push(...simd(CONST), ...f32x4(i / 16), ...set(i));
   init.push(...simd(CONST), ...f32x4(0.5), ...set(m), ...simd(CONST), ...f32x4(1), ...set(c));
   const body = [];
   for (let u = 0; u < 4; u++) {
-    for (let i = 1; i <= n; i++) body.push(...get(i), ...get(m), ...simd(MUL), ...get(c), ...simd(ADD), ...set(i));
+    for (let i = 1; i <= n; i++) {
+      body.push(...get(i), ...get(m), ...(madd ? [...get(c), ...simd(RELAXED_MADD)] : [...simd(MUL), ...get(c), ...simd(ADD)]), ...set(i));
+    }
   }
   return { bytes: module({ locals: [[n + 2, V128]], init, body, accs: n }), flopsPerStep: 4 * n * 8 };
 }
@@ -72,7 +76,7 @@ function chains(n) {
 // step; A: from 4096): R*NV chains, NV vector loads and R broadcast loads a
 // step, as in a matrix-product micro-kernel. The buffer holds zeros: the arithmetic runs at the
 // same rate on any normal value. Locals: 1..R*NV accumulators, then NV for B, 1 for A, the offset.
-function stream(R, NV) {
+function stream(R, NV, madd = false) {
   const accs = R * NV, b = accs + 1, a = b + NV, p = a + 1;
   const body = [];
   for (let v = 0; v < NV; v++) body.push(...get(p), ...simd(LOAD), 4, ...uleb(v * 16), ...set(b + v));
@@ -81,7 +85,8 @@ function stream(R, NV) {
     body.push(...get(p), ...i32(3), 0x76, ...simd(LOAD32_SPLAT), 2, ...uleb(4096 + 4 * r), ...set(a));
     for (let v = 0; v < NV; v++) {
       const acc = 1 + r * NV + v;
-      body.push(...get(acc), ...get(a), ...get(b + v), ...simd(MUL), ...simd(ADD), ...set(acc));
+      if (madd) body.push(...get(a), ...get(b + v), ...get(acc), ...simd(RELAXED_MADD), ...set(acc));
+      else body.push(...get(acc), ...get(a), ...get(b + v), ...simd(MUL), ...simd(ADD), ...set(acc));
     }
   }
   body.push(...get(p), ...i32(16 * NV), 0x6a, ...i32(4095), 0x71, ...set(p)); // p = (p + 16 NV) & 4095
@@ -92,11 +97,14 @@ function stream(R, NV) {
 }
 
 const LOOPS = { chains12: chains(12), chains13: chains(13), stream2x3: stream(2, 3) };
+const MADD_LOOPS = { 'chains12-madd': chains(12, true), 'stream2x3-madd': stream(2, 3, true) };
 
-/** The compiled loops: { name: { run(steps), flopsPerStep } }. */
-export async function peakKernels() {
+/** The compiled loops: { name: { run(steps), flopsPerStep } } (madd: the relaxed-SIMD ones; {} without relaxed SIMD). */
+export async function peakKernels({ madd = false } = {}) {
+  const loops = madd ? MADD_LOOPS : LOOPS;
+  if (madd && !WebAssembly.validate(Object.values(loops)[0].bytes)) return {};
   const out = {};
-  for (const [name, { bytes, flopsPerStep }] of Object.entries(LOOPS)) {
+  for (const [name, { bytes, flopsPerStep }] of Object.entries(loops)) {
     const { instance } = await WebAssembly.instantiate(bytes);
     out[name] = { run: instance.exports.peak, flopsPerStep };
   }
@@ -110,27 +118,34 @@ export async function peakKernels() {
  */
 export async function peakGflops({ reps = 7, targetMs = 20 } = {}) {
   const now = () => performance.now();
-  const loops = {};
-  for (const [name, { run, flopsPerStep }] of Object.entries(await peakKernels())) {
-    let steps = 1 << 12;
-    for (let t0 = now(); now() - t0 < 200; ) run(steps); // warm-up: baseline -> optimised code
-    for (;;) { // size one call to ~targetMs
-      const t0 = now();
-      run(steps);
-      const ms = now() - t0;
-      if (ms >= targetMs / 4) { steps = Math.max(1, Math.round((steps * targetMs) / ms)); break; }
-      steps *= 4;
+  const rates = async (kernels) => {
+    const loops = {};
+    for (const [name, { run, flopsPerStep }] of Object.entries(kernels)) {
+      let steps = 1 << 12;
+      for (let t0 = now(); now() - t0 < 200; ) run(steps); // warm-up: baseline -> optimised code
+      for (;;) { // size one call to ~targetMs
+        const t0 = now();
+        run(steps);
+        const ms = now() - t0;
+        if (ms >= targetMs / 4) { steps = Math.max(1, Math.round((steps * targetMs) / ms)); break; }
+        steps *= 4;
+      }
+      const times = [];
+      for (let i = 0; i < reps; i++) {
+        const t0 = now();
+        const r = run(steps);
+        times.push(now() - t0);
+        if (!Number.isFinite(r)) throw new Error(`peak ${name}: unexpected result ${r}`);
+      }
+      times.sort((a, b) => a - b);
+      loops[name] = +((steps * flopsPerStep) / times[reps >> 1] / 1e6).toFixed(2);
     }
-    const times = [];
-    for (let i = 0; i < reps; i++) {
-      const t0 = now();
-      const r = run(steps);
-      times.push(now() - t0);
-      if (!Number.isFinite(r)) throw new Error(`peak ${name}: unexpected result ${r}`);
-    }
-    times.sort((a, b) => a - b);
-    loops[name] = +((steps * flopsPerStep) / times[reps >> 1] / 1e6).toFixed(2);
-  }
-  const [loop, gflops] = Object.entries(loops).sort((x, y) => y[1] - x[1])[0];
-  return { gflops, loop, loops };
+    return loops;
+  };
+  const fastest = (loops) => Object.entries(loops).sort((x, y) => y[1] - x[1])[0];
+  const loops = await rates(await peakKernels());
+  const [loop, gflops] = fastest(loops);
+  const maddLoops = await rates(await peakKernels({ madd: true }));
+  const madd = Object.keys(maddLoops).length ? { gflops: fastest(maddLoops)[1], loop: fastest(maddLoops)[0], loops: maddLoops } : null;
+  return { gflops, loop, loops, madd };
 }

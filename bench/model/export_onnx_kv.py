@@ -5,7 +5,8 @@
 
 Graph (opset 14): inputs "input_ids" int64 [1, n] and "past" float32 [n_layer, 2, 1, n_head, T, head_dim]
 (keys and values of the T positions before; T may be 0), outputs "logits" float32 [1, n, vocab] and
-"present" [n_layer, 2, 1, n_head, T + n, head_dim]. Prefill = one call with T = 0; each generated token
+"present" [n_layer, 2, 1, n_head, T + n, head_dim]. With --last-logits, "logits" is [1, 1, vocab]:
+the last position's only (what a generation's prefill needs; qkv's forward(ids, { logits: 'last' })). Prefill = one call with T = 0; each generated token
 = one call with n = 1 feeding "present" back as "past" -- the same work qkv's KV cache does.
 The weights are those of the exported model.safetensors (tools/model/train_tiny.py's loader).
 """
@@ -22,9 +23,10 @@ import train_tiny as tt  # noqa: E402
 
 
 class KVModel(torch.nn.Module):
-    def __init__(self, model):
+    def __init__(self, model, last_logits=False):
         super().__init__()
         self.m = model
+        self.last_logits = last_logits
         c = model.cfg
         self.E, self.H = c['n_embd'], c['n_head']
         self.D = self.E // self.H
@@ -50,6 +52,8 @@ class KVModel(torch.nn.Module):
             y = torch.matmul(torch.softmax(scores, dim=-1), v).transpose(1, 2).reshape(1, n, E)
             x = x + a.c_proj(y)
             x = x + block.mlp(block.ln_2(x))
+        if self.last_logits:
+            x = x[:, -1:]
         logits = torch.matmul(m.ln_f(x), m.wte.weight.t())
         return logits, torch.stack(presents)
 
@@ -58,10 +62,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--model', default=os.path.join(ROOT, 'web', 'models', 'tiny-kjv'))
     ap.add_argument('--out', default=os.path.join(ROOT, 'build', 'bench-model', 'tiny-kjv-kv.onnx'))
+    ap.add_argument('--last-logits', action='store_true', help='logits of the last position only')
     args = ap.parse_args()
     torch.set_num_threads(1)
     model = tt.load_model(args.model)
-    kv = KVModel(model).eval()
+    kv = KVModel(model, args.last_logits).eval()
     c = model.cfg
     D = c['n_embd'] // c['n_head']
     ids = torch.tensor([list(b'In the beginning')], dtype=torch.long)
@@ -71,7 +76,8 @@ def main():
         logits, present = kv(ids[:, :-1], empty)
         step, _ = kv(ids[:, -1:], present)
         full = model(ids)
-    assert torch.allclose(logits, full[:, :-1], atol=1e-5) and torch.allclose(step[0, -1], full[0, -1], atol=1e-5)
+    want = full[:, -2:-1] if args.last_logits else full[:, :-1]
+    assert torch.allclose(logits, want, atol=1e-5) and torch.allclose(step[0, -1], full[0, -1], atol=1e-5)
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     dummy_past = torch.zeros(c['n_layer'], 2, 1, c['n_head'], 3, D)
     torch.onnx.export(kv, (ids[:, :2], dummy_past), args.out, opset_version=14,

@@ -2,15 +2,18 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <numeric>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
 #include "attention.hpp"
-#include "linear.hpp"
+#include "matmul/matmul.hpp"
+#include "model/json.hpp"
 #include "simd.hpp"
 #include "thread_pool.hpp"
-#include "model/json.hpp"
 
 namespace qkv {
 
@@ -20,20 +23,32 @@ namespace {
 
 [[noreturn]] void config_error(const std::string& msg) { throw std::invalid_argument("GPT2Config: " + msg); }
 
-int64_t get_int(const json::Value& root, const char* key, bool required, int64_t fallback) {
-  const json::Value* v = root.find(key);
-  if (!v || v->is_null()) {
+// root[key], or nullptr when the key is absent or null (Hugging Face writes null for "unset").
+const nlohmann::json* member(const nlohmann::json& root, const char* key) {
+  const auto it = root.find(key);
+  return it == root.end() || it->is_null() ? nullptr : &*it;
+}
+
+// A value for messages: a scalar as JSON text, an object or array by its type.
+std::string describe(const nlohmann::json& v) {
+  return v.is_structured() ? std::string("a JSON ") + v.type_name() : v.dump();
+}
+
+int64_t get_int(const nlohmann::json& root, const char* key, bool required, int64_t fallback) {
+  const nlohmann::json* v = member(root, key);
+  if (!v) {
     if (required) config_error(std::string("config.json lacks \"") + key + "\"");
     return fallback;
   }
-  if (!v->is_integer()) config_error(std::string("\"") + key + "\" must be an integer");
-  return v->as_integer();
+  const std::optional<int64_t> i = json::to_int64(*v);
+  if (!i) config_error(std::string("\"") + key + "\" must be an integer, got " + describe(*v));
+  return *i;
 }
 
 }  // namespace
 
 GPT2Config GPT2Config::from_json(std::string_view text) {
-  json::Value root;
+  nlohmann::json root;
   try {
     root = json::parse(text);
   } catch (const std::invalid_argument& e) {
@@ -41,20 +56,16 @@ GPT2Config GPT2Config::from_json(std::string_view text) {
   }
   if (!root.is_object()) config_error("config.json must hold a JSON object");
 
-  if (const json::Value* mt = root.find("model_type"); mt && !mt->is_null()) {
-    if (!mt->is_string() || mt->as_string() != "gpt2") {
-      config_error("model_type must be \"gpt2\", got " +
-                   (mt->is_string() ? "\"" + mt->as_string() + "\"" : std::string(json::Value::kind_name(mt->kind()))));
-    }
+  if (const nlohmann::json* mt = member(root, "model_type"); mt && *mt != "gpt2") {
+    config_error("model_type must be \"gpt2\", got " + describe(*mt));
   }
-  if (const json::Value* af = root.find("activation_function"); af && !af->is_null()) {
-    if (!af->is_string() || (af->as_string() != "gelu_new" && af->as_string() != "gelu_pytorch_tanh")) {
-      config_error("activation_function must be \"gelu_new\" (GPT-2's tanh GELU)" +
-                   (af->is_string() ? ", got \"" + af->as_string() + "\"" : std::string()));
-    }
+  if (const nlohmann::json* af = member(root, "activation_function");
+      af && *af != "gelu_new" && *af != "gelu_pytorch_tanh") {
+    config_error("activation_function must be \"gelu_new\" (GPT-2's tanh GELU), got " + describe(*af));
   }
-  for (const char* unsupported : {"scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn", "add_cross_attention"}) {
-    if (const json::Value* v = root.find(unsupported); v && v->is_bool() && v->as_bool()) {
+  for (const char* unsupported :
+       {"scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn", "add_cross_attention"}) {
+    if (const nlohmann::json* v = member(root, unsupported); v && *v == true) {
       config_error(std::string("\"") + unsupported + "\": true is not supported");
     }
   }
@@ -68,16 +79,16 @@ GPT2Config GPT2Config::from_json(std::string_view text) {
   if (c.n_positions == -1) c.n_positions = get_int(root, "n_ctx", false, -1);
   if (c.n_positions == -1) config_error("config.json lacks \"n_positions\" (and \"n_ctx\")");
   c.n_inner = get_int(root, "n_inner", false, 0);
-  if (const json::Value* n_inner = root.find("n_inner"); n_inner && !n_inner->is_null() && c.n_inner <= 0) {
+  if (member(root, "n_inner") && c.n_inner <= 0) {
     config_error("\"n_inner\" must be positive or null, got " + std::to_string(c.n_inner));
   }
-  if (const json::Value* eps = root.find("layer_norm_epsilon"); eps && !eps->is_null()) {
-    if (!eps->is_number()) config_error("\"layer_norm_epsilon\" must be a number");
-    c.layer_norm_epsilon = static_cast<float>(eps->as_number());
+  if (const nlohmann::json* eps = member(root, "layer_norm_epsilon")) {
+    if (!eps->is_number()) config_error("\"layer_norm_epsilon\" must be a number, got " + describe(*eps));
+    c.layer_norm_epsilon = eps->get<float>();
   }
-  if (const json::Value* s = root.find("scale_attn_weights"); s && !s->is_null()) {
-    if (!s->is_bool()) config_error("\"scale_attn_weights\" must be a boolean");
-    c.scale_attn_weights = s->as_bool();
+  if (const nlohmann::json* s = member(root, "scale_attn_weights")) {
+    if (!s->is_boolean()) config_error("\"scale_attn_weights\" must be a boolean, got " + describe(*s));
+    c.scale_attn_weights = s->get<bool>();
   }
   c.validate();
   return c;
@@ -96,122 +107,41 @@ void GPT2Config::validate() const {
   in_range("vocab_size", vocab_size, 1 << 24);
   if (n_inner != 0) in_range("n_inner", n_inner, 1 << 18);
   if (n_embd % n_head != 0) {
-    config_error("n_embd (" + std::to_string(n_embd) + ") must be divisible by n_head (" + std::to_string(n_head) + ")");
+    config_error("n_embd (" + std::to_string(n_embd) + ") must be divisible by n_head (" + std::to_string(n_head) +
+                 ")");
   }
   if (!(layer_norm_epsilon > 0.0f) || !std::isfinite(layer_norm_epsilon)) {
     config_error("\"layer_norm_epsilon\" must be a positive finite number, got " + std::to_string(layer_norm_epsilon));
   }
 }
 
-// ----------------------------------------------------------------------------- weights
-
-namespace {
-
-std::string shape_str(const std::vector<int64_t>& s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + "]";
-}
-
-class TensorReader {
- public:
-  TensorReader(const safetensors::File& f) : f_(f) {
-    // a checkpoint uses the "transformer." prefix (GPT2LMHeadModel) or not (GPT2Model)
-    prefixed_ = f.find("wte.weight") == nullptr && f.find("transformer.wte.weight") != nullptr;
-  }
-
-  std::vector<float> get(const std::string& name, std::vector<int64_t> want) const {
-    const std::string full = prefixed_ ? "transformer." + name : name;
-    const safetensors::TensorInfo* t = f_.find(full);
-    if (!t) throw std::invalid_argument("GPT2: missing tensor \"" + full + "\" (expected shape " + shape_str(want) + ")");
-    if (t->shape != want) {
-      throw std::invalid_argument("GPT2: tensor \"" + full + "\" has shape " + shape_str(t->shape) +
-                                  ", but the config needs " + shape_str(want));
-    }
-    return f_.to_f32(*t);
-  }
-
- private:
-  const safetensors::File& f_;
-  bool prefixed_ = false;
-};
-
-}  // namespace
-
-GPT2Weights GPT2Weights::from_safetensors(const GPT2Config& c, const safetensors::File& file) {
-  c.validate();
-  const int64_t E = c.n_embd, I = c.inner(), V = c.vocab_size, P = c.n_positions;
-  TensorReader r(file);
-  GPT2Weights w;
-  w.wte = r.get("wte.weight", {V, E});
-  w.wpe = r.get("wpe.weight", {P, E});
-  w.h.resize(static_cast<size_t>(c.n_layer));
-  for (int64_t l = 0; l < c.n_layer; ++l) {
-    const std::string p = "h." + std::to_string(l) + ".";
-    GPT2LayerWeights& L = w.h[static_cast<size_t>(l)];
-    L.ln_1_weight = r.get(p + "ln_1.weight", {E});
-    L.ln_1_bias = r.get(p + "ln_1.bias", {E});
-    L.attn_c_attn_weight = r.get(p + "attn.c_attn.weight", {E, 3 * E});
-    L.attn_c_attn_bias = r.get(p + "attn.c_attn.bias", {3 * E});
-    L.attn_c_proj_weight = r.get(p + "attn.c_proj.weight", {E, E});
-    L.attn_c_proj_bias = r.get(p + "attn.c_proj.bias", {E});
-    L.ln_2_weight = r.get(p + "ln_2.weight", {E});
-    L.ln_2_bias = r.get(p + "ln_2.bias", {E});
-    L.mlp_c_fc_weight = r.get(p + "mlp.c_fc.weight", {E, I});
-    L.mlp_c_fc_bias = r.get(p + "mlp.c_fc.bias", {I});
-    L.mlp_c_proj_weight = r.get(p + "mlp.c_proj.weight", {I, E});
-    L.mlp_c_proj_bias = r.get(p + "mlp.c_proj.bias", {E});
-  }
-  w.ln_f_weight = r.get("ln_f.weight", {E});
-  w.ln_f_bias = r.get("ln_f.bias", {E});
-  return w;
-}
-
 // ----------------------------------------------------------------------------- model
 
-GPT2::GPT2(GPT2Config config, GPT2Weights weights) : config_(config), weights_(std::move(weights)) {
+GPT2::GPT2(GPT2Config config, GPT2WeightStore weights) : config_(config), store_(std::move(weights)) {
   config_.validate();
-  const size_t E = size_t(config_.n_embd), I = size_t(config_.inner()), V = size_t(config_.vocab_size),
-               P = size_t(config_.n_positions);
-  auto check = [](const char* name, const std::vector<float>& v, size_t want) {
-    if (v.size() != want) {
-      throw std::invalid_argument(std::string("GPT2: weight ") + name + " holds " + std::to_string(v.size()) +
-                                  " floats, the config needs " + std::to_string(want));
-    }
-  };
-  check("wte", weights_.wte, V * E);
-  check("wpe", weights_.wpe, P * E);
-  if (weights_.h.size() != size_t(config_.n_layer)) {
-    throw std::invalid_argument("GPT2: " + std::to_string(weights_.h.size()) + " layers of weights, the config needs " +
-                                std::to_string(config_.n_layer));
-  }
-  for (const auto& L : weights_.h) {
-    check("ln_1.weight", L.ln_1_weight, E);
-    check("ln_1.bias", L.ln_1_bias, E);
-    check("attn.c_attn.weight", L.attn_c_attn_weight, E * 3 * E);
-    check("attn.c_attn.bias", L.attn_c_attn_bias, 3 * E);
-    check("attn.c_proj.weight", L.attn_c_proj_weight, E * E);
-    check("attn.c_proj.bias", L.attn_c_proj_bias, E);
-    check("ln_2.weight", L.ln_2_weight, E);
-    check("ln_2.bias", L.ln_2_bias, E);
-    check("mlp.c_fc.weight", L.mlp_c_fc_weight, E * I);
-    check("mlp.c_fc.bias", L.mlp_c_fc_bias, I);
-    check("mlp.c_proj.weight", L.mlp_c_proj_weight, I * E);
-    check("mlp.c_proj.bias", L.mlp_c_proj_bias, E);
-  }
-  check("ln_f.weight", weights_.ln_f_weight, E);
-  check("ln_f.bias", weights_.ln_f_bias, E);
-  // the tied LM head: logits = x wte^T, kept as wte^T [E, V] (linear() would transpose [V, E] on every call)
-  lm_head_.resize(E * V);
-  for (size_t v = 0; v < V; ++v) {
-    for (size_t e = 0; e < E; ++e) lm_head_[e * V + v] = weights_.wte[v * E + e];
+  const GPT2Weights& w = store_.weights();
+  if (int64_t(w.h.size()) != config_.n_layer || w.wte.N != config_.vocab_size || w.wte.K != config_.n_embd ||
+      w.wpe.N != config_.n_positions) {
+    throw std::invalid_argument(
+        "GPT2: the weights (" + std::to_string(w.h.size()) + " layers, wte [" + std::to_string(w.wte.N) + ", " +
+        std::to_string(w.wte.K) + "]) were loaded for another config (n_layer " + std::to_string(config_.n_layer) +
+        ", vocab_size " + std::to_string(config_.vocab_size) + ", n_embd " + std::to_string(config_.n_embd) + ")");
   }
 }
 
-GPT2 GPT2::load(std::string_view config_json, const uint8_t* bytes, size_t size) {
+GPT2 GPT2::load(std::string_view config_json, const uint8_t* bytes, size_t size, WeightFormat format) {
   GPT2Config config = GPT2Config::from_json(config_json);
-  safetensors::File file = safetensors::File::parse(bytes, size);
-  return GPT2(config, GPT2Weights::from_safetensors(config, file));
+  if (bytes == nullptr && size != 0)
+    throw std::invalid_argument("GPT2::load: null buffer of " + std::to_string(size) + " bytes");
+  MallocBytes copy(static_cast<uint8_t*>(std::malloc(std::max<size_t>(size, 1))));
+  if (!copy) throw std::length_error("GPT2::load: cannot allocate " + std::to_string(size) + " bytes for the file");
+  if (size) std::memcpy(copy.get(), bytes, size);
+  return GPT2(config, GPT2WeightStore::load(config, std::move(copy), size, format));
+}
+
+GPT2 GPT2::load(std::string_view config_json, MallocBytes bytes, size_t size, WeightFormat format) {
+  GPT2Config config = GPT2Config::from_json(config_json);  // on error, `bytes` is freed on the way out
+  return GPT2(config, GPT2WeightStore::load(config, std::move(bytes), size, format));
 }
 
 namespace {
@@ -257,28 +187,6 @@ void gelu_tanh(float* x, int64_t n) {
   }
 }
 
-// y [M, N] = x [M, K] W [K, N] + b, the rows split over `threads` in about 2 chunks per thread,
-// each a multiple of the matmul kernel's 3-row register block (every output element sees the
-// same operations in any split, so the bits do not depend on the thread count: the tests
-// check it; finer chunks than the old 12-row ones balance 2 threads to within 3 rows)
-void linear_rows(const float* x, int64_t M, int64_t K, const float* W, int64_t N, const float* b, float* y,
-                 int threads) {
-  constexpr int64_t kAlign = 3;
-  const int64_t blocks = (M + kAlign - 1) / kAlign;
-  // the same floor on work per thread as attention's (not worth it for one decoding step)
-  threads = useful_threads(threads, blocks, M * K * N, kMinWorkPerThread);
-  if (threads <= 1) {
-    linear(x, M, K, W, N, b, y, WeightLayout::InOut);
-    return;
-  }
-  const int64_t items = std::min<int64_t>(blocks, int64_t(threads) * 2);
-  const int64_t rows = kAlign * ((blocks + items - 1) / items);
-  parallel_for((M + rows - 1) / rows, threads, [&](int64_t item, int) {
-    const int64_t m0 = item * rows;
-    linear(x + m0 * K, std::min(rows, M - m0), K, W, N, b, y + m0 * N, WeightLayout::InOut);
-  });
-}
-
 void ensure(std::vector<float>& v, size_t n) {
   if (v.size() < n) v.resize(n);
 }
@@ -289,8 +197,8 @@ void GPT2::check_ids(const char* fn, const int32_t* ids, int64_t L, int64_t pos0
   if (L < 1) throw std::invalid_argument(std::string(fn) + ": ids is empty (need at least 1 token)");
   if (pos0 + L > config_.n_positions) {
     throw std::length_error(std::string(fn) + ": " + std::to_string(pos0 + L) + " positions (" + std::to_string(pos0) +
-                            " already + " + std::to_string(L) + " new) exceed n_positions = " +
-                            std::to_string(config_.n_positions));
+                            " already + " + std::to_string(L) +
+                            " new) exceed n_positions = " + std::to_string(config_.n_positions));
   }
   for (int64_t i = 0; i < L; ++i) {
     if (ids[i] < 0 || ids[i] >= config_.vocab_size) {
@@ -300,17 +208,17 @@ void GPT2::check_ids(const char* fn, const int32_t* ids, int64_t L, int64_t pos0
   }
 }
 
-void GPT2::forward(const int32_t* ids, int64_t L, float* logits, float* attentions, float* queries,
-                   float* keys) const {
+void GPT2::forward(const int32_t* ids, int64_t L, float* logits, float* attentions, float* queries, float* keys,
+                   Logits which) const {
   check_ids("GPT2::forward", ids, L, 0);
   GPT2Scratch scratch;
-  run(ids, L, 0, nullptr, scratch, logits, true, attentions, queries, keys);
+  run(ids, L, 0, nullptr, scratch, logits, which == Logits::All, attentions, queries, keys);
 }
 
-void GPT2::run(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache>* caches, GPT2Scratch& s,
-               float* logits, bool all_logits, float* attentions, float* queries, float* keys) const {
+void GPT2::run(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache>* caches, GPT2Scratch& s, float* logits,
+               bool all_logits, float* attentions, float* queries, float* keys) const {
   const GPT2Config& c = config_;
-  const int64_t E = c.n_embd, H = c.n_head, D = c.head_dim(), I = c.inner(), V = c.vocab_size;
+  const int64_t E = c.n_embd, H = c.n_head, D = c.head_dim(), I = c.inner();
   const int64_t Lk = pos0 + L;  // keys visible to the last query
   check_ids("GPT2::run", ids, L, pos0);
   if (pos0 < 0) throw std::invalid_argument("GPT2::run: pos0 must be >= 0, got " + std::to_string(pos0));
@@ -344,25 +252,27 @@ void GPT2::run(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache>
   float *x = s.x.data(), *xb = s.xb.data(), *xb2 = s.xb2.data(), *qkv = s.qkv.data();
   float *q = s.q.data(), *k = s.k.data(), *v = s.v.data(), *att = s.att.data(), *hb = s.hb.data();
 
-  // token embedding + learned position: x[t] = wte[ids[t]] + wpe[pos0 + t]
+  const GPT2Weights& weights = store_.weights();
+  // token embedding + learned position: x[t] = wte[ids[t]] + wpe[pos0 + t] (rows of the tables,
+  // widened or dequantized; xb2 [E] holds the position's)
   for (int64_t t = 0; t < L; ++t) {
-    const float* te = weights_.wte.data() + int64_t(ids[t]) * E;
-    const float* pe = weights_.wpe.data() + (pos0 + t) * E;
-    for (int64_t i = 0; i < E; ++i) x[t * E + i] = te[i] + pe[i];
+    read_column(weights.wte, ids[t], x + t * E);
+    read_column(weights.wpe, pos0 + t, xb2);
+    for (int64_t i = 0; i < E; ++i) x[t * E + i] += xb2[i];
   }
 
   AttentionOptions opt;
-  opt.causal = true;  // query t sees keys j <= pos0 + t (bottom-right aligned)
+  opt.causal = true;       // query t sees keys j <= pos0 + t (bottom-right aligned)
   opt.threads = threads_;  // attention() uses fewer where the work is small (one decoding step)
   if (!c.scale_attn_weights) opt.scale = 1.0f;
 
   for (int64_t l = 0; l < c.n_layer; ++l) {
-    const GPT2LayerWeights& w = weights_.h[size_t(l)];
+    const GPT2LayerWeights& w = weights.h[size_t(l)];
 
     // xb [L, E] = ln_1(x)
-    layernorm(xb, x, w.ln_1_weight.data(), w.ln_1_bias.data(), L, E, c.layer_norm_epsilon);
+    layernorm(xb, x, w.ln_1_weight, w.ln_1_bias, L, E, c.layer_norm_epsilon);
     // qkv [L, 3E] = xb @ c_attn.weight [E, 3E] + c_attn.bias
-    linear_rows(xb, L, E, w.attn_c_attn_weight.data(), 3 * E, w.attn_c_attn_bias.data(), qkv, threads_);
+    matmul(w.attn_c_attn, xb, L, w.attn_c_attn_bias, qkv, threads_);
     // split heads: q/k/v [H, L, D] from qkv [L, (3, H, D)]
     for (int64_t t = 0; t < L; ++t) {
       for (int64_t h = 0; h < H; ++h) {
@@ -391,17 +301,17 @@ void GPT2::run(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache>
       for (int64_t t = 0; t < L; ++t) std::copy(att + (h * L + t) * D, att + (h * L + t + 1) * D, xb + t * E + h * D);
     }
     // xb2 [L, E] = xb @ attn.c_proj.weight [E, E] + bias
-    linear_rows(xb, L, E, w.attn_c_proj_weight.data(), E, w.attn_c_proj_bias.data(), xb2, threads_);
+    matmul(w.attn_c_proj, xb, L, w.attn_c_proj_bias, xb2, threads_);
     // residual: x += xb2
     for (size_t i = 0; i < n * size_t(E); ++i) x[i] += xb2[i];
 
     // xb [L, E] = ln_2(x)
-    layernorm(xb, x, w.ln_2_weight.data(), w.ln_2_bias.data(), L, E, c.layer_norm_epsilon);
+    layernorm(xb, x, w.ln_2_weight, w.ln_2_bias, L, E, c.layer_norm_epsilon);
     // hb [L, I] = gelu(xb @ mlp.c_fc.weight [E, I] + bias)
-    linear_rows(xb, L, E, w.mlp_c_fc_weight.data(), I, w.mlp_c_fc_bias.data(), hb, threads_);
+    matmul(w.mlp_c_fc, xb, L, w.mlp_c_fc_bias, hb, threads_);
     gelu_tanh(hb, L * I);
     // xb2 [L, E] = hb @ mlp.c_proj.weight [I, E] + bias
-    linear_rows(hb, L, I, w.mlp_c_proj_weight.data(), E, w.mlp_c_proj_bias.data(), xb2, threads_);
+    matmul(w.mlp_c_proj, hb, L, w.mlp_c_proj_bias, xb2, threads_);
     // residual: x += xb2
     for (size_t i = 0; i < n * size_t(E); ++i) x[i] += xb2[i];
   }
@@ -409,9 +319,9 @@ void GPT2::run(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache>
   // final layernorm, only the rows whose logits are wanted: xb [rows, E] = ln_f(x[first..])
   const int64_t first = all_logits ? 0 : L - 1;
   const int64_t rows = L - first;
-  layernorm(xb, x + first * E, weights_.ln_f_weight.data(), weights_.ln_f_bias.data(), rows, E, c.layer_norm_epsilon);
-  // logits [rows, V] = xb @ wte^T (tied embeddings; lm_head_ = wte^T [E, V])
-  linear_rows(xb, rows, E, lm_head_.data(), V, nullptr, logits, threads_);
+  layernorm(xb, x + first * E, weights.ln_f_weight, weights.ln_f_bias, rows, E, c.layer_norm_epsilon);
+  // logits [rows, V] = xb @ wte^T: the tied LM head reads the [V, E] table in place (OutIn)
+  matmul(weights.wte, xb, rows, nullptr, logits, threads_);
 }
 
 // ----------------------------------------------------------------------------- session
@@ -420,6 +330,11 @@ GPT2Session::GPT2Session(const GPT2& model) : model_(model) {
   const GPT2Config& c = model.config();
   caches_.reserve(size_t(c.n_layer));
   for (int64_t l = 0; l < c.n_layer; ++l) caches_.emplace_back(1, c.n_head, c.n_positions, c.head_dim(), c.head_dim());
+}
+
+size_t GPT2Session::cache_bytes() const {
+  const GPT2Config& c = model_.config();
+  return size_t(c.n_layer) * 2 * size_t(c.n_head) * size_t(c.n_positions) * size_t(c.head_dim()) * sizeof(float);
 }
 
 void GPT2Session::reset() {
@@ -508,8 +423,8 @@ std::vector<int32_t> generate(const GPT2& model, const std::vector<int32_t>& pro
   if (prompt.empty()) throw std::invalid_argument("generate: the prompt is empty");
   if (n_new < 0) throw std::invalid_argument("generate: n_new must be >= 0");
   if (int64_t(prompt.size()) + n_new > c.n_positions) {
-    throw std::length_error("generate: prompt (" + std::to_string(prompt.size()) + ") + n_new (" + std::to_string(n_new) +
-                            ") exceed n_positions = " + std::to_string(c.n_positions));
+    throw std::length_error("generate: prompt (" + std::to_string(prompt.size()) + ") + n_new (" +
+                            std::to_string(n_new) + ") exceed n_positions = " + std::to_string(c.n_positions));
   }
   Rng rng(seed);
   std::vector<int32_t> ids = prompt;

@@ -3,7 +3,10 @@
 // the KV cache, and sampling helpers.
 //
 // Weights follow the Hugging Face GPT-2 layout (tensor names as GPT2Model, with an optional
-// "transformer." prefix; Conv1D weights are [in, out]); the LM head is tied to wte.
+// "transformer." prefix; Conv1D weights are [in, out]); the LM head is tied to wte. They are
+// held once, as stored or converted on load (gpt2_weights.hpp), and read in place by the
+// matmul kernels (src/matmul/): one token at a time through matrix-vector products at memory
+// speed, many through blocked matrix products.
 #pragma once
 
 #include <cstdint>
@@ -13,7 +16,7 @@
 #include <vector>
 
 #include "kv_cache.hpp"
-#include "model/safetensors.hpp"
+#include "model/gpt2_weights.hpp"
 
 namespace qkv {
 
@@ -36,58 +39,45 @@ struct GPT2Config {
   void validate() const;
 };
 
-struct GPT2LayerWeights {
-  std::vector<float> ln_1_weight, ln_1_bias;            // [E], [E]
-  std::vector<float> attn_c_attn_weight, attn_c_attn_bias;  // [E, 3E], [3E]
-  std::vector<float> attn_c_proj_weight, attn_c_proj_bias;  // [E, E], [E]
-  std::vector<float> ln_2_weight, ln_2_bias;            // [E], [E]
-  std::vector<float> mlp_c_fc_weight, mlp_c_fc_bias;    // [E, I], [I]
-  std::vector<float> mlp_c_proj_weight, mlp_c_proj_bias;  // [I, E], [E]
-};
-
-struct GPT2Weights {
-  std::vector<float> wte;  // [V, E] token embeddings, also the LM head
-  std::vector<float> wpe;  // [P, E] learned positions
-  std::vector<GPT2LayerWeights> h;
-  std::vector<float> ln_f_weight, ln_f_bias;  // [E], [E]
-
-  // Reads every tensor GPT-2 needs from a parsed safetensors file, converting to float32.
-  // Accepts names with or without the "transformer." prefix; other tensors (attn.bias
-  // buffers, lm_head.weight) are ignored. Throws std::invalid_argument for a missing tensor
-  // or a shape that does not match the config, naming the tensor and both shapes.
-  static GPT2Weights from_safetensors(const GPT2Config& config, const safetensors::File& file);
-};
-
-// Per-call scratch buffers, sized for up to `rows` positions.
+// Per-call scratch buffers for run(), grown to the largest call so far (shapes in run()).
 struct GPT2Scratch {
-  std::vector<float> x, xb, xb2, qkv, q, k, v, att, hb, logits_rows;
-  int64_t rows = 0;
+  std::vector<float> x, xb, xb2, qkv, q, k, v, att, hb;
 };
+
+// Which positions get logits: every one ([L, V]) or the last one only ([1, V], what
+// generation needs: the LM head is the largest matmul of a step).
+enum class Logits { All, Last };
 
 class GPT2 {
  public:
-  // Checks every weight's size against the config (std::invalid_argument otherwise).
-  GPT2(GPT2Config config, GPT2Weights weights);
+  GPT2(GPT2Config config, GPT2WeightStore weights);
 
-  // config.json text + safetensors bytes -> model. The bytes are only read during the call.
-  static GPT2 load(std::string_view config_json, const uint8_t* safetensors_bytes, size_t size);
+  // config.json text + safetensors bytes -> model. This one copies the bytes (they are only
+  // read during the call).
+  static GPT2 load(std::string_view config_json, const uint8_t* safetensors_bytes, size_t size,
+                   WeightFormat format = WeightFormat::Auto);
+  // This one takes ownership of a malloc'd buffer holding the whole file (freed on error, or
+  // once nothing reads it): with format Auto the tensors are read from it in place.
+  static GPT2 load(std::string_view config_json, MallocBytes safetensors_bytes, size_t size, WeightFormat format);
 
   const GPT2Config& config() const { return config_; }
-  const GPT2Weights& weights() const { return weights_; }
+  const GPT2Weights& weights() const { return store_.weights(); }
+  const GPT2WeightStore& weight_store() const { return store_; }
 
-  // Worker threads for the attention kernel and the matmuls (split by rows in prefill); the
+  // Worker threads for the attention kernel and the matmuls (which split output columns); the
   // results do not depend on it, bit for bit.
   void set_threads(int threads) { threads_ = threads < 1 ? 1 : threads; }
   int threads() const { return threads_; }
 
-  // Full forward pass without a cache: ids [L] -> logits [L, V].
+  // Full forward pass without a cache: ids [L] -> logits [L, V] (Logits::All) or [1, V] for the
+  // last position (Logits::Last).
   // attentions, if not null: [n_layer, H, L, L], the softmax probabilities of every head.
   // queries, keys, if not null: [n_layer, H, L, D] (D = head_dim), every head's query and key
   // vectors exactly as attention consumes them (queries before the 1/sqrt(D) scaling), so
   // softmax(q k^T * scale + causal mask) reproduces `attentions`.
   // Throws std::invalid_argument for an empty sequence, L > n_positions or an id out of range.
   void forward(const int32_t* ids, int64_t L, float* logits, float* attentions = nullptr, float* queries = nullptr,
-               float* keys = nullptr) const;
+               float* keys = nullptr, Logits which = Logits::All) const;
 
   // The core both forward() and Session use: runs L tokens at positions [pos0, pos0 + L).
   // With caches (one per layer, holding pos0 positions) the new keys/values are appended and
@@ -103,8 +93,7 @@ class GPT2 {
   void check_ids(const char* fn, const int32_t* ids, int64_t L, int64_t pos0) const;
 
   GPT2Config config_;
-  GPT2Weights weights_;
-  std::vector<float> lm_head_;  // [E, V]: wte transposed once, so the LM head is a Conv1D-layout matmul
+  GPT2WeightStore store_;
   int threads_ = 1;
 };
 
@@ -124,6 +113,7 @@ class GPT2Session {
 
   void reset();
   int64_t position() const { return position_; }
+  size_t cache_bytes() const;  // the KV caches' memory (allocated for all n_positions)
   const GPT2& model() const { return model_; }
 
  private:

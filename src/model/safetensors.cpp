@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 
 #include "model/json.hpp"
@@ -17,10 +18,9 @@ struct DTypeEntry {
 };
 
 constexpr DTypeEntry kDTypes[] = {
-    {"BOOL", DType::BOOL, 1}, {"U8", DType::U8, 1},   {"I8", DType::I8, 1},
-    {"U16", DType::U16, 2},   {"I16", DType::I16, 2}, {"F16", DType::F16, 2},
-    {"BF16", DType::BF16, 2}, {"U32", DType::U32, 4}, {"I32", DType::I32, 4},
-    {"F32", DType::F32, 4},   {"U64", DType::U64, 8}, {"I64", DType::I64, 8},
+    {"BOOL", DType::BOOL, 1}, {"U8", DType::U8, 1},           {"I8", DType::I8, 1},           {"U16", DType::U16, 2},
+    {"I16", DType::I16, 2},   {"F16", DType::F16, 2},         {"BF16", DType::BF16, 2},       {"U32", DType::U32, 4},
+    {"I32", DType::I32, 4},   {"F32", DType::F32, 4},         {"U64", DType::U64, 8},         {"I64", DType::I64, 8},
     {"F64", DType::F64, 8},   {"F8_E4M3", DType::F8_E4M3, 1}, {"F8_E5M2", DType::F8_E5M2, 1},
 };
 
@@ -44,13 +44,11 @@ uint64_t read_u64_le(const uint8_t* p) {
 }
 
 // A JSON integer that must be >= 0 (shape dims and offsets).
-uint64_t non_negative(const json::Value& v, const std::string& what) {
-  if (!v.is_number() || !v.is_integer()) {
-    bad(what + " must be a non-negative integer");
-  }
-  int64_t i = v.as_integer();
-  if (i < 0) bad(what + " must be a non-negative integer, got " + std::to_string(i));
-  return static_cast<uint64_t>(i);
+uint64_t non_negative(const nlohmann::json& v, const std::string& what) {
+  const std::optional<int64_t> i = json::to_int64(v);
+  if (!i) bad(what + " must be a non-negative integer");
+  if (*i < 0) bad(what + " must be a non-negative integer, got " + std::to_string(*i));
+  return static_cast<uint64_t>(*i);
 }
 
 }  // namespace
@@ -126,7 +124,7 @@ File File::parse(const uint8_t* data, size_t size, const Limits& limits) {
   if (data[8] != '{') bad("header does not start with '{'");
 
   std::string_view text(reinterpret_cast<const char*>(data + 8), static_cast<size_t>(n));
-  json::Value root;
+  nlohmann::json root;
   try {
     root = json::parse(text);
   } catch (const std::invalid_argument& e) {
@@ -140,22 +138,22 @@ File File::parse(const uint8_t* data, size_t size, const Limits& limits) {
   f.header_bytes_ = n;
   const uint64_t data_size = size - 8 - n;
 
-  for (const auto& [name, entry] : root.as_object()) {
+  for (const auto& [name, entry] : root.items()) {
     if (name == "__metadata__") {
       if (!entry.is_object()) bad("__metadata__ must be an object of strings");
-      for (const auto& [k, v] : entry.as_object()) {
+      for (const auto& [k, v] : entry.items()) {
         if (!v.is_string()) bad("__metadata__[\"" + k + "\"] must be a string");
-        f.metadata_.emplace_back(k, v.as_string());
+        f.metadata_.emplace_back(k, v.get<std::string>());
       }
       continue;
     }
     const std::string tn = "tensor \"" + name + "\"";
     if (name.empty()) bad("a tensor has an empty name");
     if (!entry.is_object()) bad(tn + ": entry must be an object with dtype, shape, data_offsets");
-    const json::Value* jd = nullptr;
-    const json::Value* js = nullptr;
-    const json::Value* jo = nullptr;
-    for (const auto& [k, v] : entry.as_object()) {
+    const nlohmann::json* jd = nullptr;
+    const nlohmann::json* js = nullptr;
+    const nlohmann::json* jo = nullptr;
+    for (const auto& [k, v] : entry.items()) {
       if (k == "dtype") {
         jd = &v;
       } else if (k == "shape") {
@@ -173,7 +171,7 @@ File File::parse(const uint8_t* data, size_t size, const Limits& limits) {
     TensorInfo t;
     t.name = name;
     if (!jd->is_string()) bad(tn + ": dtype must be a string");
-    const std::string& ds = jd->as_string();
+    const std::string& ds = jd->get_ref<const std::string&>();
     bool found = false;
     for (const auto& e : kDTypes) {
       if (ds == e.name) {
@@ -185,7 +183,7 @@ File File::parse(const uint8_t* data, size_t size, const Limits& limits) {
     if (!found) bad(tn + ": unknown dtype \"" + ds + "\"");
 
     if (!js->is_array()) bad(tn + ": shape must be an array of integers");
-    const auto& dims = js->as_array();
+    const auto& dims = js->get_ref<const nlohmann::json::array_t&>();
     if (dims.size() > size_t(limits.max_rank)) {
       bad(tn + ": shape has rank " + std::to_string(dims.size()) + ", more than " + std::to_string(limits.max_rank));
     }
@@ -202,11 +200,9 @@ File File::parse(const uint8_t* data, size_t size, const Limits& limits) {
     if (overflow || (numel != 0 && numel > uint64_t(INT64_MAX) / esize)) {
       bad(tn + ": shape " + shape_str(t.shape) + " is too large");
     }
-    if (!jo->is_array() || jo->as_array().size() != 2) {
-      bad(tn + ": data_offsets must be an array [begin, end]");
-    }
-    t.begin = non_negative(jo->as_array()[0], tn + ": data_offsets[0]");
-    t.end = non_negative(jo->as_array()[1], tn + ": data_offsets[1]");
+    if (!jo->is_array() || jo->size() != 2) bad(tn + ": data_offsets must be an array [begin, end]");
+    t.begin = non_negative((*jo)[0], tn + ": data_offsets[0]");
+    t.end = non_negative((*jo)[1], tn + ": data_offsets[1]");
     if (t.end < t.begin) {
       bad(tn + ": data_offsets [" + u64s(t.begin) + ", " + u64s(t.end) + "] end before begin");
     }
@@ -244,8 +240,7 @@ File File::parse(const uint8_t* data, size_t size, const Limits& limits) {
   }
   if (at != data_size) {
     bad("the tensors end at data offset " + u64s(at) + " but the data region holds " + u64s(data_size) +
-        " bytes (file " + u64s(size) + " bytes, header " + u64s(n) + "): " + u64s(data_size - at) +
-        " trailing bytes");
+        " bytes (file " + u64s(size) + " bytes, header " + u64s(n) + "): " + u64s(data_size - at) + " trailing bytes");
   }
   return f;
 }

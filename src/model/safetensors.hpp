@@ -46,11 +46,12 @@ class File {
   // are not copied: they must outlive this object.
   static File parse(const uint8_t* data, size_t size, const Limits& limits = {});
 
-  const std::vector<TensorInfo>& tensors() const { return tensors_; }      // in file (offset) order
+  const std::vector<TensorInfo>& tensors() const { return tensors_; }  // in file (offset) order
+  const TensorInfo* find(std::string_view name) const;                 // nullptr when absent
+  // "__metadata__", sorted by key
   const std::vector<std::pair<std::string, std::string>>& metadata() const { return metadata_; }
-  const TensorInfo* find(std::string_view name) const;                     // nullptr when absent
   uint64_t header_bytes() const { return header_bytes_; }
-  uint64_t data_offset() const { return 8 + header_bytes_; }              // where the data region starts
+  uint64_t data_offset() const { return 8 + header_bytes_; }  // where the data region starts
 
   // The raw bytes of a tensor (within the buffer given to parse()).
   const uint8_t* bytes(const TensorInfo& t) const { return base_ + data_offset() + t.begin; }

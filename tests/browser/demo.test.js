@@ -81,8 +81,8 @@ test('model page: generates 20 tokens; explorer shows n_layer x n_head heads who
   assert.equal(await page.getAttribute('body', 'data-generated'), '20');
   assert.equal(Number(await page.getAttribute('body', 'data-tokens')), before + 20);
   assert.match(await page.textContent('#speed'), /^\d+ tokens\/s \(\d+ with drawing\)$/);
-  // the page is cross-origin isolated, so the threads build runs
-  assert.match((await page.textContent('#backend')).trim(), /^qkv wasm simd-threads × \d+ threads$/);
+  // the page is cross-origin isolated, so the threads build runs (Chromium: the relaxed-SIMD one)
+  assert.match((await page.textContent('#backend')).trim(), /^qkv wasm simd-relaxed-threads × \d+ threads$/);
   const info = await page.textContent('#model-info');
   const [, nL, nH] = info.match(/(\d+) layers × (\d+) heads/).map(Number);
 
@@ -145,7 +145,8 @@ test('model page: generates 20 tokens; explorer shows n_layer x n_head heads who
 test('model page: typing a prompt and pressing Generate at once shows the generated text', async () => {
   const { page } = await open('index.html', DESKTOP);
   await page.waitForSelector('#generate:not([disabled])', { timeout: 60_000 });
-  await page.fill('#max-new', '12');
+  // a short generation, so that it ends inside the prompt's 300 ms debounce (the bug's window)
+  await page.fill('#max-new', '2');
   for (const go of [() => page.click('#generate'), () => page.keyboard.press('Control+Enter')]) {
     // as a quick user: type (40 ms a key), then generate at once, well inside the prompt's 300 ms debounce
     await page.evaluate(() => { delete document.body.dataset.generated; });
@@ -153,7 +154,7 @@ test('model page: typing a prompt and pressing Generate at once shows the genera
     await page.type('#prompt', 'And Moses said', { delay: 40 });
     await go();
     await page.waitForSelector('body[data-generating=false][data-generated]', { timeout: 120_000 });
-    assert.match(await page.textContent('#gen-msg'), /^Generated 12 tokens\.$/);
+    assert.match(await page.textContent('#gen-msg'), /^Generated 2 tokens\.$/);
     // what the user reads: the prompt, then the new text, and it stays there
     await page.waitForTimeout(600);
     const shown = await page.innerText('#output');
@@ -215,6 +216,16 @@ test('playground: turning off 1/sqrt(d_k) lowers the entropy at large d_k; rows 
   const sums = await page.$$eval('#matrix .rowsum', (els) => els.map((e) => Number(e.getAttribute('data-sum'))));
   assert.ok(sums.length > 3);
   for (const s of sums) assert.ok(Math.abs(s - 1) < 1e-4, `row sum ${s}`);
+  // section 4: the same sentence through both masks; word 3 sees 4 words causally, all of them bidirectionally
+  await page.selectOption('#see-word', '3');
+  await page.waitForFunction(() => document.querySelector('#see-causal').dataset.count === '4');
+  const words = (await page.inputValue('#sentence')).trim().split(/\s+/).length;
+  assert.equal(Number(await page.getAttribute('#see-bidi', 'data-count')), words);
+  assert.match(await page.textContent('#see-causal'), /^"on" sees 4 of \d+: the cat sat on$/);
+  const above = await page.$$eval('#cmp-bidi .cell title', (ts) => ts.filter((t) => !/masked/.test(t.textContent)).length);
+  const causalCells = await page.$$eval('#cmp-causal .cell title', (ts) => ts.filter((t) => !/masked/.test(t.textContent)).length);
+  assert.equal(above, words * words);
+  assert.equal(causalCells, (words * (words + 1)) / 2);
   // causal mask + online softmax converges to the exact output
   await page.check('input[name=mask][value=causal]');
   await page.click('#fall');

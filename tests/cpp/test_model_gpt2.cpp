@@ -49,11 +49,7 @@ float max_abs_err(const float* a, const float* b, size_t n) {
   return worst;
 }
 
-std::vector<int32_t> ids_of(const json::Value& v) {
-  std::vector<int32_t> out;
-  for (const auto& x : v.as_array("ids")) out.push_back(int32_t(x.as_integer("id")));
-  return out;
-}
+std::vector<int32_t> ids_of(const nlohmann::json& v) { return v.get<std::vector<int32_t>>(); }
 
 struct Loaded {
   std::vector<uint8_t> st;
@@ -69,27 +65,27 @@ GPT2 load_model(const Loaded& l) { return GPT2::load(l.config, l.st.data(), l.st
 // Checks forward() against every case of a reference manifest; returns the worst errors.
 void check_reference(const std::string& manifest_name, float* worst_logits, float* worst_atts) {
   const std::string manifest_path = kData + "/" + manifest_name;
-  REQUIRE_MESSAGE(file_exists(manifest_path), "missing reference " << manifest_path
-                                                                    << " (tools/model/make_reference.py writes it)");
-  json::Value m = json::parse(read_text(manifest_path));
-  const std::string dir = kData + "/" + m.find("model_dir")->as_string();
+  REQUIRE_MESSAGE(file_exists(manifest_path),
+                  "missing reference " << manifest_path << " (tools/model/make_reference.py writes it)");
+  const nlohmann::json m = json::parse(read_text(manifest_path));
+  const std::string dir = kData + "/" + m.at("model_dir").get<std::string>();
   GPT2 model = load_model(load_dir(dir));
   const auto& c = model.config();
-  const auto& mc = *m.find("config");
-  CHECK(c.n_layer == mc.find("n_layer")->as_integer());
-  CHECK(c.n_head == mc.find("n_head")->as_integer());
-  CHECK(c.n_embd == mc.find("n_embd")->as_integer());
-  CHECK(c.vocab_size == mc.find("vocab_size")->as_integer());
-  CHECK(c.n_positions == mc.find("n_positions")->as_integer());
+  const auto& mc = m.at("config");
+  CHECK(c.n_layer == mc.at("n_layer").get<int64_t>());
+  CHECK(c.n_head == mc.at("n_head").get<int64_t>());
+  CHECK(c.n_embd == mc.at("n_embd").get<int64_t>());
+  CHECK(c.vocab_size == mc.at("vocab_size").get<int64_t>());
+  CHECK(c.n_positions == mc.at("n_positions").get<int64_t>());
 
   *worst_logits = *worst_atts = 0.0f;
-  for (const auto& cs : m.find("cases")->as_array()) {
-    const std::string name = cs.find("name")->as_string();
+  for (const auto& cs : m.at("cases")) {
+    const std::string name = cs.at("name").get<std::string>();
     CAPTURE(name);
-    const auto ids = ids_of(*cs.find("ids"));
+    const auto ids = ids_of(cs.at("ids"));
     const int64_t L = int64_t(ids.size()), V = c.vocab_size, H = c.n_head, NL = c.n_layer;
-    auto ref_logits = read_f32(kData + "/" + cs.find("logits")->find("file")->as_string(), size_t(L * V));
-    auto ref_atts = read_f32(kData + "/" + cs.find("attentions")->find("file")->as_string(), size_t(NL * H * L * L));
+    auto ref_logits = read_f32(kData + "/" + cs.at("logits").at("file").get<std::string>(), size_t(L * V));
+    auto ref_atts = read_f32(kData + "/" + cs.at("attentions").at("file").get<std::string>(), size_t(NL * H * L * L));
 
     std::vector<float> logits_1t;
     for (int threads : {1, 3}) {
@@ -103,7 +99,7 @@ void check_reference(const std::string& manifest_name, float* worst_logits, floa
       CHECK(ea <= 1e-5f);
       *worst_logits = std::max(*worst_logits, el);
       *worst_atts = std::max(*worst_atts, ea);
-      CHECK(argmax(logits.data() + (L - 1) * V, V) == cs.find("last_logits_argmax")->as_integer());
+      CHECK(argmax(logits.data() + (L - 1) * V, V) == cs.at("last_logits_argmax").get<int64_t>());
 
       // without attentions requested the logits are the same
       std::vector<float> logits2(size_t(L * V));
@@ -116,9 +112,10 @@ void check_reference(const std::string& manifest_name, float* worst_logits, floa
     model.set_threads(1);
 
     // greedy continuation through the KV cache matches PyTorch's (where its steps are not near-ties)
-    if (const json::Value* g = cs.find("greedy")) {
-      const auto want = ids_of(*g->find("new_ids"));
-      const double min_margin = g->find("min_margin")->as_number();
+    if (cs.contains("greedy")) {
+      const auto& g = cs.at("greedy");
+      const auto want = ids_of(g.at("new_ids"));
+      const double min_margin = g.at("min_margin").get<double>();
       const int64_t n_new = int64_t(want.size());
       if (L + n_new <= c.n_positions && min_margin > 1e-3) {
         auto got = generate(model, ids, n_new, {0.0f, 0}, 0, true);
@@ -146,18 +143,22 @@ TEST_CASE("gpt2: config.json parsing and validation") {
   CHECK(c2.n_positions == 8);
   CHECK(c2.inner() == 10);
 
-  auto err = [](const std::string& text) { return error_of<std::invalid_argument>([&] { GPT2Config::from_json(text); }); };
+  auto err = [](const std::string& text) {
+    return error_of<std::invalid_argument>([&] { GPT2Config::from_json(text); });
+  };
   CHECK(contains(err(R"({"n_head":1,"n_embd":4,"n_positions":8,"vocab_size":3})"), "lacks \"n_layer\""));
   CHECK(contains(err(R"({"n_layer":1,"n_head":3,"n_embd":4,"n_positions":8,"vocab_size":3})"),
                  "n_embd (4) must be divisible by n_head (3)"));
-  CHECK(contains(err(R"({"n_layer":0,"n_head":1,"n_embd":4,"n_positions":8,"vocab_size":3})"), "\"n_layer\" must be in [1,"));
+  CHECK(contains(err(R"({"n_layer":0,"n_head":1,"n_embd":4,"n_positions":8,"vocab_size":3})"),
+                 "\"n_layer\" must be in [1,"));
   CHECK(contains(err(R"({"n_layer":1.5,"n_head":1,"n_embd":4,"n_positions":8,"vocab_size":3})"),
                  "\"n_layer\" must be an integer"));
   CHECK(contains(err(R"({"n_layer":1,"n_head":1,"n_embd":4,"vocab_size":3})"), "lacks \"n_positions\""));
   CHECK(contains(err(R"({"model_type":"llama","n_layer":1,"n_head":1,"n_embd":4,"n_positions":8,"vocab_size":3})"),
                  "model_type must be \"gpt2\", got \"llama\""));
-  CHECK(contains(err(R"({"activation_function":"relu","n_layer":1,"n_head":1,"n_embd":4,"n_positions":8,"vocab_size":3})"),
-                 "activation_function must be \"gelu_new\""));
+  CHECK(contains(
+      err(R"({"activation_function":"relu","n_layer":1,"n_head":1,"n_embd":4,"n_positions":8,"vocab_size":3})"),
+      "activation_function must be \"gelu_new\""));
   CHECK(contains(err(R"({"n_layer":1,"n_head":1,"n_embd":4,"n_positions":8,"vocab_size":3,"layer_norm_epsilon":-1})"),
                  "layer_norm_epsilon"));
   CHECK(contains(err("{\"n_layer\":1,"), "config.json is not valid JSON"));
@@ -232,8 +233,8 @@ TEST_CASE("gpt2: session steps give the same logits and attention rows as the fu
   for (int64_t l = 0; l < NL; ++l) {
     for (int64_t h = 0; h < H; ++h) {
       for (int64_t i = 0; i < P; ++i) {
-        CHECK(max_abs_err(patt.data() + ((l * H + h) * P + i) * P, atts.data() + ((l * H + h) * L + i) * L, size_t(P)) <=
-              1e-6f);
+        CHECK(max_abs_err(patt.data() + ((l * H + h) * P + i) * P, atts.data() + ((l * H + h) * L + i) * L,
+                          size_t(P)) <= 1e-6f);
       }
     }
   }
@@ -257,15 +258,18 @@ TEST_CASE("gpt2: session steps give the same logits and attention rows as the fu
   CHECK(s.position() == tc.n_positions);
   std::vector<int32_t> too_long(size_t(tc.n_positions + 1), 1);
   std::vector<float> big(too_long.size() * size_t(V));
-  CHECK(contains(error_of<std::length_error>([&] { model.forward(too_long.data(), int64_t(too_long.size()), big.data()); }),
-                 "41 positions (0 already + 41 new) exceed n_positions = 40"));
+  CHECK(contains(
+      error_of<std::length_error>([&] { model.forward(too_long.data(), int64_t(too_long.size()), big.data()); }),
+      "41 positions (0 already + 41 new) exceed n_positions = 40"));
   CHECK(contains(error_of<std::invalid_argument>([&] {
                    int32_t bad = int32_t(V);
                    model.forward(&bad, 1, big.data());
                  }),
                  "ids[0] = 64 is out of range [0, 64)"));
   CHECK(contains(error_of<std::invalid_argument>([&] { model.forward(ids.data(), 0, big.data()); }), "ids is empty"));
-  CHECK(contains(error_of<std::length_error>([&] { generate(model, ids, 21, {0.0f, 0}, 0, true); }),
+  CHECK(contains(error_of<std::length_error>([&] {
+                   generate(model, ids, 21, {0.0f, 0}, 0, true);
+                 }),
                  "prompt (20) + n_new (21) exceed n_positions = 40"));
 }
 
@@ -372,15 +376,18 @@ TEST_CASE("gpt2: damaged checkpoints each give their error") {
   SUBCASE("shape not matching the config") {
     TinyConfig wider = tc;
     wider.n_embd = 32;
-    CHECK(contains(load(tensors, wider.json()), "GPT2: tensor \"wte.weight\" has shape [50, 16], but the config needs [50, 32]"));
+    CHECK(contains(load(tensors, wider.json()),
+                   "GPT2: tensor \"wte.weight\" has shape [50, 16], but the config needs [50, 32]"));
     TinyConfig longer = tc;
     longer.n_positions = 64;
-    CHECK(contains(load(tensors, longer.json()), "tensor \"wpe.weight\" has shape [32, 16], but the config needs [64, 16]"));
+    CHECK(contains(load(tensors, longer.json()),
+                   "tensor \"wpe.weight\" has shape [32, 16], but the config needs [64, 16]"));
     auto ts = tensors;
     for (auto& t : ts) {
       if (t.name == "h.0.attn.c_attn.weight") t.shape = {48, 16};  // nn.Linear layout: transposed
     }
-    CHECK(contains(load(ts, tc.json()), "tensor \"h.0.attn.c_attn.weight\" has shape [48, 16], but the config needs [16, 48]"));
+    CHECK(contains(load(ts, tc.json()),
+                   "tensor \"h.0.attn.c_attn.weight\" has shape [48, 16], but the config needs [16, 48]"));
     TinyConfig deeper = tc;
     deeper.n_layer = 3;
     CHECK(contains(load(tensors, deeper.json()), "missing tensor \"h.2.ln_1.weight\""));

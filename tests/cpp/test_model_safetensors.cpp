@@ -1,7 +1,8 @@
-// The strict JSON parser and the safetensors reader: good files read back exactly, every
+// The strict JSON parser (over nlohmann-json) and the safetensors reader: good files read back exactly, every
 // kind of damage gives its own error.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -39,50 +40,78 @@ std::vector<uint8_t> zeros(size_t n) { return std::vector<uint8_t>(n, 0); }
 TEST_CASE("json: values") {
   auto v = json::parse(R"( {"a": [1, -2, 3.5e2, true, false, null], "s": "x\u00e9\ud83d\ude00\n\"", "o": {}} )");
   REQUIRE(v.is_object());
-  const auto& a = v.find("a")->as_array();
+  const auto& a = v.at("a");
   REQUIRE(a.size() == 6);
-  CHECK(a[0].as_integer() == 1);
-  CHECK(a[1].as_integer() == -2);
-  CHECK(!a[2].is_integer());
-  CHECK(a[2].as_number() == 350.0);
-  CHECK(a[3].as_bool());
-  CHECK(!a[4].as_bool());
+  CHECK(json::to_int64(a[0]) == 1);
+  CHECK(json::to_int64(a[1]) == -2);
+  CHECK(!json::to_int64(a[2]));  // an exponent: a double
+  CHECK(a[2].get<double>() == 350.0);
+  CHECK(a[3] == true);
+  CHECK(a[4] == false);
   CHECK(a[5].is_null());
-  CHECK(v.find("s")->as_string() == "x\xc3\xa9\xf0\x9f\x98\x80\n\"");
-  CHECK(v.find("o")->as_object().empty());
-  CHECK(v.find("missing") == nullptr);
-  CHECK(json::parse("-0").as_integer() == 0);
-  CHECK(json::parse("9223372036854775807").as_integer() == INT64_MAX);
-  CHECK(json::parse("-9223372036854775808").as_integer() == INT64_MIN);
-  CHECK(!json::parse("9223372036854775808").is_integer());  // too large: a double
-  CHECK(json::parse("\"\xe2\x82\xac\"").as_string() == "\xe2\x82\xac");
+  CHECK(v.at("s").get<std::string>() == "x\xc3\xa9\xf0\x9f\x98\x80\n\"");
+  CHECK(v.at("o").empty());
+  CHECK(!v.contains("missing"));
+  CHECK(json::to_int64(json::parse("-0")) == 0);
+  CHECK(json::to_int64(json::parse("9223372036854775807")) == INT64_MAX);
+  CHECK(json::to_int64(json::parse("-9223372036854775808")) == INT64_MIN);
+  CHECK(!json::to_int64(json::parse("9223372036854775808")));  // fits uint64, not int64
+  CHECK(!json::to_int64(json::parse("1e3")));
+  CHECK(!json::to_int64(json::parse("\"1\"")));
+  CHECK(json::parse("\"\xe2\x82\xac\"").get<std::string>() == "\xe2\x82\xac");
+  std::string deep64 = std::string(64, '[') + std::string(64, ']');
+  CHECK(json::parse(deep64).is_array());
 }
 
 TEST_CASE("json: strictness") {
+  // clang-format off
   const char* bad[] = {
       "",        "{",         "[1,]",       "{\"a\":1,}", "01",          "1.",     ".5",       "1e",
       "+1",      "NaN",       "Infinity",   "tru",        "nul",         "'a'",    "\"a",      "\"\\x\"",
       "\"\\u12\"", "\"\\ud800\"", "\"\\udc00\"", "\"\t\"",  "{\"a\" 1}",   "{1:2}",  "[1 2]",    "1 2",
       "{\"a\":1,\"a\":2}", "\"\xff\"", "\"\xc0\x80\"", "\"\xed\xa0\x80\"", "\"\xe2\x82\"", "/* */ 1", "1e999",
+      "[-]",     "1 // c",    "[1]]",       "{\"a\":{\"b\":1,\"b\":1}}",
   };
+  // clang-format on
   for (const char* text : bad) {
     CAPTURE(text);
     CHECK_THROWS_AS(json::parse(text), std::invalid_argument);
   }
+  // what and where: syntax errors by byte offset, duplicates and nesting by JSON pointer
+  CHECK(contains(error_of([&] { json::parse("[1,]"); }), "at byte 3"));
+  CHECK(contains(error_of([&] { json::parse("{\"a\":1,\"a\":2}"); }), "at /a: duplicate key \"a\""));
+  CHECK(contains(error_of([&] { json::parse(R"({"x": [0, {"a/b": 1, "a/b": 2}]})"); }),
+                 "at /x/1/a~1b: duplicate key \"a/b\""));
   std::string deep(100, '[');
   deep += std::string(100, ']');
-  CHECK(contains(error_of([&] { json::parse(deep); }), "nesting deeper than 64"));
-  CHECK(contains(error_of([&] { json::parse("{\"a\":1,\"a\":2}"); }), "duplicate key \"a\""));
-  CHECK(contains(error_of([&] { json::parse("[1,]"); }), "at byte 3"));
-  CHECK(contains(error_of([&] { json::parse("1").as_string("config.json: x"); }), "config.json: x: expected a string"));
+  const std::string deep_error = error_of([&] { json::parse(deep); });
+  CHECK(contains(deep_error, "json: at /0/0/"));
+  CHECK(contains(deep_error, ": nesting deeper than 64"));
+  CHECK(std::count(deep_error.begin(), deep_error.end(), '/') == 64);  // the 65th array's pointer
+  CHECK(contains(error_of([&] { json::parse("1e999"); }), "number overflow parsing '1e999'"));
+  CHECK(contains(error_of([&] { json::parse("[\"\x01\"]"); }),
+                 "json: at byte 2: syntax error while parsing value - invalid string: "
+                 "control character U+0001 (SOH) must be escaped"));
+  // invalid UTF-8 is named, and the message itself stays printable ASCII
+  const std::string utf8_error = error_of([&] { json::parse("[\"ab\xff\"]"); });
+  CHECK(contains(utf8_error, "ill-formed UTF-8 byte"));
+  CHECK(contains(utf8_error, "\\xff"));
+  CHECK(utf8_error.find('\xff') == std::string::npos);
+  // nlohmann would stop at a NUL byte and accept what came before it
+  CHECK(contains(error_of([&] { json::parse(std::string("{}\0{", 4)); }), "at byte 2: NUL byte"));
+  CHECK(contains(error_of([&] { json::parse(std::string("\"a\0\"", 4)); }), "at byte 2: NUL byte"));
+  // a long broken token is quoted only in part
+  const std::string long_error = error_of([&] { json::parse("\"" + std::string(100000, 'x')); });
+  CHECK(contains(long_error, "..."));
+  CHECK(long_error.size() < 400);
 }
 
 TEST_CASE("safetensors: F32, F16 and BF16 read back") {
   std::vector<float> f32 = {1.0f, -2.5f, 3.25f, 0.0f, 1e-30f, -INFINITY};
   // F16: 1, -2, 65504 (max), 2^-24 (smallest subnormal), 2^-14 (smallest normal), inf, -0, 0.5 + subnormal
   std::vector<uint16_t> f16 = {0x3C00, 0xC000, 0x7BFF, 0x0001, 0x0400, 0x7C00, 0x8000, 0x03FF};
-  std::vector<float> f16_want = {1.0f, -2.0f, 65504.0f, std::ldexp(1.0f, -24), std::ldexp(1.0f, -14), INFINITY, -0.0f,
-                                 std::ldexp(1023.0f, -24)};
+  std::vector<float> f16_want = {
+      1.0f, -2.0f, 65504.0f, std::ldexp(1.0f, -24), std::ldexp(1.0f, -14), INFINITY, -0.0f, std::ldexp(1023.0f, -24)};
   // BF16: the top half of float32
   std::vector<uint16_t> bf16 = {0x3F80, 0xC020, 0x7F80, 0x0001};
   std::vector<float> bf16_want = {1.0f, -2.5f, INFINITY, std::ldexp(1.0f, -133)};
@@ -121,7 +150,8 @@ TEST_CASE("safetensors: F32, F16 and BF16 read back") {
   CHECK(file.to_f32(*file.find("c.bf16")) == bf16_want);
   CHECK(file.to_f32(*file.find("e.scalar")) == std::vector<float>{7.0f});
   CHECK(file.to_f32(*file.find("f.empty")).empty());
-  CHECK(contains(error_of([&] { file.to_f32(*file.find("d.i64")); }), "tensor \"d.i64\": dtype I64 cannot be converted"));
+  CHECK(
+      contains(error_of([&] { file.to_f32(*file.find("d.i64")); }), "tensor \"d.i64\": dtype I64 cannot be converted"));
   CHECK(file.find("nope") == nullptr);
 
   // a header with no tensors at all is fine
@@ -196,7 +226,8 @@ TEST_CASE("safetensors: damaged files each give their error") {
     CHECK(contains(st_error(raw_safetensors(h, zeros(8))),
                    "tensor \"w\": dtype F16 and shape [2, 3] need 12 bytes, but data_offsets [0, 8] hold 8"));
     std::string ovf = R"({"w":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,8]}})";
-    CHECK(contains(st_error(raw_safetensors(ovf, zeros(8))), "tensor \"w\": shape [4294967296, 4294967296] is too large"));
+    CHECK(contains(st_error(raw_safetensors(ovf, zeros(8))),
+                   "tensor \"w\": shape [4294967296, 4294967296] is too large"));
     std::string negdim = R"({"w":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})";
     CHECK(contains(st_error(raw_safetensors(negdim, zeros(8))), "shape[0] must be a non-negative integer, got -2"));
     std::string frac = R"({"w":{"dtype":"F32","shape":[2.5],"data_offsets":[0,8]}})";
@@ -207,7 +238,8 @@ TEST_CASE("safetensors: damaged files each give their error") {
     CHECK(contains(st_error(raw_safetensors(missing, zeros(8))), "tensor \"w\": missing \"data_offsets\""));
     std::string extra = R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8],"x":1}})";
     CHECK(contains(st_error(raw_safetensors(extra, zeros(8))), "tensor \"w\": unknown key \"x\""));
-    std::string dup = R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"w":{"dtype":"F32","shape":[0],"data_offsets":[8,8]}})";
+    std::string dup =
+        R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"w":{"dtype":"F32","shape":[0],"data_offsets":[8,8]}})";
     CHECK(contains(st_error(raw_safetensors(dup, zeros(8))), "duplicate key \"w\""));
     std::string meta = R"({"__metadata__":{"a":1}})";
     CHECK(contains(st_error(raw_safetensors(meta, {})), "__metadata__[\"a\"] must be a string"));

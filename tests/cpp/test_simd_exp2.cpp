@@ -62,7 +62,7 @@ TEST_CASE("exp2: relative error below 2.5e-7 from 2^-125 to 2^64, on batches and
 }
 
 TEST_CASE("exp2: the values the online softmax relies on") {
-  CHECK(simd::exp2(0.0f) == 1.0f);  // a score equal to the running max weighs exactly 1
+  CHECK(simd::exp2(0.0f) == 1.0f);   // a score equal to the running max weighs exactly 1
   CHECK(simd::exp2(-kInf) == 0.0f);  // masked keys weigh exactly 0, never NaN
   CHECK(simd::exp2(-127.0f) == 0.0f);
   CHECK(simd::exp2(-1000.0f) == 0.0f);

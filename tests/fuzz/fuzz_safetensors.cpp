@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 
 #include "model/gpt2.hpp"
@@ -30,12 +31,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   }
   if (total != size - file.data_offset()) std::abort();  // tensors tile the data region
-  // The GPT-2 weight reader over it, with a tiny fixed config.
+  // The GPT-2 weight loader over it, with a tiny fixed config: in place and converted.
   qkv::GPT2Config config;
   config.n_layer = 1, config.n_head = 1, config.n_embd = 2, config.n_positions = 2, config.vocab_size = 3;
-  try {
-    qkv::GPT2Weights::from_safetensors(config, file);
-  } catch (const std::invalid_argument&) {
+  for (qkv::WeightFormat format : {qkv::WeightFormat::Auto, qkv::WeightFormat::F16, qkv::WeightFormat::Int8}) {
+    qkv::MallocBytes copy(static_cast<uint8_t*>(std::malloc(size ? size : 1)));
+    if (!copy) std::abort();
+    std::memcpy(copy.get(), data, size);
+    try {
+      qkv::GPT2WeightStore::load(config, std::move(copy), size, format);
+    } catch (const std::invalid_argument&) {
+    }
   }
   return 0;
 }

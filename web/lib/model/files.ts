@@ -1,9 +1,13 @@
 /**
  * Reading a model's files: a folder by URL (fetch) or, in Node, by path (fs), or files given
- * as data; and config.json parsed. What is inside the weights is the wasm loader's to check.
+ * as data; and config.json parsed. The small files are read whole; model.safetensors is
+ * handed on as a stream of chunks (fetch's body, a Node read stream, Blob.stream()) for the
+ * loader to copy straight into wasm memory. What is inside the weights is the wasm loader's
+ * to check.
  */
 import { describe } from '../errors.js';
 import { dynamicImport, isNode } from '../platform.js';
+import { readTokenizerFiles, type TokenizerFiles } from './tokenizers/from-files.js';
 
 /** config.json of a GPT-2-family model (Hugging Face keys); other keys are kept as they are. */
 export interface GPT2Config {
@@ -21,58 +25,131 @@ export interface GPT2Config {
 export interface ModelFiles {
   /** config.json: the parsed object or its text. */
   config: GPT2Config | string;
-  /** model.safetensors' bytes. */
-  weights: ArrayBuffer | ArrayBufferView;
+  /** model.safetensors' bytes, or a Blob / File holding them (read as a stream). */
+  weights: ArrayBuffer | ArrayBufferView | Blob;
   /** vocab.json (object or text), with merges: a GPT-2 BPE tokenizer. Without: byte-level (vocab 256). */
   vocab?: Record<string, number> | string;
   /** merges.txt's text. */
   merges?: string;
+  /** tokenizer.json (object or text): a Hugging Face tokenizer (BPE or WordPiece). */
+  tokenizer?: object | string;
+  /** tokenizer_config.json (object or text), beside tokenizer or vocabTxt. */
+  tokenizerConfig?: object | string;
+  /** vocab.txt's text: a BERT WordPiece tokenizer. */
+  vocabTxt?: string;
 }
 
 /** Where a model is: a folder (URL, or a path in Node) holding its files, or the files themselves. */
 export type ModelSource = string | URL | ModelFiles;
 
-/** The files of one model, read. */
-export interface RawFiles {
-  configText: string;
-  weights: Uint8Array;
-  vocabText?: string;
-  merges?: string;
+/** A file's bytes, to be read once, chunk by chunk. */
+export interface ByteStream {
+  /** Its size when known before reading (a file's size, Content-Length of an unencoded response). */
+  total: number | undefined;
+  chunks: AsyncIterable<Uint8Array>;
+  /** Where it comes from, for messages. */
   where: string;
 }
 
-/** Reads `name` in `base` (a folder URL or path); null when absent and optional. */
-type Reader = (name: string, optional: boolean) => Promise<Uint8Array | null>;
+/** The files of one model, read (the weights as a stream). */
+export interface RawFiles {
+  configText: string;
+  weights: ByteStream;
+  /** The tokenizer files found (none for a byte-level model). */
+  tokenizer: TokenizerFiles;
+  where: string;
+}
 
-async function nodeReader(dir: string): Promise<Reader> {
-  const [{ readFile }, path] = await Promise.all([dynamicImport('node:fs/promises'), dynamicImport('node:path')]);
+/** Opens `name` in a folder (URL or path) as a stream; null when absent and optional. */
+type Opener = (name: string, optional: boolean) => Promise<ByteStream | null>;
+
+/** The chunks of a web ReadableStream (not every browser makes it async-iterable). */
+async function* readerChunks(stream: ReadableStream<Uint8Array>): AsyncGenerator<Uint8Array> {
+  const reader = stream.getReader();
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return;
+      yield value;
+    }
+  } finally {
+    await reader.cancel().catch(() => {});  // stops the download when the consumer stops early
+  }
+}
+
+async function nodeOpener(dir: string, signal: AbortSignal | undefined): Promise<Opener> {
+  const [fs, fsp, path] = await Promise.all([dynamicImport('node:fs'), dynamicImport('node:fs/promises'), dynamicImport('node:path')]);
   return async (name, optional) => {
     const file = path.join(dir, name);
+    let size: number;
     try {
-      const b: Uint8Array = await readFile(file);
-      return new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
+      size = (await fsp.stat(file)).size;
     } catch (e) {
       if (optional && (e as { code?: string }).code === 'ENOENT') return null;
       throw new Error(`loadModel: cannot read ${file}: ${(e as Error).message}`);
     }
+    async function* chunks(): AsyncGenerator<Uint8Array> {
+      const stream = fs.createReadStream(file, { highWaterMark: 1 << 20, signal });  // opened when read
+      try {
+        for await (const b of stream as AsyncIterable<Uint8Array>) yield b;
+      } catch (e) {
+        if (signal?.aborted) throw signal.reason;
+        throw new Error(`loadModel: cannot read ${file}: ${(e as Error).message}`);
+      } finally {
+        stream.destroy();
+      }
+    }
+    return { total: size, chunks: chunks(), where: file };
   };
 }
 
-function fetchReader(base: URL): Reader {
+function fetchOpener(base: URL, signal: AbortSignal | undefined): Opener {
   return async (name, optional) => {
     const url = new URL(name, base);
     let res: Response;
     try {
-      res = await fetch(url);
+      res = await fetch(url, { signal });
     } catch (e) {
+      if (signal?.aborted) throw signal.reason;
       throw new Error(`loadModel: cannot fetch ${url.href}: ${(e as Error).message}`);
     }
     if (!res.ok) {
       if (optional && res.status === 404) return null;
       throw new Error(`loadModel: fetching ${url.href} failed: HTTP ${res.status} ${res.statusText}`);
     }
-    return new Uint8Array(await res.arrayBuffer());
+    // Content-Length counts the bytes on the wire: the file's size only without Content-Encoding
+    const length = Number(res.headers.get('content-length') ?? NaN);
+    const encoding = (res.headers.get('content-encoding') ?? 'identity').toLowerCase();
+    const total = Number.isSafeInteger(length) && length >= 0 && encoding === 'identity' ? length : undefined;
+    if (!res.body) return { total: 0, chunks: (async function* () {})(), where: url.href };
+    const body = res.body;
+    async function* chunks(): AsyncGenerator<Uint8Array> {
+      try {
+        yield* readerChunks(body);
+      } catch (e) {
+        if (signal?.aborted) throw signal.reason;
+        throw new Error(`loadModel: reading ${url.href} failed: ${(e as Error).message}`);
+      }
+    }
+    return { total, chunks: chunks(), where: url.href };
   };
+}
+
+/** All of a (small) stream's bytes. */
+export async function readAll(s: ByteStream): Promise<Uint8Array> {
+  const parts: Uint8Array[] = [];
+  let n = 0;
+  for await (const c of s.chunks) {
+    parts.push(c);
+    n += c.byteLength;
+  }
+  const out = new Uint8Array(n);
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.byteLength;
+  }
+  return out;
 }
 
 function folderUrl(s: string | URL): URL {
@@ -82,35 +159,37 @@ function folderUrl(s: string | URL): URL {
   return base ? new URL(withSlash, base) : new URL(withSlash);
 }
 
-export async function readFolder(source: string | URL): Promise<RawFiles> {
-  let read: Reader;
+/**
+ * Reads a folder's config.json and tokenizer files, and opens its model.safetensors as a
+ * stream (not read yet). `signal` aborts the reads.
+ */
+export async function readFolder(source: string | URL, signal?: AbortSignal): Promise<RawFiles> {
+  let open: Opener;
   let where: string;
   const isFileUrl = source instanceof URL ? source.protocol === 'file:' : /^file:/i.test(source);
   const isHttp = source instanceof URL ? /^https?:$/.test(source.protocol) : /^https?:\/\//i.test(source);
   if (isNode && !isHttp) {
     const { fileURLToPath } = await dynamicImport('node:url');
     const dir = isFileUrl ? fileURLToPath(source) : String(source);
-    read = await nodeReader(dir);
+    open = await nodeOpener(dir, signal);
     where = dir;
   } else {
     const base = folderUrl(source);
-    read = fetchReader(base);
+    open = fetchOpener(base, signal);
     where = base.href;
   }
-  const text = (b: Uint8Array) => new TextDecoder('utf-8').decode(b);
-  const configText = text((await read('config.json', false))!);
+  const read = async (name: string, optional: boolean) => {
+    const s = await open(name, optional);
+    return s ? readAll(s) : null;
+  };
+  const configText = new TextDecoder('utf-8').decode((await read('config.json', false))!);
   const config = parseConfig(configText, `${where}/config.json`);
-  const weights = (await read('model.safetensors', false))!;
   // A byte-level model (the tiny one) needs no tokenizer files: don't ask for them.
   const byteLevel = config.vocab_size === 256 && !(config.qkv && (config.qkv as { tokenizer?: string }).tokenizer === 'bpe');
-  let vocabText: string | undefined;
-  let merges: string | undefined;
-  if (!byteLevel) {
-    const [v, m] = await Promise.all([read('vocab.json', true), read('merges.txt', true)]);
-    if (v) vocabText = text(v);
-    if (m) merges = text(m);
-  }
-  return { configText, weights, vocabText, merges, where };
+  const tokenizer = byteLevel ? {} : await readTokenizerFiles((name) => read(name, true), config.model_type);
+  // the big one last: its errors (a missing file) come after the small files', and the loader reads it
+  const weights = (await open('model.safetensors', false))!;
+  return { configText, weights, tokenizer, where };
 }
 
 export function parseConfig(text: string, where: string): GPT2Config {
@@ -129,8 +208,8 @@ export function parseConfig(text: string, where: string): GPT2Config {
 export function filesFromObject(files: ModelFiles): RawFiles {
   const keys = Object.keys(files);
   for (const k of keys) {
-    if (!['config', 'weights', 'vocab', 'merges'].includes(k)) {
-      throw new TypeError(`loadModel: unknown key '${k}' in source (expected config, weights, vocab?, merges?)`);
+    if (!['config', 'weights', 'vocab', 'merges', 'tokenizer', 'tokenizerConfig', 'vocabTxt'].includes(k)) {
+      throw new TypeError(`loadModel: unknown key '${k}' in source (expected config, weights, vocab?, merges?, tokenizer?, tokenizerConfig?, vocabTxt?)`);
     }
   }
   let configText: string;
@@ -138,21 +217,36 @@ export function filesFromObject(files: ModelFiles): RawFiles {
   else if (files.config && typeof files.config === 'object') configText = JSON.stringify(files.config);
   else throw new TypeError(`loadModel: source.config must be the config.json object or text, got ${describe(files.config)}`);
   parseConfig(configText, 'source.config'); // a damaged config.json is reported before anything else
-  let weights: Uint8Array;
-  if (files.weights instanceof ArrayBuffer) weights = new Uint8Array(files.weights);
+  let weights: ByteStream;
+  const one = (b: Uint8Array): ByteStream => ({ total: b.byteLength, chunks: (async function* () { yield b; })(), where: 'source.weights' });
+  if (files.weights instanceof ArrayBuffer) weights = one(new Uint8Array(files.weights));
   else if (ArrayBuffer.isView(files.weights)) {
-    weights = new Uint8Array(files.weights.buffer, files.weights.byteOffset, files.weights.byteLength);
+    weights = one(new Uint8Array(files.weights.buffer, files.weights.byteOffset, files.weights.byteLength));
+  } else if (typeof Blob !== 'undefined' && files.weights instanceof Blob) {
+    weights = { total: files.weights.size, chunks: readerChunks(files.weights.stream()), where: 'source.weights' };
   } else {
-    throw new TypeError(`loadModel: source.weights must be an ArrayBuffer (model.safetensors' bytes), got ${describe(files.weights)}`);
+    throw new TypeError(`loadModel: source.weights must be an ArrayBuffer or a Blob (model.safetensors' bytes), got ${describe(files.weights)}`);
   }
-  let vocabText: string | undefined;
-  if (files.vocab !== undefined) {
-    if (typeof files.vocab === 'string') vocabText = files.vocab;
-    else if (files.vocab && typeof files.vocab === 'object') vocabText = JSON.stringify(files.vocab);
-    else throw new TypeError(`loadModel: source.vocab must be vocab.json's object or text, got ${describe(files.vocab)}`);
-  }
-  if (files.merges !== undefined && typeof files.merges !== 'string') {
-    throw new TypeError(`loadModel: source.merges must be merges.txt's text, got ${describe(files.merges)}`);
-  }
-  return { configText, weights, vocabText, merges: files.merges, where: 'source' };
+  return { configText, weights, tokenizer: tokenizerFilesFromObject(files), where: 'source' };
+}
+
+/** The tokenizer files of a `{ vocab?, merges?, tokenizer?, tokenizerConfig?, vocabTxt? }` source, type-checked. */
+function tokenizerFilesFromObject(files: ModelFiles): TokenizerFiles {
+  const jsonFile = (v: unknown, key: string, file: string) => {
+    if (v === undefined || typeof v === 'string' || (v !== null && typeof v === 'object')) return v as object | string | undefined;
+    throw new TypeError(`loadModel: source.${key} must be ${file}'s object or text, got ${describe(v)}`);
+  };
+  const textFile = (v: unknown, key: string, file: string) => {
+    if (v === undefined || typeof v === 'string') return v;
+    throw new TypeError(`loadModel: source.${key} must be ${file}'s text, got ${describe(v)}`);
+  };
+  const out: TokenizerFiles = {
+    vocabJson: jsonFile(files.vocab, 'vocab', 'vocab.json'),
+    merges: textFile(files.merges, 'merges', 'merges.txt'),
+    tokenizerJson: jsonFile(files.tokenizer, 'tokenizer', 'tokenizer.json'),
+    tokenizerConfig: jsonFile(files.tokenizerConfig, 'tokenizerConfig', 'tokenizer_config.json'),
+    vocabTxt: textFile(files.vocabTxt, 'vocabTxt', 'vocab.txt'),
+  };
+  for (const k of Object.keys(out) as (keyof TokenizerFiles)[]) if (out[k] === undefined) delete out[k];
+  return out;
 }

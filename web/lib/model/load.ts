@@ -1,76 +1,242 @@
 /**
- * `loadModel(source)`: reads a Hugging Face GPT-2-layout checkpoint (config.json +
- * model.safetensors [+ vocab.json + merges.txt]) into the wasm module and returns the model.
+ * `loadModel(source, options)`: reads a Hugging Face checkpoint (config.json + model.safetensors
+ * [+ tokenizer files]) into the wasm module and returns the model its config.json's model_type
+ * names: GPT2Model for gpt2 (or no model_type), LlamaModel for llama, mistral, qwen2,
+ * EncoderModel for bert, distilbert, Seq2SeqModel for bart.
+ * model.safetensors streams straight into one wasm buffer, which the model then owns (its
+ * tensors are read there in place, or converted and the buffer freed): no second copy in JS.
  */
-import { describe } from '../errors.js';
-import { HeapScope, heapU8, wasmError } from '../wasm/heap.js';
+import { describe, fmtBytes } from '../errors.js';
+import { checkOptions } from '../validate.js';
+import { MAX_HEAP_BYTES, heapU8, wasmError } from '../wasm/heap.js';
 import { loadModule } from '../wasm/loader.js';
-import { filesFromObject, parseConfig, readFolder, type GPT2Config, type ModelSource, type RawFiles } from './files.js';
-import { GPT2Model, modelModule, type WasmGPT2 } from './gpt2.js';
-import { BpeTokenizer, ByteTokenizer, type Tokenizer } from './tokenizer.js';
+import type { QkvModule } from '../wasm/module.js';
+import { EncoderModel, encoderModule, type EncoderConfig, type WasmEncoder } from './encoder.js';
+import {
+  filesFromObject, parseConfig, readAll, readFolder,
+  type ByteStream, type GPT2Config, type ModelSource, type RawFiles,
+} from './files.js';
+import { modelModule, type ModelModule, type WasmDecoder } from './decoder.js';
+import { GPT2Model } from './gpt2.js';
+import { LLAMA_FAMILY, LlamaModel, type LlamaConfig } from './llama.js';
+import { Seq2SeqModel, seq2seqModule, type Seq2SeqConfig } from './seq2seq.js';
+import { ByteTokenizer, tokenizerFromFiles, type Tokenizer } from './tokenizer.js';
 
-/** The tokenizer the files describe: GPT-2 BPE (vocab.json + merges.txt) or byte-level (vocab 256). */
-function makeTokenizer(config: GPT2Config, raw: RawFiles): Tokenizer {
-  const hasVocab = raw.vocabText !== undefined;
-  const hasMerges = raw.merges !== undefined;
-  if (hasVocab !== hasMerges) {
-    throw new Error(`loadModel: ${raw.where}: a BPE tokenizer needs both vocab.json and merges.txt; only ${hasVocab ? 'vocab.json' : 'merges.txt'} was given`);
+/**
+ * The tokenizer the files describe (tokenizer.json, vocab.json + merges.txt, or vocab.txt:
+ * tokenizers/from-files.ts), or byte-level when there are none and the vocab is 256.
+ */
+function makeTokenizer(config: GPT2Config, raw: RawFiles, optional: boolean): Tokenizer | null {
+  let tok: Tokenizer | null;
+  try {
+    tok = tokenizerFromFiles(raw.tokenizer, { where: raw.where, modelType: config.model_type });
+  } catch (e) {
+    if (e instanceof Error) e.message = `loadModel: ${e.message}`;
+    throw e;
   }
-  if (hasVocab) {
-    let vocab: Record<string, number>;
-    try {
-      vocab = JSON.parse(raw.vocabText!);
-    } catch (e) {
-      throw new SyntaxError(`loadModel: ${raw.where}: vocab.json is not valid JSON: ${(e as Error).message}`);
-    }
-    const tok = new BpeTokenizer(vocab, raw.merges!);
+  if (tok) {
     if (tok.vocabSize > config.vocab_size) {
-      throw new RangeError(`loadModel: vocab.json has ${tok.vocabSize} tokens, more than the model's vocab_size ${config.vocab_size}`);
+      throw new RangeError(`loadModel: the tokenizer has ${tok.vocabSize} tokens, more than the model's vocab_size ${config.vocab_size}`);
     }
     return tok;
   }
+  if (optional) return null;
   if (config.vocab_size !== 256) {
     throw new Error(
       `loadModel: ${raw.where}: vocab_size is ${config.vocab_size}, so the model needs its tokenizer files ` +
-        '(vocab.json and merges.txt); only a vocab of 256 is byte-level',
+        '(tokenizer.json, vocab.json and merges.txt, or vocab.txt); only a vocab of 256 is byte-level',
     );
   }
   return new ByteTokenizer();
 }
 
+/** How the weights are held: as stored in the file, or converted on load. */
+export type WeightsOption = 'auto' | 'f32' | 'f16' | 'int8';
+
+/** Progress of a load: bytes of `file` read so far, of `total` (undefined when not known in advance). */
+export interface LoadProgress {
+  loaded: number;
+  total: number | undefined;
+  file: string;
+}
+
+export interface LoadOptions {
+  /**
+   * 'auto' (default): the matrices as the file stores them (F32, F16 or BF16; 16-bit weights
+   * stay 16-bit and are widened inside the kernels); 'f32' / 'f16': converted on load; 'int8':
+   * quantized on load to 8 bits per weight in blocks of 32 with a float scale (like ggml's
+   * q8_0): about a quarter of F32's memory and of the bytes read per generated token.
+   */
+  weights?: WeightsOption;
+  /** Called as model.safetensors arrives, after each chunk (file: 'model.safetensors'). */
+  onProgress?: (progress: LoadProgress) => void;
+  /** Aborts the download and the load (the promise rejects with signal.reason). */
+  signal?: AbortSignal;
+}
+
+const WEIGHTS: readonly WeightsOption[] = ['auto', 'f32', 'f16', 'int8'];
+
 /**
- * Loads a GPT-2-family model.
+ * Streams model.safetensors into a wasm buffer from modelFileAlloc; returns it and its size.
+ * The buffer is freed here on any error or abort (afterwards it is GPT2Model.create's).
+ */
+async function streamIntoWasm(
+  m: QkvModule, mm: ModelModule, s: ByteStream, name: string, options: LoadOptions,
+): Promise<{ ptr: number; size: number }> {
+  const fn = 'loadModel';
+  const progress = (loaded: number) => options.onProgress?.({ loaded, total: s.total, file: name });
+  const alloc = (bytes: number) => {
+    const ptr = bytes > MAX_HEAP_BYTES ? 0 : mm.modelFileAlloc(bytes) >>> 0;
+    if (!ptr) {
+      throw new RangeError(`${fn}: out of wasm memory for ${name} (${fmtBytes(bytes)}; the heap holds at most ${fmtBytes(MAX_HEAP_BYTES)})`);
+    }
+    return ptr;
+  };
+  if (s.total === undefined) {
+    // size unknown in advance (a compressed response): gather the chunks, then one copy in
+    const bytes = await readAll({ ...s, chunks: withProgress(s.chunks, progress, options.signal) });
+    const ptr = alloc(Math.max(1, bytes.byteLength));
+    heapU8(m).set(bytes, ptr);
+    return { ptr, size: bytes.byteLength };
+  }
+  const ptr = alloc(Math.max(1, s.total));
+  let loaded = 0;
+  try {
+    for await (const chunk of withProgress(s.chunks, () => {}, options.signal)) {
+      if (loaded + chunk.byteLength > s.total) {
+        throw new Error(`${fn}: ${s.where} holds more than the ${s.total} bytes announced`);
+      }
+      heapU8(m).set(chunk, ptr + loaded);
+      loaded += chunk.byteLength;
+      progress(loaded);
+    }
+  } catch (e) {
+    mm.modelFileFree(ptr);
+    throw e;
+  }
+  // fewer bytes than announced: a truncated file, which the safetensors reader names
+  return { ptr, size: loaded };
+}
+
+/** The chunks, checking the signal before each and reporting the running total. */
+async function* withProgress(
+  chunks: AsyncIterable<Uint8Array>, progress: (loaded: number) => void, signal: AbortSignal | undefined,
+): AsyncGenerator<Uint8Array> {
+  let loaded = 0;
+  for await (const c of chunks) {
+    signal?.throwIfAborted();
+    loaded += c.byteLength;
+    progress(loaded);
+    yield c;
+  }
+  signal?.throwIfAborted();
+}
+
+/**
+ * What loadModel returns, by config.json's model_type: GPT2Model (gpt2), LlamaModel (llama,
+ * mistral, qwen2), EncoderModel (bert, distilbert) or Seq2SeqModel (bart);
+ * `model.architecture` tells which.
+ */
+export type Model = GPT2Model | LlamaModel | EncoderModel | Seq2SeqModel;
+
+/**
+ * The encoder path of loadModel: model.safetensors streamed into a wasm buffer as for GPT-2;
+ * the encoder converts its tensors to one float32 buffer it keeps, and the file's buffer is
+ * freed here.
+ */
+async function loadEncoder(
+  m: QkvModule, raw: RawFiles, config: EncoderConfig, tokenizer: Tokenizer, opts: LoadOptions,
+): Promise<EncoderModel> {
+  const em = encoderModule(m);
+  const mm = modelModule(m);
+  const { ptr, size } = await streamIntoWasm(m, mm, raw.weights, 'model.safetensors', opts);
+  let handle: WasmEncoder | null;
+  try {
+    handle = em.EncoderModel.create(raw.configText, ptr, size);
+  } finally {
+    mm.modelFileFree(ptr);
+  }
+  if (!handle) throw wasmError('loadModel', em.encoderLastError());
+  return new EncoderModel(m, handle, Object.freeze({ ...config }) as EncoderConfig, tokenizer);
+}
+
+/**
+ * Loads a model: GPT-2 family; the Llama family (llama, mistral, qwen2); a BERT / DistilBERT encoder with its masked-LM head
+ * (config.json's model_type "bert" / "distilbert", tokenizer from vocab.txt or tokenizer.json);
+ * or (model_type "bart") an encoder-decoder.
  *
  * `source`: a folder holding config.json, model.safetensors and, for a BPE model, vocab.json
  * and merges.txt — as a URL (fetched; relative URLs resolve against the page) or, in Node,
- * a file path or file: URL — or the files themselves: `{ config, weights, vocab?, merges? }`.
+ * a file path or file: URL — or the files themselves: `{ config, weights, vocab?, merges? }`
+ * (weights: an ArrayBuffer, a typed array or a Blob / File).
+ * `options`: `weights` ('auto' | 'f32' | 'f16' | 'int8'), `onProgress`, `signal` ({@link LoadOptions}).
  * Every tensor is checked against the file and the config; damage is an Error naming the
  * tensor and the numbers.
  */
-export async function loadModel(source: ModelSource): Promise<GPT2Model> {
+export async function loadModel(source: ModelSource, options: LoadOptions = {}): Promise<Model> {
+  const fn = 'loadModel';
+  const opts = checkOptions(fn, options, ['weights', 'onProgress', 'signal']) as LoadOptions;
+  const weights = opts.weights ?? 'auto';
+  if (!WEIGHTS.includes(weights)) {
+    throw new TypeError(`${fn}: options.weights must be ${WEIGHTS.map((w) => `'${w}'`).join(', ')}, got ${describe(opts.weights)}`);
+  }
+  if (opts.onProgress !== undefined && typeof opts.onProgress !== 'function') {
+    throw new TypeError(`${fn}: options.onProgress must be a function, got ${describe(opts.onProgress)}`);
+  }
+  const signal = opts.signal;
+  if (signal !== undefined && !(typeof AbortSignal !== 'undefined' && signal instanceof AbortSignal)) {
+    throw new TypeError(`${fn}: options.signal must be an AbortSignal, got ${describe(signal)}`);
+  }
+  signal?.throwIfAborted();
   let raw: RawFiles;
   if (typeof source === 'string' || source instanceof URL) {
     if (source === '') throw new TypeError('loadModel: source is an empty string');
-    raw = await readFolder(source);
+    raw = await readFolder(source, signal);
   } else if (source && typeof source === 'object') {
     raw = filesFromObject(source);
   } else {
     throw new TypeError(`loadModel: source must be a folder URL/path or { config, weights, vocab?, merges? }, got ${describe(source)}`);
   }
   const config = parseConfig(raw.configText, raw.where === 'source' ? 'source.config' : `${raw.where}/config.json`);
-  const tokenizer = makeTokenizer(config, raw);
+  const modelType = config.model_type;
+  const llama = typeof modelType === 'string' && LLAMA_FAMILY.includes(modelType);
+  const encoder = modelType === 'bert' || modelType === 'distilbert';
+  const isSeq2Seq = modelType === 'bart';
+  if (modelType !== undefined && modelType !== 'gpt2' && !llama && !encoder && !isSeq2Seq) {
+    throw new Error(`${fn}: model_type ${describe(modelType)} is not supported (gpt2, ${LLAMA_FAMILY.join(', ')}, bert, distilbert, bart)`);
+  }
+  if ((encoder || isSeq2Seq) && weights !== 'auto' && weights !== 'f32') {
+    // encoders and the encoder-decoder convert their tensors to float32 on load
+    throw new TypeError(`${fn}: options.weights '${weights}' is not supported for model_type "${modelType}" (only 'auto' and 'f32')`);
+  }
+  // a Llama-family folder without tokenizer files loads with tokenizer null (ids in and out)
+  const tokenizer = makeTokenizer(config, raw, llama);
 
   const m = await loadModule();
+  signal?.throwIfAborted();
+  if (encoder) return loadEncoder(m, raw, config as unknown as EncoderConfig, tokenizer!, opts);
+  const sm = isSeq2Seq ? seq2seqModule(m) : null;
   const mm = modelModule(m);
-  const scope = new HeapScope(m, 'loadModel');
-  let handle: WasmGPT2 | null;
-  try {
-    const ptr = scope.alloc(raw.weights.byteLength, `model.safetensors (${raw.weights.byteLength} bytes)`);
-    heapU8(m).set(raw.weights, ptr);
-    handle = mm.GPT2Model.create(raw.configText, ptr, raw.weights.byteLength);
-  } finally {
-    scope.free();
+  if (llama && (!mm.LlamaModel || !mm.llamaLastError)) {
+    throw new Error(`${fn}: this build of the wasm module lacks the Llama bindings (wasm/bindings_llama.cpp)`);
   }
-  if (!handle) throw wasmError('loadModel', mm.modelLastError());
-  return new GPT2Model(m, handle, Object.freeze({ ...config }) as GPT2Config, tokenizer);
+  const { ptr, size } = await streamIntoWasm(m, mm, raw.weights, 'model.safetensors', opts);
+  if (sm) {
+    const handle = sm.Seq2SeqModel.create(raw.configText, ptr, size);  // takes the buffer (freed on error too)
+    if (!handle) throw wasmError(fn, sm.seq2seqLastError());
+    // the special ids as the C++ config resolved them (HF's defaults where config.json has none)
+    const resolved = { decoder_start_token_id: handle.decoderStartTokenId(), eos_token_id: handle.eosTokenId() };
+    return new Seq2SeqModel(m, handle, Object.freeze({ ...config, ...resolved }) as unknown as Seq2SeqConfig, tokenizer!);
+  }
+  // the buffer is the model's from here (freed by create on error)
+  const frozen = Object.freeze({ ...config });
+  if (llama) {
+    const handle: WasmDecoder | null = mm.LlamaModel!.create(raw.configText, ptr, size, weights);
+    if (!handle) throw wasmError(fn, mm.llamaLastError!());
+    return new LlamaModel(m, handle, frozen as unknown as LlamaConfig, tokenizer);
+  }
+  if (!tokenizer) throw new Error(`${fn}: internal: no tokenizer for a GPT-2 model`);
+  const handle: WasmDecoder | null = mm.GPT2Model.create(raw.configText, ptr, size, weights);
+  if (!handle) throw wasmError(fn, mm.modelLastError());
+  return new GPT2Model(m, handle, frozen as GPT2Config, tokenizer);
 }

@@ -1,0 +1,269 @@
+// The matmul kernels against this machine's limits, natively or in wasm (bench/matmul/run.sh):
+//  - read bandwidth: a SIMD sum over 512 MiB (8 f32x4 accumulators), best of 3 passes;
+//  - mul+add peak: 12 independent f32x4 chains acc = acc * a + b (no FMA in wasm SIMD);
+//  - GEMV (decode): y = x W over GPT-2-small-shaped layers, as many distinct copies as take
+//    >= 600 MB of F32 weights (beyond the last-level cache): GB/s of weights read, and the
+//    fraction of the measured bandwidth; per weight type;
+//  - GEMM (prefill): M = 32 / 128 / 512 rows through the same shapes: GFLOP/s (2 M K N per
+//    product), and the fraction of the mul+add peak.
+// Times: this machine is shared, so a 1-thread run is timed by the CPU time the process used
+// (what the code costs; wall time when other jobs take turns on the cores is not), a threaded
+// run by wall time; each figure is the best of several passes.
+// Usage: bench_matmul [threads] [out.json]. Prints a table; writes the JSON when asked.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "matmul/halves.hpp"
+#include "matmul/matmul.hpp"
+#include "simd.hpp"
+
+#ifndef QKV_NO_SIMD
+#include <xsimd/xsimd.hpp>
+#endif
+#ifdef __EMSCRIPTEN__
+#include <emscripten.h>
+#else
+#include <ctime>
+#endif
+
+namespace {
+
+// Seconds on the clock this run is timed by: the process's CPU time with 1 thread, else wall.
+bool g_cpu_clock = true;
+double now_s() {
+  if (!g_cpu_clock) return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+#ifdef __EMSCRIPTEN__
+  return EM_ASM_DOUBLE({
+    const u = process.cpuUsage();
+    return (u.user + u.system) / 1e6;
+  });
+#else
+  timespec t;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return double(t.tv_sec) + double(t.tv_nsec) * 1e-9;
+#endif
+}
+struct Clock {
+  using time_point = double;
+  static double now() { return now_s(); }
+};
+double seconds_since(double t0) { return now_s() - t0; }
+
+// ------------------------------------------------------------------ machine limits
+
+double read_bandwidth_gbs() {
+  const size_t n = (size_t(512) << 20) / 4;  // 512 MiB of floats
+  std::vector<float> buf(n, 1.0f);
+  for (size_t i = 0; i < n; i += 1024) buf[i] = float(i & 7);
+  double best = 0.0;
+  float sink = 0.0f;
+  for (int pass = 0; pass < 4; ++pass) {
+    const auto t0 = Clock::now();
+    float total = 0.0f;
+#ifndef QKV_NO_SIMD
+    using F4 = qkv::halves::F4;
+    F4 a0(0.0f), a1(0.0f), a2(0.0f), a3(0.0f), a4(0.0f), a5(0.0f), a6(0.0f), a7(0.0f);
+    for (size_t i = 0; i + 32 <= n; i += 32) {
+      const float* p = buf.data() + i;
+      a0 += F4::load_aligned(p), a1 += F4::load_aligned(p + 4), a2 += F4::load_aligned(p + 8);
+      a3 += F4::load_aligned(p + 12), a4 += F4::load_aligned(p + 16), a5 += F4::load_aligned(p + 20);
+      a6 += F4::load_aligned(p + 24), a7 += F4::load_aligned(p + 28);
+    }
+    total = xsimd::hadd(((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7)));
+#else
+    float s[8] = {};
+    for (size_t i = 0; i + 8 <= n; i += 8)
+      for (int j = 0; j < 8; ++j) s[j] += buf[i + size_t(j)];
+    for (float v : s) total += v;
+#endif
+    const double t = seconds_since(t0);
+    sink += total;
+    if (pass > 0) best = std::max(best, double(n) * 4 / t / 1e9);  // pass 0 warms up
+  }
+  if (sink == 12345.0f) std::printf(" ");
+  return best;
+}
+
+double mul_add_peak_gflops() {
+  double best = 0.0;
+  float sink = 0.0f;
+  for (int pass = 0; pass < 5; ++pass) {
+    const int64_t iters = 20000000;
+    const auto t0 = Clock::now();
+#ifndef QKV_NO_SIMD
+    using F4 = qkv::halves::F4;
+    volatile float mv = 0.999999f, cv = 1e-7f;  // not constants: V8 would rematerialise them every use
+    const F4 m(mv), c(cv);
+    F4 acc[12];
+    for (int i = 0; i < 12; ++i) acc[i] = F4(float(i));
+    for (int64_t it = 0; it < iters; ++it) {
+      QKV_UNROLL
+      for (int i = 0; i < 12; ++i) acc[i] = acc[i] * m + c;
+    }
+    F4 s(0.0f);
+    for (int i = 0; i < 12; ++i) s += acc[i];
+    sink += xsimd::hadd(s);
+    const double flops = double(iters) * 12 * 4 * 2;
+#else
+    float acc[12];
+    for (int i = 0; i < 12; ++i) acc[i] = float(i);
+    for (int64_t it = 0; it < iters; ++it)
+      for (int i = 0; i < 12; ++i) acc[i] = acc[i] * 0.999999f + 1e-7f;
+    for (float a : acc) sink += a;
+    const double flops = double(iters) * 12 * 2;
+#endif
+    best = std::max(best, flops / seconds_since(t0) / 1e9);
+  }
+  if (sink == 12345.0f) std::printf(" ");
+  return best;
+}
+
+// ------------------------------------------------------------------ GPT-2-small layers
+
+struct Layer {
+  const char* name;
+  int64_t K, N;
+};
+const Layer kLayers[] = {
+    {"attn.c_attn", 768, 2304}, {"attn.c_proj", 768, 768}, {"mlp.c_fc", 768, 3072}, {"mlp.c_proj", 3072, 768}};
+
+// One stored matrix (owns its bytes).
+struct Stored {
+  std::vector<uint8_t> bytes;
+  std::vector<float> scales;
+  qkv::WeightMatrix w;
+};
+
+Stored make(qkv::WeightType type, int64_t K, int64_t N, std::mt19937& rng) {
+  std::normal_distribution<float> dist(0.0f, 0.02f);
+  std::vector<float> f(size_t(K * N));
+  for (auto& v : f) v = dist(rng);
+  Stored s;
+  s.w = {type, qkv::WeightLayout::InOut, K, N, nullptr, nullptr};
+  if (type == qkv::WeightType::F32) {
+    s.bytes.resize(f.size() * 4);
+    std::memcpy(s.bytes.data(), f.data(), s.bytes.size());
+  } else if (type == qkv::WeightType::Q8) {
+    const qkv::Q8Layout q = qkv::Q8Layout::of(K, N);
+    s.bytes.resize(q.data_bytes());
+    s.scales.resize(q.scale_count());
+    qkv::WeightMatrix src{qkv::WeightType::F32, qkv::WeightLayout::InOut, K, N, f.data(), nullptr};
+    qkv::quantize_q8(src, reinterpret_cast<int8_t*>(s.bytes.data()), s.scales.data());
+    s.w.scales = s.scales.data();
+  } else {
+    s.bytes.resize(f.size() * 2);
+    auto* h = reinterpret_cast<uint16_t*>(s.bytes.data());
+    for (size_t i = 0; i < f.size(); ++i)
+      h[i] = type == qkv::WeightType::F16 ? qkv::halves::f32_to_f16(f[i]) : qkv::halves::f32_to_bf16(f[i]);
+  }
+  s.w.data = s.bytes.data();
+  return s;
+}
+
+struct Result {
+  std::string kind, type, what;
+  int64_t M;
+  double value, fraction;  // GB/s or GFLOP/s; of bandwidth or peak
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int threads = argc > 1 ? std::max(1, std::atoi(argv[1])) : 1;
+  g_cpu_clock = threads == 1;
+  const char* out = argc > 2 ? argv[2] : nullptr;
+#ifdef __EMSCRIPTEN__
+  const char* target = "wasm";
+#else
+  const char* target = "native";
+#endif
+  std::printf("matmul benchmark (%s, %d thread%s, %s time)\n", target, threads, threads > 1 ? "s" : "",
+              g_cpu_clock ? "CPU" : "wall");
+  const double bw = read_bandwidth_gbs();
+  const double peak = mul_add_peak_gflops();
+  std::printf("read bandwidth (SIMD sum over 512 MiB, 1 thread): %.2f GB/s\n", bw);
+  std::printf("mul+add peak (12 f32x4 chains, 1 thread):        %.2f GFLOP/s\n", peak);
+  std::vector<Result> results;
+  std::mt19937 rng(1);
+
+  const qkv::WeightType types[] = {qkv::WeightType::F32, qkv::WeightType::F16, qkv::WeightType::BF16,
+                                   qkv::WeightType::Q8};
+  for (qkv::WeightType type : types) {
+    const char* tn = qkv::weight_type_name(type);
+    // GEMV over copies of the 4 layer shapes totalling >= 600 MB as F32: each call reads its
+    // matrix from memory, not from a cache
+    std::vector<Stored> stack;
+    size_t f32_bytes = 0, bytes = 0;
+    while (f32_bytes < (size_t(600) << 20)) {
+      for (const Layer& l : kLayers) {
+        stack.push_back(make(type, l.K, l.N, rng));
+        f32_bytes += size_t(l.K * l.N * 4);
+        bytes += stack.back().w.bytes();
+      }
+    }
+    std::vector<float> x(3072), y(3072);
+    for (auto& v : x) v = std::normal_distribution<float>(0.0f, 1.0f)(rng);
+    double best = 1e30;
+    for (int pass = 0; pass < 6; ++pass) {
+      const auto t0 = Clock::now();
+      for (const Stored& s : stack) qkv::detail::gemv(s.w, x.data(), nullptr, y.data(), threads);
+      if (pass > 0) best = std::min(best, seconds_since(t0));
+    }
+    const double gbs = double(bytes) / best / 1e9;
+    results.push_back({"gemv", tn, "GPT-2 layers, weights from memory", 1, gbs, gbs / bw});
+    // the same per weight: F32-equivalent rate
+    std::printf("gemv %-4s: %6.2f GB/s of weights = %.2f of the bandwidth; %.2f Gweights/s\n", tn, gbs, gbs / bw,
+                double(bytes) /
+                    double(type == qkv::WeightType::F32  ? 4
+                           : type == qkv::WeightType::Q8 ? 1.125
+                                                         : 2) /
+                    best / 1e9);
+    stack.resize(4);  // GEMM: one copy of each shape is enough (compute-bound)
+
+    for (int64_t M : {32, 128, 512}) {
+      std::vector<float> xm(size_t(M * 3072), 0.5f), ym(size_t(M * 3072));
+      for (auto& v : xm) v = std::normal_distribution<float>(0.0f, 1.0f)(rng);
+      double flops = 0.0;
+      for (const Stored& s : stack) flops += 2.0 * double(M) * double(s.w.K) * double(s.w.N);
+      double best_t = 1e30;
+      const int reps = M >= 512 ? 3 : 6;
+      for (int pass = 0; pass < reps; ++pass) {
+        const auto t0 = Clock::now();
+        for (const Stored& s : stack) qkv::detail::gemm(s.w, xm.data(), M, nullptr, ym.data(), threads);
+        if (pass > 0) best_t = std::min(best_t, seconds_since(t0));
+      }
+      const double gf = flops / best_t / 1e9;
+      results.push_back({"gemm", tn, "GPT-2 layer shapes", M, gf, gf / peak});
+      std::printf("gemm %-4s M=%-4lld: %6.2f GFLOP/s = %.2f of the mul+add peak\n", tn, static_cast<long long>(M), gf,
+                  gf / peak);
+    }
+    std::fflush(stdout);
+  }
+
+  if (out) {
+    FILE* f = std::fopen(out, "w");
+    if (!f) {
+      std::perror(out);
+      return 1;
+    }
+    std::fprintf(f,
+                 "{\n  \"benchmark\": \"matmul\",\n  \"target\": \"%s\",\n  \"threads\": %d,\n  \"clock\": \"%s\",\n",
+                 target, threads, g_cpu_clock ? "process CPU time" : "wall");
+    std::fprintf(f, "  \"read_bandwidth_gbs\": %.3f,\n  \"mul_add_peak_gflops\": %.3f,\n  \"results\": [\n", bw, peak);
+    for (size_t i = 0; i < results.size(); ++i) {
+      const Result& r = results[i];
+      std::fprintf(
+          f, "    {\"kernel\": \"%s\", \"type\": \"%s\", \"M\": %lld, \"%s\": %.3f, \"fraction_of_%s\": %.4f}%s\n",
+          r.kind.c_str(), r.type.c_str(), static_cast<long long>(r.M), r.kind == "gemv" ? "gbs" : "gflops", r.value,
+          r.kind == "gemv" ? "bandwidth" : "peak", r.fraction, i + 1 < results.size() ? "," : "");
+    }
+    std::fprintf(f, "  ]\n}\n");
+    std::fclose(f);
+  }
+  return 0;
+}

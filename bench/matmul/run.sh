@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The matmul kernels against this machine's read bandwidth and mul+add peak, in wasm (Node)
+# with 1 and 2 threads (bench/matmul/bench_matmul.cpp; README.md there). Builds its own two
+# small wasm programs with em++ into build/bench-matmul/ (SIMD; SIMD + pthreads), then runs
+# them; writes bench/results/matmul-wasm-1t.json and matmul-wasm-2t.json.
+# QKV_BENCH_NATIVE=1 also runs the native build (build/native/qkv_bench_matmul).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+export NODE_PATH=${NODE_PATH:-/usr/share/nodejs}   # Debian's emcc needs Debian's acorn
+out=build/bench-matmul
+mkdir -p "$out/xsimd-include" bench/results
+ln -sfn /usr/include/xsimd "$out/xsimd-include/xsimd"   # xsimd alone (not the host's libc headers)
+srcs=(bench/matmul/bench_matmul.cpp src/matmul/*.cpp src/thread_pool.cpp)
+flags=(-O3 -std=c++17 -Isrc -I"$out/xsimd-include" -msimd128 -msse4.2 -sALLOW_MEMORY_GROWTH=1
+       -sMAXIMUM_MEMORY=4GB -sENVIRONMENT=node -sNODERAWFS=1 -sEXIT_RUNTIME=1 -sSINGLE_FILE=1)
+newer() { [ ! -f "$1" ] || [ -n "$(find src/matmul bench/matmul src/thread_pool.cpp -newer "$1" -name '*.[ch]pp' | head -1)" ]; }
+if newer "$out/bench-simd.cjs"; then
+  em++ "${flags[@]}" "${srcs[@]}" -o "$out/bench-simd.cjs"
+fi
+if newer "$out/bench-threads.cjs"; then
+  em++ "${flags[@]}" -pthread -sPTHREAD_POOL_SIZE=2 -Wno-pthreads-mem-growth "${srcs[@]}" -o "$out/bench-threads.cjs"
+fi
+node "$out/bench-simd.cjs" 1 bench/results/matmul-wasm-1t.json
+node "$out/bench-threads.cjs" 2 bench/results/matmul-wasm-2t.json
+if [ "${QKV_BENCH_NATIVE:-0}" = 1 ] && [ -x build/native/qkv_bench_matmul ]; then
+  build/native/qkv_bench_matmul 1 bench/results/matmul-native.json
+fi

@@ -1,0 +1,271 @@
+// Matrix products for prefill: y[M, N] = x[M, K] W + bias, M > 1, blocked and packed.
+//
+// The loops, after BLIS (Goto's algorithm), sized for one core's caches and 16 vector registers:
+//   for each block of <= kNC output columns (a thread's work item):
+//     for each block of kKC rows of W (pc):
+//       pack W[pc : pc+kc, cols] into float panels of kNR columns, [kc][kNR] each (12 KB: L1),
+//         widening F16/BF16 and dequantizing Q8 on the way: each weight is decoded once per
+//         call and then used by all M rows;
+//       pack x[:, pc : pc+kc] into row blocks of kMR, [kc][kMR] each;
+//       for each panel, for each row block: the micro-kernel adds a kMR x kNR tile of
+//         products into y, its 9 accumulators held in registers across the kc rows.
+// The micro-kernel is 3 rows x 3 vectors (12 columns in wasm): 9 mul+add chains, 3 loads and
+// 3 broadcasts per k, 15 registers with V8's scratch register (4 x 3 spilled).
+// Every y element adds its products in k order in any split, so the thread count changes no bit.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "matmul/halves.hpp"
+#include "matmul/matmul.hpp"
+#include "simd.hpp"
+#include "thread_pool.hpp"
+
+#ifndef QKV_NO_SIMD
+#include <smmintrin.h>
+#endif
+
+namespace qkv::detail {
+namespace {
+
+#ifndef QKV_NO_SIMD
+using V = halves::F4;
+#else
+using V = float;
+#endif
+constexpr int kW = simd::lanes<V>;
+constexpr int kMR = 3;         // rows of a micro-tile
+constexpr int kNV = 3;         // vectors of a micro-tile
+constexpr int kNR = kNV * kW;  // columns of a micro-tile and of a packed panel (12 in wasm)
+constexpr int64_t kKC = 256;   // rows of W per packed block
+constexpr int64_t kNC = 768;   // columns per work item (its packed block: 768 KB)
+
+// c[R][kNR] += a[kc][R] b[kc][kNR]: a and b packed, c rows ldc apart
+template <int R>
+void micro_kernel(const float* a, const float* b, int64_t kc, float* c, int64_t ldc) {
+  V acc[R][kNV];
+  QKV_UNROLL
+  for (int r = 0; r < R; ++r) {
+    QKV_UNROLL
+    for (int v = 0; v < kNV; ++v) acc[r][v] = simd::load<V>(c + r * ldc + v * kW);
+  }
+  for (int64_t k = 0; k < kc; ++k, a += R, b += kNR) {
+    V bk[kNV];
+    QKV_UNROLL
+    for (int v = 0; v < kNV; ++v) bk[v] = simd::load<V>(b + v * kW);
+    QKV_UNROLL
+    for (int r = 0; r < R; ++r) {
+      const V ar = simd::splat<V>(a[r]);
+      QKV_UNROLL
+      for (int v = 0; v < kNV; ++v) acc[r][v] += ar * bk[v];
+    }
+  }
+  QKV_UNROLL
+  for (int r = 0; r < R; ++r) {
+    QKV_UNROLL
+    for (int v = 0; v < kNV; ++v) simd::store(c + r * ldc + v * kW, acc[r][v]);
+  }
+}
+
+void micro(int rows, const float* a, const float* b, int64_t kc, float* c, int64_t ldc) {
+  switch (rows) {
+    case 3:
+      return micro_kernel<3>(a, b, kc, c, ldc);
+    case 2:
+      return micro_kernel<2>(a, b, kc, c, ldc);
+    default:
+      return micro_kernel<1>(a, b, kc, c, ldc);
+  }
+}
+
+// ------------------------------------------------------------------ packing W
+
+// out[j - j0] = W[k, j] for j in [j0, j1): one row of an InOut matrix, widened
+void row_inout(const WeightMatrix& w, int64_t k, int64_t j0, int64_t j1, float* out) {
+  if (w.type == WeightType::F32) {
+    std::memcpy(out, static_cast<const float*>(w.data) + k * w.N + j0, size_t(j1 - j0) * 4);
+    return;
+  }
+  const bool f16 = w.type == WeightType::F16;
+  const uint16_t* row = static_cast<const uint16_t*>(w.data) + k * w.N;
+  int64_t j = j0;
+#ifndef QKV_NO_SIMD
+  using halves::F4;
+  using halves::I4;
+  const F4 scale(f16 ? 5.192296858534828e33f : 1.0f);  // 2^112 (halves.hpp)
+  for (; j + 8 <= j1; j += 8) {
+    const I4 u = halves::load_pairs(row + j);
+    const F4 even =
+        f16 ? halves::f16_high_scaled(halves::even_high(u)) * scale : halves::bf16_high(halves::even_high(u));
+    const F4 odd = f16 ? halves::f16_high_scaled(halves::odd_high(u)) * scale : halves::bf16_high(halves::odd_high(u));
+    xsimd::zip_lo(even, odd).store_unaligned(out + (j - j0));  // 4-lane zips: the natural order again
+    xsimd::zip_hi(even, odd).store_unaligned(out + (j - j0) + 4);
+  }
+#endif
+  for (; j < j1; ++j) out[j - j0] = f16 ? halves::f16_to_f32(row[j]) : halves::bf16_to_f32(row[j]);
+}
+
+// out[k - k0] = W[k, j] for k in [k0, k1): part of one column of an OutIn matrix, widened
+void column_outin(const WeightMatrix& w, int64_t j, int64_t k0, int64_t k1, float* out) {
+  const size_t at = size_t(j * w.K);
+  switch (w.type) {
+    case WeightType::F32:
+      std::memcpy(out, static_cast<const float*>(w.data) + at + k0, size_t(k1 - k0) * 4);
+      return;
+    case WeightType::F16: {
+      const uint16_t* p = static_cast<const uint16_t*>(w.data) + at;
+      for (int64_t k = k0; k < k1; ++k) out[k - k0] = halves::f16_to_f32(p[k]);
+      return;
+    }
+    case WeightType::BF16: {
+      const uint16_t* p = static_cast<const uint16_t*>(w.data) + at;
+      for (int64_t k = k0; k < k1; ++k) out[k - k0] = halves::bf16_to_f32(p[k]);
+      return;
+    }
+    case WeightType::Q8:
+      return;  // not a float layout (pack_q8)
+  }
+}
+
+// Q8 columns [j0, j1), rows [k0, k1) into the panels: panel[k - k0][c] = d * q
+void pack_q8(const WeightMatrix& w, int64_t k0, int64_t k1, int64_t j0, int64_t j1, float* panels) {
+  const Q8Layout q = Q8Layout::of(w.K, w.N);
+  const int8_t* data = static_cast<const int8_t*>(w.data);
+  const int64_t kc = k1 - k0;
+  const auto place = [&](int64_t j) { return panels + (j - j0) / kNR * kc * kNR + (j - j0) % kNR; };
+  int64_t j = j0;
+#ifndef QKV_NO_SIMD
+  // whole groups of 4 columns (kNR and kKC are multiples of 4 and 2: groups and k-pairs align);
+  // columns past N hold zeros, and the panels have room up to a multiple of kNR
+  for (; j < j1; j += 4) {
+    const int64_t g = j / 4;
+    float* dst = place(j);
+    for (int64_t k = k0; k < k1; k += 2) {
+      const int64_t b = k / 32;
+      // 8 bytes: (k, k + 1) of the 4 columns -> [c0k c0k' c1k c1k'], [c2k c2k' c3k c3k'] as floats
+      const __m128i v =
+          _mm_loadl_epi64(reinterpret_cast<const __m128i*>(data + (g * q.blocks + b) * 128 + (k % 32) / 2 * 8));
+      const __m128 lo = _mm_cvtepi32_ps(_mm_cvtepi8_epi32(v)),
+                   hi = _mm_cvtepi32_ps(_mm_cvtepi8_epi32(_mm_srli_si128(v, 4)));
+      const halves::F4 d = halves::F4::load_unaligned(w.scales + (g * q.blocks + b) * 4);
+      (halves::F4(_mm_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0))) * d).store_unaligned(dst + (k - k0) * kNR);
+      if (k + 1 < k1)
+        (halves::F4(_mm_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 1, 3, 1))) * d).store_unaligned(dst + (k + 1 - k0) * kNR);
+    }
+  }
+#endif
+  for (; j < j1; ++j) {
+    const int64_t g = j / 4, c = j % 4;
+    float* dst = place(j);
+    for (int64_t k = k0; k < k1; ++k) {
+      const int64_t b = k / 32;
+      const int8_t qv = data[(g * q.blocks + b) * 128 + (k % 32) / 2 * 8 + c * 2 + k % 2];
+      dst[(k - k0) * kNR] = w.scales[(g * q.blocks + b) * 4 + c] * float(qv);
+    }
+  }
+}
+
+// Packs W[k0 : k1, j0 : j1] into panels [ceil((j1 - j0) / kNR)][k1 - k0][kNR], zero-padded.
+void pack_w(const WeightMatrix& w, int64_t k0, int64_t k1, int64_t j0, int64_t j1, float* panels,
+            std::vector<float>& line) {
+  const int64_t kc = k1 - k0, cols = j1 - j0, count = (cols + kNR - 1) / kNR;
+  if (cols % kNR) {  // the last panel's columns past j1 stay zero
+    float* last = panels + (count - 1) * kc * kNR;
+    std::fill(last, last + kc * kNR, 0.0f);
+  }
+  if (w.type == WeightType::Q8) return pack_q8(w, k0, k1, j0, j1, panels);
+  if (w.layout == WeightLayout::InOut) {
+    line.resize(size_t(cols));
+    for (int64_t k = k0; k < k1; ++k) {
+      row_inout(w, k, j0, j1, line.data());
+      for (int64_t p = 0; p < count; ++p) {
+        const int64_t n = std::min<int64_t>(kNR, cols - p * kNR);
+        std::memcpy(panels + (p * kc + (k - k0)) * kNR, line.data() + p * kNR, size_t(n) * 4);
+      }
+    }
+  } else {
+    line.resize(size_t(kc));
+    for (int64_t j = j0; j < j1; ++j) {
+      column_outin(w, j, k0, k1, line.data());
+      float* dst = panels + (j - j0) / kNR * kc * kNR + (j - j0) % kNR;
+      for (int64_t k = 0; k < kc; ++k) dst[k * kNR] = line[size_t(k)];
+    }
+  }
+}
+
+// x[:, k0 : k1] -> row blocks of kMR (the last may be shorter), each [k1 - k0][rows]
+void pack_x(const float* x, int64_t M, int64_t K, int64_t k0, int64_t k1, float* out) {
+  const int64_t kc = k1 - k0;
+  for (int64_t m0 = 0; m0 < M; m0 += kMR) {
+    const int64_t rows = std::min<int64_t>(kMR, M - m0);
+    float* dst = out + m0 * kc;
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* src = x + (m0 + r) * K + k0;
+      for (int64_t k = 0; k < kc; ++k) dst[k * rows + r] = src[k];
+    }
+  }
+}
+
+// ------------------------------------------------------------------ one work item
+
+// y[:, j0 : j1] = bias + x W[:, j0 : j1]
+void gemm_columns(const WeightMatrix& w, const float* x, int64_t M, const float* bias, float* y, int64_t j0,
+                  int64_t j1) {
+  const int64_t K = w.K, N = w.N, cols = j1 - j0, count = (cols + kNR - 1) / kNR;
+  thread_local std::vector<float> panels, xs, line;
+  panels.resize(size_t(count * kKC * kNR));
+  xs.resize(size_t(M * std::min(K, kKC)));
+  for (int64_t m = 0; m < M; ++m) {
+    float* row = y + m * N;
+    if (bias) {
+      std::copy(bias + j0, bias + j1, row + j0);
+    } else {
+      std::fill(row + j0, row + j1, 0.0f);
+    }
+  }
+  for (int64_t k0 = 0; k0 < K; k0 += kKC) {
+    const int64_t k1 = std::min(K, k0 + kKC), kc = k1 - k0;
+    pack_w(w, k0, k1, j0, j1, panels.data(), line);
+    pack_x(x, M, K, k0, k1, xs.data());
+    for (int64_t p = 0; p < count; ++p) {
+      const float* b = panels.data() + p * kc * kNR;
+      const int64_t c0 = j0 + p * kNR, n = std::min<int64_t>(kNR, j1 - c0);
+      for (int64_t m0 = 0; m0 < M; m0 += kMR) {
+        const int rows = int(std::min<int64_t>(kMR, M - m0));
+        const float* a = xs.data() + m0 * kc;
+        if (n == kNR) {
+          micro(rows, a, b, kc, y + m0 * N + c0, N);
+        } else {  // the last, narrower panel: through a full-width tile
+          float tile[kMR * kNR] = {};
+          for (int r = 0; r < rows; ++r) std::copy(y + (m0 + r) * N + c0, y + (m0 + r) * N + c0 + n, tile + r * kNR);
+          micro(rows, a, b, kc, tile, kNR);
+          for (int r = 0; r < rows; ++r) std::copy(tile + r * kNR, tile + r * kNR + n, y + (m0 + r) * N + c0);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void gemm(const WeightMatrix& w, const float* x, int64_t M, const float* bias, float* y, int threads) {
+  if (M <= 0) return;
+  // work items: runs of whole panels, at most kNC columns, and a multiple of the thread count
+  const int64_t panels = (w.N + kNR - 1) / kNR;
+  threads = useful_threads(threads, panels, M * w.K * w.N, kMinWorkPerThread);
+  int64_t items = (panels * kNR + kNC - 1) / kNC;
+  if (threads > 1) items = (std::max<int64_t>(items, threads) + threads - 1) / threads * threads;
+  items = std::min(items, panels);
+  const auto columns = [&](int64_t item, int) {
+    const int64_t j0 = std::min(w.N, panels * item / items * kNR);
+    const int64_t j1 = std::min(w.N, panels * (item + 1) / items * kNR);
+    if (j0 < j1) gemm_columns(w, x, M, bias, y, j0, j1);
+  };
+  if (threads <= 1) {
+    for (int64_t i = 0; i < items; ++i) columns(i, 0);
+  } else {
+    parallel_for(items, threads, columns);
+  }
+}
+
+}  // namespace qkv::detail

@@ -1,0 +1,94 @@
+// 16-bit floats (IEEE half, bfloat16) widened to float32: one value at a time (exact, the
+// reference), and two vectors at a time for the kernels.
+//
+// The vector widening loads 2W 16-bit values as W 32-bit lanes u (W = 4 in wasm): lane i
+// holds element 2i in its low half and element 2i+1 in its high half. Then
+//   even = u << 16           element 2i   in the high half (bfloat16: these are its float bits)
+//   odd  = u & 0xFFFF0000    element 2i+1 in the high half
+// so a load gives the even elements in one vector and the odd ones in another, with no
+// shuffles. Kernels either pair them with x split the same way (dot products along K) or
+// keep their outputs in that order and put them back in place at the end (rows along N).
+//
+// IEEE half in the high half of a lane: an arithmetic shift right by 3 moves the exponent
+// (5 bits) and mantissa (10) into float32's fields, the sign stays at bit 31 (its copies in
+// bits 30..28 are masked off). Read as a float that is value * 2^-112 for every finite
+// half, subnormals included (the rebias from 15 to 127); inf and NaN are not special-cased,
+// so F16 weights are checked to be finite on load. The 2^112 is folded into the other
+// operand by the kernels (two exact power-of-two scalings, 2^56 each, so nothing overflows
+// or underflows for |x| < 2^72 and |x w| > 2^-70).
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#ifndef QKV_NO_SIMD
+#include <xsimd/xsimd.hpp>
+#endif
+
+namespace qkv::halves {
+
+inline float bits_to_float(uint32_t b) {
+  float f;
+  std::memcpy(&f, &b, 4);
+  return f;
+}
+
+// Exact IEEE half -> float (normals, subnormals, zeros, inf, NaN).
+inline float f16_to_f32(uint16_t h) {
+  const uint32_t sign = uint32_t(h & 0x8000u) << 16;
+  const uint32_t exp = (h >> 10) & 0x1Fu, man = h & 0x3FFu;
+  if (exp == 0x1F) return bits_to_float(sign | 0x7F800000u | (man << 13));
+  // normal and subnormal alike: the field placement is value * 2^-112, scaled back exactly
+  return bits_to_float(sign | (exp << 23) | (man << 13)) * 5.192296858534828e33f;  // 2^112
+}
+
+inline float bf16_to_f32(uint16_t b) { return bits_to_float(uint32_t(b) << 16); }
+
+// The inverse of f16_to_f32 for finite values, rounding to nearest even (for tests and the
+// 'f16' load option). Values beyond the half range become +-inf.
+inline uint16_t f32_to_f16(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  const uint32_t sign = (x >> 16) & 0x8000u;
+  x &= 0x7FFFFFFFu;
+  if (x >= 0x7F800000u) return uint16_t(sign | 0x7C00u | (x > 0x7F800000u ? 0x200u : 0u));  // inf / NaN
+  if (x >= 0x477FF000u) return uint16_t(sign | 0x7C00u);                                    // rounds past 65504
+  if (x < 0x38800000u) {  // below the smallest normal half (2^-14): a subnormal half or zero
+    const float scaled = bits_to_float(x) * 16777216.0f;  // value / 2^-24: the subnormal's integer mantissa
+    const float r = scaled + 12582912.0f - 12582912.0f;   // round to nearest even (1.5 * 2^23 trick)
+    return uint16_t(sign | uint32_t(r));
+  }
+  const uint32_t rounded = x + 0xFFFu + ((x >> 13) & 1u);  // round the 13 dropped mantissa bits, ties to even
+  return uint16_t(sign | ((rounded - (112u << 23)) >> 13));
+}
+
+inline uint16_t f32_to_bf16(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  if ((x & 0x7FFFFFFFu) > 0x7F800000u) return uint16_t((x >> 16) | 0x40u);  // NaN stays NaN
+  return uint16_t((x + 0x7FFFu + ((x >> 16) & 1u)) >> 16);
+}
+
+// 2^56: the half of 2^112 each side of an F16 product carries (see above).
+constexpr float kF16Half = 72057594037927936.0f;
+
+#ifndef QKV_NO_SIMD
+// The kernels' vector: four floats, SIMD128 in wasm (xsimd's SSE code lowered by
+// Emscripten) and SSE natively, so native tests run the layouts and orders wasm runs.
+using Arch = xsimd::sse4_2;
+using F4 = xsimd::batch<float, Arch>;
+using I4 = xsimd::batch<int32_t, Arch>;
+constexpr int kLanes = 4;
+
+// 8 16-bit values at p -> their lanes (see the top of this file)
+inline I4 load_pairs(const uint16_t* p) { return I4::load_unaligned(reinterpret_cast<const int32_t*>(p)); }
+inline I4 even_high(I4 u) { return u << 16; }
+inline I4 odd_high(I4 u) { return u & I4(int32_t(0xFFFF0000u)); }
+
+// bfloat16 in the high half: exactly its float
+inline F4 bf16_high(I4 h) { return xsimd::bitwise_cast<F4>(h); }
+// IEEE half in the high half: value * 2^-112 (finite values)
+inline F4 f16_high_scaled(I4 h) { return xsimd::bitwise_cast<F4>((h >> 3) & I4(int32_t(0x8FFFFFFFu))); }
+#endif
+
+}  // namespace qkv::halves

@@ -1,0 +1,43 @@
+#include "matmul/matmul.hpp"
+
+#include <stdexcept>
+#include <string>
+
+namespace qkv {
+
+namespace {
+
+void check(const char* fn, const WeightMatrix& w, const float* x, int64_t M, const float* y) {
+  if (w.K < 1 || w.N < 1 || M < 0) {
+    throw std::invalid_argument(std::string(fn) + ": shapes x [" + std::to_string(M) + ", " + std::to_string(w.K) +
+                                "] and W [" + std::to_string(w.K) + ", " + std::to_string(w.N) + "] must be positive");
+  }
+  if (!w.data || (w.type == WeightType::Q8 && !w.scales) || (M > 0 && (!x || !y))) {
+    throw std::invalid_argument(std::string(fn) + ": null buffer (W " + weight_type_name(w.type) + " [" +
+                                std::to_string(w.K) + ", " + std::to_string(w.N) + "], M = " + std::to_string(M) + ")");
+  }
+}
+
+}  // namespace
+
+void matmul(const WeightMatrix& w, const float* x, int64_t M, const float* bias, float* y, int threads) {
+  check("matmul", w, x, M, y);
+  if (M == 1) {
+    detail::gemv(w, x, bias, y, threads);
+  } else if (M > 1) {
+    detail::gemm(w, x, M, bias, y, threads);
+  }
+}
+
+void matmul_reference(const WeightMatrix& w, const float* x, int64_t M, const float* bias, float* y) {
+  check("matmul_reference", w, x, M, y);
+  for (int64_t m = 0; m < M; ++m) {
+    for (int64_t n = 0; n < w.N; ++n) {
+      double acc = bias ? bias[n] : 0.0;
+      for (int64_t k = 0; k < w.K; ++k) acc += double(x[m * w.K + k]) * double(weight_at(w, k, n));
+      y[m * w.N + n] = float(acc);
+    }
+  }
+}
+
+}  // namespace qkv

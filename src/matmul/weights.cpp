@@ -1,0 +1,179 @@
+#include "matmul/weights.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "matmul/halves.hpp"
+
+namespace qkv {
+
+const char* weight_type_name(WeightType t) {
+  switch (t) {
+    case WeightType::F32:
+      return "F32";
+    case WeightType::F16:
+      return "F16";
+    case WeightType::BF16:
+      return "BF16";
+    case WeightType::Q8:
+      return "Q8";
+  }
+  return "?";
+}
+
+Q8Layout Q8Layout::of(int64_t K, int64_t N) { return {(N + 3) / 4, (K + 31) / 32}; }
+
+size_t WeightMatrix::bytes() const {
+  switch (type) {
+    case WeightType::F32:
+      return size_t(K) * size_t(N) * 4;
+    case WeightType::F16:
+    case WeightType::BF16:
+      return size_t(K) * size_t(N) * 2;
+    case WeightType::Q8:
+      return Q8Layout::of(K, N).bytes();
+  }
+  return 0;
+}
+
+namespace {
+
+// Index of W[k, n] among the stored elements of a float matrix.
+size_t element_index(const WeightMatrix& w, int64_t k, int64_t n) {
+  return w.layout == WeightLayout::InOut ? size_t(k * w.N + n) : size_t(n * w.K + k);
+}
+
+// Byte offset of W[k, n] in Q8 data, and the index of its block's scale.
+size_t q8_offset(const Q8Layout& q, int64_t k, int64_t n) {
+  const int64_t g = n / 4, c = n % 4, b = k / 32, p = (k % 32) / 2, parity = k % 2;
+  return size_t(((g * q.blocks + b) * 16 + p) * 8 + c * 2 + parity);
+}
+size_t q8_scale_index(const Q8Layout& q, int64_t k, int64_t n) {
+  return size_t((n / 4 * q.blocks + k / 32) * 4 + n % 4);
+}
+
+}  // namespace
+
+float weight_at(const WeightMatrix& w, int64_t k, int64_t n) {
+  switch (w.type) {
+    case WeightType::F32: {
+      float v;
+      std::memcpy(&v, static_cast<const float*>(w.data) + element_index(w, k, n), 4);
+      return v;
+    }
+    case WeightType::F16:
+      return halves::f16_to_f32(static_cast<const uint16_t*>(w.data)[element_index(w, k, n)]);
+    case WeightType::BF16:
+      return halves::bf16_to_f32(static_cast<const uint16_t*>(w.data)[element_index(w, k, n)]);
+    case WeightType::Q8: {
+      const Q8Layout q = Q8Layout::of(w.K, w.N);
+      return w.scales[q8_scale_index(q, k, n)] * float(static_cast<const int8_t*>(w.data)[q8_offset(q, k, n)]);
+    }
+  }
+  return 0.0f;
+}
+
+void read_column(const WeightMatrix& w, int64_t n, float* out) {
+  if (w.type == WeightType::F32 && w.layout == WeightLayout::OutIn) {  // a contiguous row of the table
+    std::memcpy(out, static_cast<const float*>(w.data) + n * w.K, size_t(w.K) * 4);
+    return;
+  }
+  for (int64_t k = 0; k < w.K; ++k) out[k] = weight_at(w, k, n);
+}
+
+namespace {
+
+// Decodes element i of a float matrix's storage.
+template <WeightType T>
+float decode(const void* data, size_t i) {
+  if constexpr (T == WeightType::F32) {
+    float v;
+    std::memcpy(&v, static_cast<const float*>(data) + i, 4);
+    return v;
+  } else if constexpr (T == WeightType::F16) {
+    return halves::f16_to_f32(static_cast<const uint16_t*>(data)[i]);
+  } else {
+    return halves::bf16_to_f32(static_cast<const uint16_t*>(data)[i]);
+  }
+}
+
+// out[c][k] = W[k, n0 + c] for c < count, k < K; zeros for k in [K, Kp). Reads the storage in
+// order (rows of an InOut matrix, columns of an OutIn one).
+template <WeightType T>
+void gather_columns(const WeightMatrix& w, int64_t n0, int64_t count, int64_t Kp, float* out) {
+  for (int64_t c = 0; c < count; ++c) std::fill(out + c * Kp + w.K, out + (c + 1) * Kp, 0.0f);
+  if (w.layout == WeightLayout::OutIn) {
+    for (int64_t c = 0; c < count; ++c)
+      for (int64_t k = 0; k < w.K; ++k) out[c * Kp + k] = decode<T>(w.data, size_t((n0 + c) * w.K + k));
+  } else {
+    for (int64_t k = 0; k < w.K; ++k)
+      for (int64_t c = 0; c < count; ++c) out[c * Kp + k] = decode<T>(w.data, size_t(k * w.N + n0 + c));
+  }
+}
+
+// One Q8 block: 32 values of one column -> scale and 32 int8 at stride (pairs of 8 bytes).
+void quantize_block(const float* v, int8_t* out, int64_t column, float* scale) {
+  float amax = 0.0f;
+  for (int i = 0; i < 32; ++i) {
+    if (!std::isfinite(v[i])) throw std::invalid_argument("quantize_q8: a weight is " + std::to_string(v[i]));
+    amax = std::max(amax, std::fabs(v[i]));
+  }
+  const float d = amax / 127.0f;
+  const float inv = d > 0.0f ? 1.0f / d : 0.0f;
+  *scale = d;
+  for (int i = 0; i < 32; ++i) {
+    const float r = std::nearbyint(v[i] * inv);
+    out[(i / 2) * 8 + column * 2 + i % 2] = int8_t(std::min(127.0f, std::max(-127.0f, r)));
+  }
+}
+
+template <WeightType T>
+void quantize_q8_as(const WeightMatrix& src, int8_t* data, float* scales) {
+  const Q8Layout q = Q8Layout::of(src.K, src.N);
+  const int64_t Kp = q.blocks * 32;
+  constexpr int64_t kStrip = 64;  // columns gathered at a time: 16 groups
+  std::vector<float> strip(size_t(kStrip * Kp));
+  for (int64_t n0 = 0; n0 < q.groups * 4; n0 += kStrip) {
+    const int64_t count = std::min(kStrip, src.N - n0);  // real columns in the strip (the rest: zeros)
+    std::fill(strip.begin(), strip.end(), 0.0f);
+    if (count > 0) gather_columns<T>(src, n0, count, Kp, strip.data());
+    for (int64_t g = n0 / 4; g < std::min(q.groups, (n0 + kStrip) / 4); ++g) {
+      for (int64_t b = 0; b < q.blocks; ++b) {
+        for (int64_t c = 0; c < 4; ++c) {
+          const float* v = strip.data() + (g * 4 + c - n0) * Kp + b * 32;
+          quantize_block(v, data + (g * q.blocks + b) * 128, c, scales + (g * q.blocks + b) * 4 + c);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void quantize_q8(const WeightMatrix& src, int8_t* data, float* scales) {
+  switch (src.type) {
+    case WeightType::F32:
+      return quantize_q8_as<WeightType::F32>(src, data, scales);
+    case WeightType::F16:
+      return quantize_q8_as<WeightType::F16>(src, data, scales);
+    case WeightType::BF16:
+      return quantize_q8_as<WeightType::BF16>(src, data, scales);
+    case WeightType::Q8:
+      throw std::invalid_argument("quantize_q8: the source is already Q8");
+  }
+}
+
+void check_finite_f16(const uint16_t* p, size_t n, const char* what) {
+  for (size_t i = 0; i < n; ++i) {
+    if ((p[i] & 0x7C00u) == 0x7C00u) {
+      throw std::invalid_argument(std::string(what) + ": F16 weights hold " + ((p[i] & 0x3FFu) ? "NaN" : "inf") +
+                                  " at element " + std::to_string(i) + " (of " + std::to_string(n) + ")");
+    }
+  }
+}
+
+}  // namespace qkv

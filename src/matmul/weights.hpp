@@ -1,0 +1,66 @@
+// A linear layer's weight matrix as the matmul kernels read it: in the dtype it came in
+// (F32, F16, BF16), in place, in either layout, or quantized to 8 bits (Q8) on load.
+// Nothing here owns memory: a WeightMatrix points into a buffer someone else holds.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "linear.hpp"  // WeightLayout: InOut = [K, N] (GPT-2's Conv1D), OutIn = [N, K] (nn.Linear, tied embeddings)
+
+namespace qkv {
+
+enum class WeightType { F32, F16, BF16, Q8 };
+
+const char* weight_type_name(WeightType t);  // "F32", "F16", "BF16", "Q8"
+
+// Q8, 8-bit weights like ggml's q8_0: each output column n is cut into blocks of 32 along K;
+// a block keeps 32 int8 values q and one float scale d, W[k, n] ~= d * q, symmetric,
+// d = max|W| / 127 over the block (d = 0 for an all-zero block). K is padded with zeros to
+// Kp (a multiple of 32), N to Np (a multiple of 4). Laid out for the SIMD kernels:
+//
+//   data   [Np/4 groups][Kp/32 blocks][16 k-pairs][4 columns][2] int8
+//   scales [Np/4 groups][Kp/32 blocks][4 columns] float
+//
+// A 16-byte load holds two k-pairs of a group's 4 columns; the int16 dot product of one
+// k-pair (8 values, widened) with (x[k], x[k+1]) repeated 4 times (pmaddwd, wasm's
+// i32x4.dot_i16x8_s) leaves each column's partial sum in its own lane: no horizontal sums.
+struct Q8Layout {
+  int64_t groups = 0;  // Np / 4
+  int64_t blocks = 0;  // Kp / 32
+  static Q8Layout of(int64_t K, int64_t N);
+  size_t data_bytes() const { return size_t(groups) * size_t(blocks) * 128; }
+  size_t scale_count() const { return size_t(groups) * size_t(blocks) * 4; }
+  size_t bytes() const { return data_bytes() + 4 * scale_count(); }
+};
+
+// y[M, N] = x[M, K] W[K, N] (+ bias): W as stored.
+//  F32 / F16 / BF16: `data` holds K * N little-endian elements, [K, N] (InOut) or [N, K] (OutIn),
+//    2-byte aligned (4 for F32). F16 weights must be finite (checked by check_finite_f16 on load):
+//    the kernels widen them with integer shifts that do not special-case inf and NaN.
+//  Q8: `data` and `scales` as Q8Layout above (`layout` is ignored).
+struct WeightMatrix {
+  WeightType type = WeightType::F32;
+  WeightLayout layout = WeightLayout::InOut;
+  int64_t K = 0, N = 0;
+  const void* data = nullptr;
+  const float* scales = nullptr;
+
+  size_t bytes() const;  // what the kernels read per pass over W
+};
+
+// W[k, n] as a float (widened or dequantized): the plain-loop path for references and tests.
+float weight_at(const WeightMatrix& w, int64_t k, int64_t n);
+
+// out[K] = W[:, n], the weights of output n (an embedding row when W is a tied [V, E] table).
+void read_column(const WeightMatrix& w, int64_t n, float* out);
+
+// Quantizes a F32 / F16 / BF16 matrix of either layout to Q8 (data: Q8Layout::data_bytes(),
+// scales: scale_count() floats). Rounds to nearest (ties to even).
+void quantize_q8(const WeightMatrix& src, int8_t* data, float* scales);
+
+// Throws std::invalid_argument("<what>: ... inf or NaN at element i") if any of the n F16
+// values at p is not finite.
+void check_finite_f16(const uint16_t* p, size_t n, const char* what);
+
+}  // namespace qkv

@@ -1,0 +1,78 @@
+// The demo smoke test in any browser browsers.js drives (QKV_BROWSER=firefox in stage 65; the
+// full Chromium test is demo.test.js): the built site (build/demo/) served as `npm start` serves
+// it, every page loads with no console message, generating on the model page shows new text in
+// #output (its visible text, as a reader sees it) and draws the head view, and the benchmark page
+// finishes a small run. Screenshots: build/artifacts/demo-<browser>/.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { ROOT } from './harness.js';
+import { BROWSER, launchBrowser } from './browsers.js';
+import { serveDemo } from '../../tools/serve-demo.mjs';
+
+const ART = join(ROOT, `build/artifacts/demo-${BROWSER}`);
+const DESKTOP = { width: 1280, height: 800 };
+
+let server, url, browser;
+
+before(async () => {
+  assert.ok(existsSync(join(ROOT, 'build/demo/index.html')), 'build/demo/ is missing: run the Vite build first (tools/stages/60-demo.sh)');
+  await mkdir(ART, { recursive: true });
+  ({ server, url } = await serveDemo({ port: 0 }));
+  browser = await launchBrowser(BROWSER);
+});
+after(async () => { await browser?.close(); server?.close(); });
+
+async function open(path) {
+  const page = await browser.open(url + path, { viewport: DESKTOP });
+  await page.waitForSelector('body[data-ready=true]', { timeout: 60_000 });
+  return page;
+}
+
+test(`${BROWSER}: every demo page loads with no console message`, async () => {
+  for (const [name, path] of [['model', 'index.html'], ['playground', 'playground.html'], ['bench', 'bench.html']]) {
+    const page = await open(path);
+    assert.equal(await page.evaluate(() => self.crossOriginIsolated), true, `${name}: not crossOriginIsolated`);
+    await page.screenshot(join(ART, `${name}-1280x800.png`));
+    assert.deepEqual(page.problems, [], `${name}: console errors/warnings`);
+    await page.close();
+  }
+});
+
+test(`${BROWSER}: model page: Generate adds new text after the prompt and draws the head view`, async () => {
+  const page = await open('index.html');
+  await page.waitForSelector('#generate:not([disabled])', { timeout: 60_000 });
+  const prompt = await page.evaluate(() => document.querySelector('#prompt').value);
+  // the page runs the prompt alone first, so #output shows it before anything is generated
+  await page.waitFor((p) => document.querySelector('#output').innerText.trim() === p.trim(), prompt, { timeout: 60_000 });
+  await page.fill('#max-new', '20');
+  await page.click('#generate');
+  await page.waitForSelector('body[data-generating=false][data-generated]', { timeout: 180_000 });
+  const output = await page.text('#output');
+  assert.ok(output.startsWith(prompt.trim()), `#output should start with the prompt: "${output}"`);
+  const added = output.slice(prompt.trim().length);
+  assert.ok(added.trim().length >= 3, `generating added only "${added}" after the prompt`);
+  assert.equal(await page.text('#count'), '20');
+  assert.match(await page.text('#speed'), /tokens\/s/);
+  const backend = await page.text('#backend');
+  assert.match(backend, /wasm/i, `backend shown: "${backend}"`);
+  const lines = Number(await page.evaluate(() => document.querySelector('#headview svg')?.getAttribute('data-visible-lines')));
+  assert.ok(lines > 0, `head view draws ${lines} lines`);
+  await page.screenshot(join(ART, 'model-generated-1280x800.png'));
+  assert.deepEqual(page.problems, [], 'model page: console errors/warnings');
+  await page.close();
+});
+
+test(`${BROWSER}: benchmark page: a small run finishes with a results table and a plot`, async () => {
+  const page = await open('bench.html?run=256');
+  await page.waitForSelector('body[data-bench-done=true]', { timeout: 240_000 });
+  const rows = await page.evaluate(() => document.querySelectorAll('#results tbody tr').length);
+  assert.ok(rows >= 2, `results table has ${rows} rows`);
+  assert.ok(await page.evaluate(() => document.querySelectorAll('#plot-time svg').length) >= 1, 'time plot drawn');
+  assert.equal(await page.evaluate(() => document.querySelector('#bar').value), 1);
+  await page.screenshot(join(ART, 'bench-run-1280x800.png'));
+  assert.deepEqual(page.problems, [], 'benchmark page: console errors/warnings');
+  await page.close();
+});

@@ -1,0 +1,243 @@
+// The matmul kernels (src/matmul/) against plain loops: every weight type and layout, the
+// matrix-vector and the matrix-matrix kernel, odd sizes (M, K, N not multiples of the vector
+// width, the 32-block, the micro-tile or the packed block), 1 to 3 threads (bit-identical).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "matmul/halves.hpp"
+#include "matmul/matmul.hpp"
+#include "model/safetensors.hpp"
+#include "testing.hpp"
+
+using namespace qkv;
+
+namespace {
+
+// A random weight matrix held in one of the stored forms.
+struct Stored {
+  std::vector<float> f32;      // K * N values as generated (storage order)
+  std::vector<uint16_t> half;  // F16 / BF16 storage
+  std::vector<int8_t> q8;
+  std::vector<float> scales;
+  WeightMatrix w;
+};
+
+Stored make_weights(WeightType type, WeightLayout layout, int64_t K, int64_t N, std::mt19937& rng) {
+  Stored s;
+  s.f32 = qkv::testing::normal(K * N, rng, 0.5f);
+  // a few exact zeros, tiny values (subnormal in F16) and large ones
+  for (size_t i = 0; i < s.f32.size(); i += 7) s.f32[i] = 0.0f;
+  for (size_t i = 3; i < s.f32.size(); i += 11) s.f32[i] *= 1e-6f;
+  for (size_t i = 5; i < s.f32.size(); i += 13) s.f32[i] *= 300.0f;
+  s.w.type = type;
+  s.w.layout = layout;
+  s.w.K = K;
+  s.w.N = N;
+  if (type == WeightType::F32) {
+    s.w.data = s.f32.data();
+  } else if (type == WeightType::F16 || type == WeightType::BF16) {
+    for (float v : s.f32) s.half.push_back(type == WeightType::F16 ? halves::f32_to_f16(v) : halves::f32_to_bf16(v));
+    s.w.data = s.half.data();
+  } else {
+    WeightMatrix src{WeightType::F32, layout, K, N, s.f32.data(), nullptr};
+    const Q8Layout q = Q8Layout::of(K, N);
+    s.q8.resize(q.data_bytes());
+    s.scales.resize(q.scale_count());
+    quantize_q8(src, s.q8.data(), s.scales.data());
+    s.w.data = s.q8.data();
+    s.w.scales = s.scales.data();
+  }
+  return s;
+}
+
+// |y - want| <= tol where tol scales with the sizes of the terms summed
+void check_close(const std::vector<float>& y, const std::vector<float>& want, const std::vector<float>& x,
+                 const WeightMatrix& w, const std::vector<float>& bias, int64_t M, double rel, double x_rel) {
+  double worst = 0.0;
+  for (int64_t m = 0; m < M; ++m) {
+    double xmax = 0.0;
+    for (int64_t k = 0; k < w.K; ++k) xmax = std::max(xmax, std::fabs(double(x[size_t(m * w.K + k)])));
+    for (int64_t n = 0; n < w.N; ++n) {
+      double mag = std::fabs(double(bias[size_t(n)])), wsum = 0.0;
+      for (int64_t k = 0; k < w.K; ++k) {
+        const double wk = std::fabs(double(weight_at(w, k, n)));
+        mag += std::fabs(double(x[size_t(m * w.K + k)])) * wk;
+        wsum += wk;
+      }
+      const double tol = rel * mag + x_rel * wsum * xmax + 1e-30;
+      const double err = std::fabs(double(y[size_t(m * w.N + n)]) - double(want[size_t(m * w.N + n)]));
+      worst = std::max(worst, err / tol);
+      if (!(err <= tol)) {
+        FAIL_CHECK("y[" << m << ", " << n << "] = " << y[size_t(m * w.N + n)] << ", want " << want[size_t(m * w.N + n)]
+                        << " (tolerance " << tol << ")");
+        return;
+      }
+    }
+  }
+  CHECK(worst <= 1.0);
+}
+
+const char* layout_name(WeightLayout l) { return l == WeightLayout::InOut ? "InOut" : "OutIn"; }
+
+}  // namespace
+
+TEST_CASE("halves: F16 and BF16 widening is exact and matches the safetensors reader") {
+  for (uint32_t h = 0; h < 65536; ++h) {
+    const float a = halves::f16_to_f32(uint16_t(h)), b = safetensors::f16_to_f32(uint16_t(h));
+    if (std::isnan(b)) {
+      CHECK(std::isnan(a));
+      continue;
+    }
+    REQUIRE(std::memcmp(&a, &b, 4) == 0);
+    CHECK(halves::f32_to_f16(a) == uint16_t(h));  // every half survives the round trip
+    const float c = halves::bf16_to_f32(uint16_t(h)), d = safetensors::bf16_to_f32(uint16_t(h));
+    if (!std::isnan(d)) CHECK(std::memcmp(&c, &d, 4) == 0);
+  }
+  // rounding to nearest even, overflow to inf
+  CHECK(halves::f32_to_f16(1.0f + 1.0f / 2048) == 0x3C00);  // halfway: to the even 1.0
+  CHECK(halves::f32_to_f16(1.0f + 3.0f / 2048) == 0x3C02);  // halfway: to the even 1 + 2/1024
+  CHECK(halves::f32_to_f16(65520.0f) == 0x7C00);
+  CHECK(halves::f32_to_f16(65519.0f) == 0x7BFF);
+  CHECK(halves::f32_to_f16(-3e-8f) == 0x8001);        // rounds up to the smallest subnormal
+  CHECK(halves::f32_to_bf16(1.00390625f) == 0x3F80);  // halfway: to even
+}
+
+TEST_CASE("matmul: every weight type and layout vs plain loops, odd sizes, both kernels, 1-3 threads") {
+  std::mt19937 rng(20240611);
+  struct Shape {
+    int64_t M, K, N;
+  };
+  // M: 1 (decode) and more; K and N cross the 4/8-lane, 32-block, 12-column tile, 256-row and
+  // 768-column blocking boundaries
+  const Shape shapes[] = {{1, 1, 1},   {1, 5, 3},    {2, 7, 13},    {3, 33, 29},   {4, 64, 24},    {5, 31, 9},
+                          {7, 67, 50}, {1, 300, 97}, {13, 257, 37}, {6, 513, 800}, {1, 130, 1001}, {2, 40, 2}};
+  for (WeightType type : {WeightType::F32, WeightType::F16, WeightType::BF16, WeightType::Q8}) {
+    for (WeightLayout layout : {WeightLayout::InOut, WeightLayout::OutIn}) {
+      for (const Shape& s : shapes) {
+        CAPTURE(weight_type_name(type));
+        CAPTURE(layout_name(layout));
+        CAPTURE(s.M);
+        CAPTURE(s.K);
+        CAPTURE(s.N);
+        Stored st = make_weights(type, layout, s.K, s.N, rng);
+        const WeightMatrix& w = st.w;
+        std::vector<float> x = qkv::testing::normal(s.M * s.K, rng), bias = qkv::testing::normal(s.N, rng);
+        std::vector<float> want(size_t(s.M * s.N));
+        matmul_reference(w, x.data(), s.M, bias.data(), want.data());
+
+        // the matrix product (prefill), any M
+        std::vector<float> y1(want.size(), NAN);
+        detail::gemm(w, x.data(), s.M, bias.data(), y1.data(), 1);
+        check_close(y1, want, x, w, bias, s.M, 2e-6 * std::sqrt(double(s.K)) + 1e-6, 0.0);
+        for (int threads : {2, 3}) {
+          std::vector<float> yt(want.size(), NAN);
+          detail::gemm(w, x.data(), s.M, bias.data(), yt.data(), threads);
+          CHECK(yt == y1);
+        }
+        // the matrix-vector product (decode), row by row; Q8 quantizes x to int16 per block
+        std::vector<float> y2(want.size(), NAN);
+        for (int64_t m = 0; m < s.M; ++m) detail::gemv(w, x.data() + m * s.K, bias.data(), y2.data() + m * s.N, 1);
+        check_close(y2, want, x, w, bias, s.M, 2e-6 * std::sqrt(double(s.K)) + 1e-6,
+                    type == WeightType::Q8 ? 1.0 / 65534 : 0.0);
+        for (int threads : {2, 3}) {
+          std::vector<float> yt(want.size(), NAN);
+          for (int64_t m = 0; m < s.M; ++m)
+            detail::gemv(w, x.data() + m * s.K, bias.data(), yt.data() + m * s.N, threads);
+          CHECK(yt == y2);
+        }
+        // (the two kernels are not compared bit for bit: whether the compiler fuses a multiply
+        // and an add differs between them and between build flags; both are checked above)
+        // matmul() picks one of the two; without bias
+        std::vector<float> y3(want.size()), want0(want.size());
+        matmul(w, x.data(), s.M, nullptr, y3.data(), 2);
+        matmul_reference(w, x.data(), s.M, nullptr, want0.data());
+        check_close(y3, want0, x, w, std::vector<float>(size_t(s.N), 0.0f), s.M, 2e-6 * std::sqrt(double(s.K)) + 1e-6,
+                    type == WeightType::Q8 && s.M == 1 ? 1.0 / 65534 : 0.0);
+      }
+    }
+  }
+}
+
+TEST_CASE("matmul: the threaded kernels with the work floor off give the same bits (large enough to split)") {
+  std::mt19937 rng(7);
+  for (WeightType type : {WeightType::F32, WeightType::F16, WeightType::Q8}) {
+    CAPTURE(weight_type_name(type));
+    const int64_t M = 9, K = 520, N = 1100;  // M * K * N > 2^18 per thread: the pool really runs
+    Stored st = make_weights(type, WeightLayout::InOut, K, N, rng);
+    std::vector<float> x = qkv::testing::normal(M * K, rng);
+    std::vector<float> y1(size_t(M * N)), y4(size_t(M * N)), v1(static_cast<size_t>(N)), v4(static_cast<size_t>(N));
+    matmul(st.w, x.data(), M, nullptr, y1.data(), 1);
+    matmul(st.w, x.data(), M, nullptr, y4.data(), 4);
+    CHECK(y1 == y4);
+    matmul(st.w, x.data(), 1, nullptr, v1.data(), 1);
+    matmul(st.w, x.data(), 1, nullptr, v4.data(), 4);
+    CHECK(v1 == v4);
+  }
+}
+
+TEST_CASE("quantize_q8: layout, error bound, zeros and read_column") {
+  std::mt19937 rng(3);
+  for (WeightLayout layout : {WeightLayout::InOut, WeightLayout::OutIn}) {
+    const int64_t K = 45, N = 6;  // K: one full block and a padded one; N: one full group and a padded one
+    std::vector<float> v = qkv::testing::normal(K * N, rng);
+    for (int64_t k = 0; k < K; ++k)
+      v[size_t(layout == WeightLayout::InOut ? k * N + 5 : 5 * K + k)] = 0.0f;  // column 5: zeros
+    WeightMatrix src{WeightType::F32, layout, K, N, v.data(), nullptr};
+    const Q8Layout q = Q8Layout::of(K, N);
+    CHECK(q.groups == 2);
+    CHECK(q.blocks == 2);
+    std::vector<int8_t> data(q.data_bytes(), 99);
+    std::vector<float> scales(q.scale_count(), 99.0f);
+    quantize_q8(src, data.data(), scales.data());
+    WeightMatrix w{WeightType::Q8, layout, K, N, data.data(), scales.data()};
+    CHECK(w.bytes() == q.data_bytes() + 4 * q.scale_count());
+    for (int64_t n = 0; n < N; ++n) {
+      std::vector<float> col(static_cast<size_t>(K));
+      read_column(w, n, col.data());
+      for (int64_t b = 0; b < 2; ++b) {
+        float amax = 0.0f;
+        for (int64_t k = b * 32; k < std::min(K, b * 32 + 32); ++k)
+          amax = std::max(amax, std::fabs(weight_at(src, k, n)));
+        CHECK(scales[size_t((n / 4 * 2 + b) * 4 + n % 4)] == doctest::Approx(amax / 127.0f));
+        for (int64_t k = b * 32; k < std::min(K, b * 32 + 32); ++k) {
+          CHECK(col[size_t(k)] == weight_at(w, k, n));
+          CHECK(std::fabs(col[size_t(k)] - weight_at(src, k, n)) <= amax / 254.0f * 1.0001f);
+        }
+      }
+      if (n == 5) CHECK(std::all_of(col.begin(), col.end(), [](float c) { return c == 0.0f; }));
+    }
+    // padding: columns 6, 7 and rows 45..63 are zeros
+    for (int64_t b = 0; b < 2; ++b)
+      for (int64_t p = 0; p < 16; ++p)
+        for (int64_t c = 0; c < 4; ++c)
+          for (int64_t par = 0; par < 2; ++par) {
+            const int64_t k = b * 32 + p * 2 + par, n = 4 + c;
+            if (k >= K || n >= N) CHECK(data[size_t(((1 * 2 + b) * 16 + p) * 8 + c * 2 + par)] == 0);
+          }
+  }
+}
+
+TEST_CASE("matmul: F16 inf/NaN are refused on load; bad shapes are errors") {
+  std::vector<uint16_t> h = {0x3C00, 0x7C00, 0x0001};
+  CHECK_THROWS_WITH_AS(check_finite_f16(h.data(), h.size(), "GPT2: tensor \"x\""),
+                       "GPT2: tensor \"x\": F16 weights hold inf at element 1 (of 3)", std::invalid_argument);
+  h[1] = 0xFE00;
+  CHECK_THROWS_WITH_AS(check_finite_f16(h.data(), h.size(), "w"), "w: F16 weights hold NaN at element 1 (of 3)",
+                       std::invalid_argument);
+  h[1] = 0x7BFF;  // 65504
+  CHECK_NOTHROW(check_finite_f16(h.data(), h.size(), "w"));
+
+  float x = 1.0f, y = 0.0f;
+  WeightMatrix w{WeightType::F32, WeightLayout::InOut, 0, 1, &x, nullptr};
+  CHECK_THROWS_WITH_AS(matmul(w, &x, 1, nullptr, &y), "matmul: shapes x [1, 0] and W [0, 1] must be positive",
+                       std::invalid_argument);
+  WeightMatrix q{WeightType::Q8, WeightLayout::InOut, 1, 1, &x, nullptr};
+  CHECK_THROWS_WITH_AS(matmul(q, &x, 1, nullptr, &y), "matmul: null buffer (W Q8 [1, 1], M = 1)",
+                       std::invalid_argument);
+}

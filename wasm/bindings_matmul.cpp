@@ -1,0 +1,72 @@
+// The Embind boundary for the matmul kernels (src/matmul/): mapping only. The JS tests run
+// them on every weight type and layout against a plain loop written in JS
+// (tests/js/matmul.test.js): the kernels as the shipped module compiled them.
+//
+// Arrays travel as byte addresses into the wasm heap; entry points return "" or
+// "<kind>|<message>" as in bindings.cpp.
+#include <emscripten/bind.h>
+
+#include <cstdint>
+#include <string>
+
+#include "guarded.hpp"
+#include "matmul/matmul.hpp"
+
+using namespace emscripten;
+using qkv::wasm::guarded;
+using qkv::wasm::ptr;
+
+namespace {
+
+qkv::WeightType weight_type(const std::string& name) {
+  if (name == "F32") return qkv::WeightType::F32;
+  if (name == "F16") return qkv::WeightType::F16;
+  if (name == "BF16") return qkv::WeightType::BF16;
+  if (name == "Q8") return qkv::WeightType::Q8;
+  throw std::invalid_argument("matmul: weight type must be F32, F16, BF16 or Q8, got '" + name + "'");
+}
+
+qkv::WeightMatrix matrix(const std::string& type, bool out_in, int K, int N, uintptr_t data, uintptr_t scales) {
+  return {weight_type(type),
+          out_in ? qkv::WeightLayout::OutIn : qkv::WeightLayout::InOut,
+          K,
+          N,
+          ptr<const void>(data),
+          ptr<const float>(scales)};
+}
+
+// y [M, N] = x [M, K] W + bias; kernel: "auto" (matmul), "gemv" (row by row) or "gemm"
+std::string matmul_run(const std::string& type, bool out_in, int M, int K, int N, uintptr_t data, uintptr_t scales,
+                       uintptr_t x, uintptr_t bias, uintptr_t y, int threads, const std::string& kernel) {
+  return guarded([&] {
+    const qkv::WeightMatrix w = matrix(type, out_in, K, N, data, scales);
+    const float* xs = ptr<const float>(x);
+    float* ys = ptr<float>(y);
+    if (kernel == "gemv") {
+      for (int m = 0; m < M; ++m)
+        qkv::detail::gemv(w, xs + int64_t(m) * K, ptr<const float>(bias), ys + int64_t(m) * N, threads);
+    } else if (kernel == "gemm") {
+      qkv::detail::gemm(w, xs, M, ptr<const float>(bias), ys, threads);
+    } else {
+      qkv::matmul(w, xs, M, ptr<const float>(bias), ys, threads);
+    }
+  });
+}
+
+// Quantizes a F32 / F16 / BF16 matrix to Q8 into data (q8DataBytes) and scales (q8ScaleCount floats).
+std::string matmul_quantize(const std::string& type, bool out_in, int K, int N, uintptr_t src, uintptr_t data,
+                            uintptr_t scales) {
+  return guarded([&] { qkv::quantize_q8(matrix(type, out_in, K, N, src, 0), ptr<int8_t>(data), ptr<float>(scales)); });
+}
+
+double q8_data_bytes(int K, int N) { return double(qkv::Q8Layout::of(K, N).data_bytes()); }
+double q8_scale_count(int K, int N) { return double(qkv::Q8Layout::of(K, N).scale_count()); }
+
+}  // namespace
+
+EMSCRIPTEN_BINDINGS(qkv_matmul) {
+  function("matmulRun", &matmul_run);
+  function("matmulQuantize", &matmul_quantize);
+  function("q8DataBytes", &q8_data_bytes);
+  function("q8ScaleCount", &q8_scale_count);
+}

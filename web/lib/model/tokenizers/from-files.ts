@@ -1,0 +1,117 @@
+/**
+ * Which tokenizer a model folder's files describe, and reading them:
+ *   tokenizer.json [+ tokenizer_config.json]  -> HfTokenizer (byte-level BPE, SentencePiece BPE, WordPiece)
+ *   vocab.json + merges.txt                   -> GPT-2's BpeTokenizer
+ *   vocab.txt [+ tokenizer_config.json]       -> WordPiece (BERT)
+ * GPT-2 folders (model_type gpt2) look for vocab.json + merges.txt first, so GPT-2 keeps the
+ * tokenizer of openai/gpt-2's encoder.py even when a tokenizer.json sits beside them.
+ */
+import { BpeTokenizer } from './gpt2-bpe.js';
+import { HfTokenizer } from './hf-tokenizer.js';
+import { parseJson } from './json.js';
+import type { Tokenizer } from './types.js';
+import { bertTokenizerJson } from './vocab-txt.js';
+
+/** The tokenizer files of a model, as text (or parsed JSON for the .json ones); each optional. */
+export interface TokenizerFiles {
+  /** tokenizer.json */
+  tokenizerJson?: string | object;
+  /** tokenizer_config.json */
+  tokenizerConfig?: string | object;
+  /** vocab.json (GPT-2 BPE: token -> id) */
+  vocabJson?: string | object;
+  /** merges.txt */
+  merges?: string;
+  /** vocab.txt (BERT WordPiece) */
+  vocabTxt?: string;
+}
+
+export const TOKENIZER_FILE_NAMES: Record<keyof TokenizerFiles, string> = {
+  tokenizerJson: 'tokenizer.json',
+  tokenizerConfig: 'tokenizer_config.json',
+  vocabJson: 'vocab.json',
+  merges: 'merges.txt',
+  vocabTxt: 'vocab.txt',
+};
+
+/** A set of files that makes one tokenizer: tokenizer.json, vocab.json + merges.txt ('bpe'), vocab.txt. */
+export type TokenizerFileSet = 'tokenizer.json' | 'bpe' | 'vocab.txt';
+
+/** The order in which a model looks for its tokenizer: GPT-2's own files first for GPT-2. */
+export function tokenizerSearchOrder(modelType: unknown): TokenizerFileSet[] {
+  return modelType === 'gpt2' ? ['bpe', 'tokenizer.json', 'vocab.txt'] : ['tokenizer.json', 'bpe', 'vocab.txt'];
+}
+
+/**
+ * Reads the first tokenizer found, in {@link tokenizerSearchOrder}; `read(name)` returns a
+ * file's bytes or null when the folder lacks it. Files of the sets after the one found are not
+ * asked for (each miss is a 404 in a browser console).
+ */
+export async function readTokenizerFiles(
+  read: (name: string) => Promise<Uint8Array | null>,
+  modelType?: unknown,
+): Promise<TokenizerFiles> {
+  const text = async (name: string) => {
+    const b = await read(name);
+    return b === null ? undefined : new TextDecoder('utf-8').decode(b);
+  };
+  for (const set of tokenizerSearchOrder(modelType)) {
+    if (set === 'bpe') {
+      const [vocabJson, merges] = await Promise.all([text('vocab.json'), text('merges.txt')]);
+      if (vocabJson !== undefined || merges !== undefined) return { vocabJson, merges };
+    } else {
+      const main = await text(set);
+      if (main !== undefined) {
+        const tokenizerConfig = await text('tokenizer_config.json');
+        return set === 'tokenizer.json' ? { tokenizerJson: main, tokenizerConfig } : { vocabTxt: main, tokenizerConfig };
+      }
+    }
+  }
+  return {};
+}
+
+const parsed = (v: string | object | undefined, file: string) => (typeof v === 'string' ? parseJson(v, file) : v);
+
+/**
+ * The tokenizer the files describe (see the file comment for which wins), or null when there
+ * are none. `where` (a folder) prefixes the file names in errors. Damaged files are Errors
+ * naming the file and the field.
+ */
+export function tokenizerFromFiles(files: TokenizerFiles, options: { where?: string; modelType?: unknown } = {}): Tokenizer | null {
+  if (files === null || typeof files !== 'object') throw new TypeError(`tokenizerFromFiles: files must be an object of file contents, got ${String(files)}`);
+  for (const key of Object.keys(files)) {
+    if (!(key in TOKENIZER_FILE_NAMES)) {
+      throw new TypeError(`tokenizerFromFiles: unknown file '${key}' (expected ${Object.keys(TOKENIZER_FILE_NAMES).join(', ')})`);
+    }
+  }
+  const name = (key: keyof TokenizerFiles) => (options.where ? `${options.where}/${TOKENIZER_FILE_NAMES[key]}` : TOKENIZER_FILE_NAMES[key]);
+  const config = () => parsed(files.tokenizerConfig, name('tokenizerConfig'));
+  const hasBpe = files.vocabJson !== undefined || files.merges !== undefined;
+  for (const set of tokenizerSearchOrder(options.modelType)) {
+    if (set === 'tokenizer.json' && files.tokenizerJson !== undefined) {
+      return new HfTokenizer({
+        tokenizer: parsed(files.tokenizerJson, name('tokenizerJson')),
+        config: config(),
+        names: { tokenizer: name('tokenizerJson'), config: name('tokenizerConfig') },
+      });
+    }
+    if (set === 'bpe' && hasBpe) {
+      if (files.vocabJson === undefined || files.merges === undefined) {
+        throw new Error(`${options.where ?? 'tokenizer'}: a BPE tokenizer needs both vocab.json and merges.txt; only ${files.vocabJson !== undefined ? 'vocab.json' : 'merges.txt'} was given`);
+      }
+      const vocab = parsed(files.vocabJson, name('vocabJson'));
+      if (typeof files.merges !== 'string') throw new TypeError(`${name('merges')}: expected the file's text`);
+      return new BpeTokenizer(vocab as Record<string, number>, files.merges);
+    }
+    if (set === 'vocab.txt' && files.vocabTxt !== undefined) {
+      const c = config();
+      return new HfTokenizer({
+        tokenizer: bertTokenizerJson(files.vocabTxt, c, { vocab: name('vocabTxt'), config: name('tokenizerConfig') }),
+        config: c,
+        names: { tokenizer: `${name('vocabTxt')} (as tokenizer.json)`, config: name('tokenizerConfig') },
+        cleanUpDefault: true, // transformers' BertTokenizer
+      });
+    }
+  }
+  return null;
+}
