@@ -15,7 +15,6 @@ unformatted=(
   src/flash.cpp
   src/mha.cpp
   src/model/gpt2.cpp
-  src/model/gpt2.hpp
   src/validate.cpp
   tests/cpp/test_attention_edges.cpp
   tests/cpp/test_attention_properties.cpp
