@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "simd.hpp"
+#include "simd_madd.hpp"
 
 namespace qkv::detail {
 
@@ -40,7 +40,7 @@ inline void accumulate_block(const float* a, Strides as, const float* b, int64_t
     for (int r = 0; r < R; ++r) {
       const V ak = simd::splat<V>(a[r * a_row]);
       QKV_UNROLL
-      for (int v = 0; v < NV; ++v) acc[r][v] += ak * bk[v];
+      for (int v = 0; v < NV; ++v) acc[r][v] = simd::madd(ak, bk[v], acc[r][v]);
     }
   }
   QKV_UNROLL

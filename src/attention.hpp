@@ -42,12 +42,12 @@ struct MaskView {
 };
 
 struct AttentionOptions {
-  std::optional<float> scale;      // default 1 / sqrt(D)
-  bool causal = false;             // j <= i + (Lk - Lq)
-  int64_t window = 0;              // > 0: also j > i + (Lk - Lq) - window
-  MaskView<uint8_t> bool_mask;     // nonzero = may attend
-  MaskView<float> float_mask;      // added to the scaled scores (-inf hides a key)
-  int threads = 1;                 // worker threads for the fast kernel; results do not depend on it
+  std::optional<float> scale;   // default 1 / sqrt(D)
+  bool causal = false;          // j <= i + (Lk - Lq)
+  int64_t window = 0;           // > 0: also j > i + (Lk - Lq) - window
+  MaskView<uint8_t> bool_mask;  // nonzero = may attend
+  MaskView<float> float_mask;   // added to the scaled scores (-inf hides a key)
+  int threads = 1;              // worker threads for the fast kernel; results do not depend on it
   // multiply-adds each thread must get for it to be used (waking a thread costs ~10-50 us);
   // 0 = always use `threads` (the tests, to exercise the threaded paths on small problems)
   int64_t min_work_per_thread = kMinWorkPerThread;

@@ -20,16 +20,14 @@ void check_size(const char* name, const std::vector<float>& v, int64_t want, boo
 void split_heads(const float* x, int64_t B, int64_t L, int64_t H, int64_t hd, float* out) {
   for (int64_t b = 0; b < B; ++b)
     for (int64_t l = 0; l < L; ++l)
-      for (int64_t h = 0; h < H; ++h)
-        std::copy_n(x + ((b * L + l) * H + h) * hd, hd, out + ((b * H + h) * L + l) * hd);
+      for (int64_t h = 0; h < H; ++h) std::copy_n(x + ((b * L + l) * H + h) * hd, hd, out + ((b * H + h) * L + l) * hd);
 }
 
 // [B, H, L, hd] -> [B, L, H*hd]
 void merge_heads(const float* x, int64_t B, int64_t L, int64_t H, int64_t hd, float* out) {
   for (int64_t b = 0; b < B; ++b)
     for (int64_t h = 0; h < H; ++h)
-      for (int64_t l = 0; l < L; ++l)
-        std::copy_n(x + ((b * H + h) * L + l) * hd, hd, out + ((b * L + l) * H + h) * hd);
+      for (int64_t l = 0; l < L; ++l) std::copy_n(x + ((b * H + h) * L + l) * hd, hd, out + ((b * L + l) * H + h) * hd);
 }
 
 }  // namespace
@@ -66,8 +64,8 @@ void MultiHeadAttention::forward(int64_t B, int64_t Lq, int64_t Lk, const float*
   const float* in_bias = w_.in_proj_bias.empty() ? nullptr : w_.in_proj_bias.data();
   auto project = [&](const float* x, int64_t L, int part, std::vector<float>& heads) {
     std::vector<float> flat(B * L * E);  // (B, L, E)
-    linear(x, B * L, E, w_.in_proj_weight.data() + part * E * E, E, in_bias ? in_bias + part * E : nullptr,
-           flat.data(), WeightLayout::InOut);
+    linear(x, B * L, E, w_.in_proj_weight.data() + part * E * E, E, in_bias ? in_bias + part * E : nullptr, flat.data(),
+           WeightLayout::InOut);
     heads.resize(B * L * E);  // (B, H, L, hd)
     split_heads(flat.data(), B, L, H, hd, heads.data());
   };

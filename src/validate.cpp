@@ -51,14 +51,13 @@ void validate_attention(const char* fn, const AttentionShape& s, const Attention
   const struct {
     const char* name;
     int64_t value;
-  } sizes[] = {{"batch B", s.B}, {"query heads H", s.H}, {"kv heads Hkv", s.Hkv}, {"query length Lq", s.Lq},
-               {"key length Lk", s.Lk}, {"head dim D", s.D}, {"value dim Dv", s.Dv}};
+  } sizes[] = {{"batch B", s.B},        {"query heads H", s.H}, {"kv heads Hkv", s.Hkv}, {"query length Lq", s.Lq},
+               {"key length Lk", s.Lk}, {"head dim D", s.D},    {"value dim Dv", s.Dv}};
   for (const auto& size : sizes) {
     if (size.value < 1) fail(fn, std::string(size.name) + " must be >= 1, got " + std::to_string(size.value), s);
   }
   if (s.H % s.Hkv != 0) {
-    fail(fn,
-         "query heads H=" + std::to_string(s.H) + " is not a multiple of kv heads Hkv=" + std::to_string(s.Hkv), s);
+    fail(fn, "query heads H=" + std::to_string(s.H) + " is not a multiple of kv heads Hkv=" + std::to_string(s.Hkv), s);
   }
   if (s.kv_rows != 0 && s.kv_rows < s.Lk) {
     fail(fn, "kv_rows=" + std::to_string(s.kv_rows) + " is smaller than Lk=" + std::to_string(s.Lk), s);

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# npm run build: the three wasm variants (Emscripten, through the top-level CMakeLists.txt)
+# npm run build: the five wasm variants (Emscripten, through the top-level CMakeLists.txt)
 # and the TypeScript API (tsc), assembled into dist/:
 #   dist/*.js, *.d.ts            the package's API (from web/lib/)
-#   dist/wasm/qkv-<v>.mjs        browser/bundler loader (ES module)      v = scalar | simd | simd-threads
+#   dist/wasm/qkv-<v>.mjs        browser/bundler loader (ES module)
+#                                v = scalar | simd | simd-threads | simd-relaxed | simd-relaxed-threads
 #   dist/wasm/qkv-<v>.node.cjs   Node loader (CommonJS, loaded with createRequire)
 #   dist/wasm/qkv-<v>.wasm       the module (one binary shared by both loaders)
-#   dist/wasm/qkv-simd-threads.worker.js, qkv-simd-threads.node.worker.cjs   pthread workers
+#   dist/wasm/qkv-<v>.worker.js, qkv-<v>.node.worker.cjs   pthread workers (the two threads variants)
 # Incremental: cmake/ninja rebuild only what changed, tsc is incremental, files are copied
-# only when they differ. QKV_VARIANTS="simd" builds a subset (default: all three).
+# only when they differ. QKV_VARIANTS="simd" builds a subset (default: all five).
 # On a fresh clone it first installs what it needs (tools/setup.sh: Debian packages as root,
 # else the one apt-get line to run; npm ci when node_modules does not match the lock).
 set -euo pipefail
@@ -15,7 +16,7 @@ cd "$(dirname "$0")/.."
 export NODE_PATH=${NODE_PATH:-/usr/share/nodejs}   # Debian's emcc needs Debian's acorn
 bash tools/setup.sh
 
-variants=${QKV_VARIANTS:-"scalar simd simd-threads"}
+variants=${QKV_VARIANTS:-"scalar simd simd-threads simd-relaxed simd-relaxed-threads"}
 jobs=${QKV_JOBS:-$(nproc)}
 generator=()
 command -v ninja > /dev/null && generator=(-G Ninja)
@@ -35,6 +36,8 @@ for v in $variants; do
     scalar) flags=(-DQKV_SIMD=OFF -DQKV_WASM_THREADS=OFF) ;;
     simd) flags=(-DQKV_SIMD=ON -DQKV_WASM_THREADS=OFF) ;;
     simd-threads) flags=(-DQKV_SIMD=ON -DQKV_WASM_THREADS=ON) ;;
+    simd-relaxed) flags=(-DQKV_SIMD=ON -DQKV_WASM_THREADS=OFF -DQKV_RELAXED=ON) ;;
+    simd-relaxed-threads) flags=(-DQKV_SIMD=ON -DQKV_WASM_THREADS=ON -DQKV_RELAXED=ON) ;;
     *) echo "build: unknown variant '$v'" >&2; exit 1 ;;
   esac
   dir=build/wasm-$v

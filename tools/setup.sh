@@ -45,6 +45,12 @@ fi
 stamp=node_modules/.qkv-lock-sha
 want=$(sha256sum package-lock.json | cut -d' ' -f1)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  if [ -L node_modules ]; then
+    # a checkout sharing another's node_modules (a git worktree): npm ci would empty theirs
+    echo "setup: node_modules is a link to $(readlink node_modules) installed from another package-lock.json;" >&2
+    echo "  replace it with a directory of its own (rm node_modules && npm ci) rather than reinstalling through the link" >&2
+    exit 1
+  fi
   echo "setup: npm ci"
   npm ci --no-audit --no-fund
   echo "$want" > "$stamp"

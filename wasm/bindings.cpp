@@ -19,9 +19,9 @@
 #include <vector>
 
 #include "attention.hpp"
+#include "guarded.hpp"
 #include "kv_cache.hpp"
 #include "mha.hpp"
-#include "guarded.hpp"
 
 using namespace emscripten;
 using qkv::wasm::guarded;
@@ -94,7 +94,9 @@ std::string kv_append(qkv::KVCache& c, uintptr_t key, uintptr_t value, int n) {
   return guarded([&] { c.append(ptr<const float>(key), ptr<const float>(value), n); });
 }
 std::string kv_attend(const qkv::KVCache& c, const AttentionArgs& a) {
-  return guarded([&] { c.attend(ptr<const float>(a.query), a.H, a.Lq, options_of(a), ptr<float>(a.output), ptr<float>(a.weights)); });
+  return guarded([&] {
+    c.attend(ptr<const float>(a.query), a.H, a.Lq, options_of(a), ptr<float>(a.output), ptr<float>(a.weights));
+  });
 }
 double kv_length(const qkv::KVCache& c) { return static_cast<double>(c.length()); }
 double kv_capacity(const qkv::KVCache& c) { return static_cast<double>(c.capacity()); }
@@ -141,7 +143,11 @@ std::string get_last_error() { return last_error; }
 }  // namespace
 
 EMSCRIPTEN_BINDINGS(qkv_core) {
-  value_array<Dims>("Dims4").element(emscripten::index<0>()).element(emscripten::index<1>()).element(emscripten::index<2>()).element(emscripten::index<3>());
+  value_array<Dims>("Dims4")
+      .element(emscripten::index<0>())
+      .element(emscripten::index<1>())
+      .element(emscripten::index<2>())
+      .element(emscripten::index<3>());
 
   value_object<AttentionArgs>("AttentionArgs")
       .field("B", &AttentionArgs::B)

@@ -69,14 +69,23 @@ export class Fastest {
 }
 export const ROUNDS_METHOD = 'per row: the fastest of `rounds` medians (parts alternate qkv, ORT 1t, ORT 2t per round; the naive loop runs once)';
 
-/** benchQkv on each wasm variant in turn: scalar, SIMD, SIMD + 2 threads. */
+/**
+ * benchQkv on each wasm variant in turn: scalar, SIMD, SIMD + 2 threads, and the relaxed-SIMD
+ * twins of the SIMD two where the engine has relaxed SIMD (skipped elsewhere).
+ */
 export async function benchQkvVariants(qkv, opts) {
   const rows = [];
-  for (const [variant, threads] of [['scalar', 1], ['simd', 1], ['simd-threads', 2]]) {
+  const variants = [['scalar', 1], ['simd', 1], ['simd-threads', 2], ['simd-relaxed', 1], ['simd-relaxed-threads', 2]];
+  for (const [variant, threads] of variants) {
     qkv.dispose();
     qkv.env.variant = variant;
     qkv.env.numThreads = threads;
-    await qkv.init();
+    try {
+      await qkv.init();
+    } catch (e) {
+      if (/needs WebAssembly relaxed SIMD/.test(e.message)) continue;
+      throw e;
+    }
     rows.push(...(await benchQkv(qkv, opts)));
   }
   qkv.dispose();
@@ -174,6 +183,7 @@ export function ratios(rows) {
       const scalar = get('qkv-scalar', 1, L, causal), simd = get('qkv-simd', 1, L, causal);
       const t2 = get('qkv-simd-threads', 2, L, causal), ort1 = get('onnxruntime-web', 1, L, causal);
       const ort2 = get('onnxruntime-web', 2, L, causal), naive = get('naive-js', 1, L, causal);
+      const relaxed = get('qkv-simd-relaxed', 1, L, causal), relaxed2 = get('qkv-simd-relaxed-threads', 2, L, causal);
       const r = (a, b) => (a && b ? +(b.ms / a.ms).toFixed(2) : null);
       out.push({
         L, causal,
@@ -182,6 +192,9 @@ export function ratios(rows) {
         threads2VsOrt2: r(t2, ort2),
         threads2VsSimd: r(t2, simd),
         simdVsNaive: r(simd, naive),
+        relaxedVsSimd: r(relaxed, simd),
+        relaxedVsOrt1: r(relaxed, ort1),
+        relaxed2VsThreads2: r(relaxed2, t2),
       });
     }
   }
@@ -194,10 +207,10 @@ export function table(rows, title) {
   for (const r of rows) {
     lines.push(`${r.impl.padEnd(20)} ${String(r.threads).padStart(3)} ${String(r.L).padStart(5)} ${String(r.causal).padStart(6)} ${r.ms.toFixed(2).padStart(9)} ${r.gflops.toFixed(2).padStart(9)}`);
   }
-  lines.push('', '    L causal  simd/scalar  simd/ort(1t)  2t/ort(2t)  2t/1t  simd/naive');
+  lines.push('', '    L causal  simd/scalar  simd/ort(1t)  2t/ort(2t)  2t/1t  simd/naive  relaxed/simd  relaxed/ort(1t)  relaxed-2t/2t');
   for (const x of ratios(rows)) {
     const f = (v) => (v === null ? '-' : v.toFixed(2)).padStart(11);
-    lines.push(`${String(x.L).padStart(5)} ${String(x.causal).padStart(6)} ${f(x.simdVsScalar)}  ${f(x.simdVsOrt1)} ${f(x.threads2VsOrt2)} ${f(x.threads2VsSimd).slice(4)} ${f(x.simdVsNaive)}`);
+    lines.push(`${String(x.L).padStart(5)} ${String(x.causal).padStart(6)} ${f(x.simdVsScalar)}  ${f(x.simdVsOrt1)} ${f(x.threads2VsOrt2)} ${f(x.threads2VsSimd).slice(4)} ${f(x.simdVsNaive)}  ${f(x.relaxedVsSimd).padStart(12)}  ${f(x.relaxedVsOrt1).padStart(15)}  ${f(x.relaxed2VsThreads2).padStart(13)}`);
   }
   return lines.join('\n');
 }

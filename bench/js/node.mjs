@@ -1,4 +1,4 @@
-// The attention benchmark in Node: qkv (scalar, SIMD, SIMD + 2 threads), a naive JS loop and
+// The attention benchmark in Node: qkv (scalar, SIMD, SIMD + 2 threads, and their relaxed-SIMD twins), a naive JS loop and
 // onnxruntime-web's wasm backend at 1 and 2 threads (each ORT thread count in its own process:
 // ORT fixes its thread count at first use). Prints a table; writes bench/results/js-node.json.
 //   node bench/js/node.mjs [--quick] [--sizes 128,512] [--rounds 3]
@@ -33,11 +33,13 @@ if (part) {
   process.exit(0);
 }
 
+// Node 20 runs the relaxed-SIMD builds only with this V8 flag: the parts get it where accepted.
+const relaxedFlag = spawnSync(process.execPath, ['--experimental-wasm-relaxed-simd', '-e', '0']).status === 0 ? ['--experimental-wasm-relaxed-simd'] : [];
 const rounds = roundsFor(args, quick);
 const fastest = new Fastest();
 const runChild = (p) => {
   process.stderr.write(`bench (node): ${p}\n`);
-  const r = spawnSync(process.execPath, [fileURLToPath(import.meta.url), '--part', p, ...(quick ? ['--quick'] : []), '--sizes', sizes.join(',')],
+  const r = spawnSync(process.execPath, [...relaxedFlag, fileURLToPath(import.meta.url), '--part', p, ...(quick ? ['--quick'] : []), '--sizes', sizes.join(',')],
     { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 1 << 26 });
   if (r.status !== 0) throw new Error(`bench part ${p} failed (${r.status})`);
   fastest.add(JSON.parse(r.stdout));

@@ -62,7 +62,8 @@ std::pair<double, int64_t> measure(F&& call, double budget_s) {
   const int64_t extra = peak_bytes.load() - base;
   std::vector<double> times;
   const auto start = Clock::now();
-  while (times.size() < 3 || (std::chrono::duration<double>(Clock::now() - start).count() < budget_s && times.size() < 50)) {
+  while (times.size() < 3 ||
+         (std::chrono::duration<double>(Clock::now() - start).count() < budget_s && times.size() < 50)) {
     const auto t0 = Clock::now();
     call();
     times.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
@@ -123,23 +124,25 @@ int main(int argc, char** argv) {
   const Row *ref = find("reference", 2048, false, 1), *f1 = find("fast", 2048, false, 1),
             *f1c = find("fast", 2048, true, 1), *f2 = find("fast", 2048, false, 2), *big = find("fast", 8192, false, 2);
   const double speedup = ref->ms / f1->ms, causal_gain = f1->ms / f1c->ms, thread_gain = f1->ms / f2->ms;
-  std::printf("\nL=2048: fast/reference (1 thread) %.1fx (target >= 8x); causal/non-causal %.2fx (target >= 1.7x); "
-              "2 threads/1 thread %.2fx (target >= 1.8x)\nL=8192: peak extra memory %.2f MB with 2 threads "
-              "(target <= 4 MB)\n",
-              speedup, causal_gain, thread_gain, big->extra_bytes / 1e6);
+  std::printf(
+      "\nL=2048: fast/reference (1 thread) %.1fx (target >= 8x); causal/non-causal %.2fx (target >= 1.7x); "
+      "2 threads/1 thread %.2fx (target >= 1.8x)\nL=8192: peak extra memory %.2f MB with 2 threads "
+      "(target <= 4 MB)\n",
+      speedup, causal_gain, thread_gain, big->extra_bytes / 1e6);
 
   std::ofstream json(out_path);
   json << "{\n  \"benchmark\": \"native attention\",\n  \"shape\": {\"B\": 1, \"H\": 8, \"D\": 64},\n"
        << "  \"flops\": \"4*B*H*L*L*D, full matrix also for causal (effective GFLOP/s)\",\n  \"rows\": [\n";
   for (size_t i = 0; i < rows.size(); ++i) {
     const Row& r = rows[i];
-    json << "    {\"kernel\": \"" << r.kernel << "\", \"L\": " << r.L << ", \"causal\": " << (r.causal ? "true" : "false")
-         << ", \"threads\": " << r.threads << ", \"median_ms\": " << r.ms << ", \"gflops\": " << r.gflops
-         << ", \"extra_bytes\": " << r.extra_bytes << "}" << (i + 1 < rows.size() ? "," : "") << "\n";
+    json << "    {\"kernel\": \"" << r.kernel << "\", \"L\": " << r.L
+         << ", \"causal\": " << (r.causal ? "true" : "false") << ", \"threads\": " << r.threads
+         << ", \"median_ms\": " << r.ms << ", \"gflops\": " << r.gflops << ", \"extra_bytes\": " << r.extra_bytes << "}"
+         << (i + 1 < rows.size() ? "," : "") << "\n";
   }
-  json << "  ],\n  \"ratios_at_2048\": {\"fast_over_reference\": " << speedup << ", \"causal_over_full\": " << causal_gain
-       << ", \"two_threads_over_one\": " << thread_gain << "},\n  \"extra_mb_at_8192\": " << big->extra_bytes / 1e6
-       << "\n}\n";
+  json << "  ],\n  \"ratios_at_2048\": {\"fast_over_reference\": " << speedup
+       << ", \"causal_over_full\": " << causal_gain << ", \"two_threads_over_one\": " << thread_gain
+       << "},\n  \"extra_mb_at_8192\": " << big->extra_bytes / 1e6 << "\n}\n";
   std::printf("wrote %s\n", out_path.c_str());
   return 0;
 }

@@ -11,9 +11,9 @@
 
 #include "attention.hpp"
 #include "matmul/matmul.hpp"
+#include "model/json.hpp"
 #include "simd.hpp"
 #include "thread_pool.hpp"
-#include "model/json.hpp"
 
 namespace qkv {
 
@@ -63,7 +63,8 @@ GPT2Config GPT2Config::from_json(std::string_view text) {
       af && *af != "gelu_new" && *af != "gelu_pytorch_tanh") {
     config_error("activation_function must be \"gelu_new\" (GPT-2's tanh GELU), got " + describe(*af));
   }
-  for (const char* unsupported : {"scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn", "add_cross_attention"}) {
+  for (const char* unsupported :
+       {"scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn", "add_cross_attention"}) {
     if (const nlohmann::json* v = member(root, unsupported); v && *v == true) {
       config_error(std::string("\"") + unsupported + "\": true is not supported");
     }
@@ -106,7 +107,8 @@ void GPT2Config::validate() const {
   in_range("vocab_size", vocab_size, 1 << 24);
   if (n_inner != 0) in_range("n_inner", n_inner, 1 << 18);
   if (n_embd % n_head != 0) {
-    config_error("n_embd (" + std::to_string(n_embd) + ") must be divisible by n_head (" + std::to_string(n_head) + ")");
+    config_error("n_embd (" + std::to_string(n_embd) + ") must be divisible by n_head (" + std::to_string(n_head) +
+                 ")");
   }
   if (!(layer_norm_epsilon > 0.0f) || !std::isfinite(layer_norm_epsilon)) {
     config_error("\"layer_norm_epsilon\" must be a positive finite number, got " + std::to_string(layer_norm_epsilon));
@@ -120,17 +122,17 @@ GPT2::GPT2(GPT2Config config, GPT2WeightStore weights) : config_(config), store_
   const GPT2Weights& w = store_.weights();
   if (int64_t(w.h.size()) != config_.n_layer || w.wte.N != config_.vocab_size || w.wte.K != config_.n_embd ||
       w.wpe.N != config_.n_positions) {
-    throw std::invalid_argument("GPT2: the weights (" + std::to_string(w.h.size()) + " layers, wte [" +
-                                std::to_string(w.wte.N) + ", " + std::to_string(w.wte.K) +
-                                "]) were loaded for another config (n_layer " + std::to_string(config_.n_layer) +
-                                ", vocab_size " + std::to_string(config_.vocab_size) + ", n_embd " +
-                                std::to_string(config_.n_embd) + ")");
+    throw std::invalid_argument(
+        "GPT2: the weights (" + std::to_string(w.h.size()) + " layers, wte [" + std::to_string(w.wte.N) + ", " +
+        std::to_string(w.wte.K) + "]) were loaded for another config (n_layer " + std::to_string(config_.n_layer) +
+        ", vocab_size " + std::to_string(config_.vocab_size) + ", n_embd " + std::to_string(config_.n_embd) + ")");
   }
 }
 
 GPT2 GPT2::load(std::string_view config_json, const uint8_t* bytes, size_t size, WeightFormat format) {
   GPT2Config config = GPT2Config::from_json(config_json);
-  if (bytes == nullptr && size != 0) throw std::invalid_argument("GPT2::load: null buffer of " + std::to_string(size) + " bytes");
+  if (bytes == nullptr && size != 0)
+    throw std::invalid_argument("GPT2::load: null buffer of " + std::to_string(size) + " bytes");
   MallocBytes copy(static_cast<uint8_t*>(std::malloc(std::max<size_t>(size, 1))));
   if (!copy) throw std::length_error("GPT2::load: cannot allocate " + std::to_string(size) + " bytes for the file");
   if (size) std::memcpy(copy.get(), bytes, size);
@@ -195,8 +197,8 @@ void GPT2::check_ids(const char* fn, const int32_t* ids, int64_t L, int64_t pos0
   if (L < 1) throw std::invalid_argument(std::string(fn) + ": ids is empty (need at least 1 token)");
   if (pos0 + L > config_.n_positions) {
     throw std::length_error(std::string(fn) + ": " + std::to_string(pos0 + L) + " positions (" + std::to_string(pos0) +
-                            " already + " + std::to_string(L) + " new) exceed n_positions = " +
-                            std::to_string(config_.n_positions));
+                            " already + " + std::to_string(L) +
+                            " new) exceed n_positions = " + std::to_string(config_.n_positions));
   }
   for (int64_t i = 0; i < L; ++i) {
     if (ids[i] < 0 || ids[i] >= config_.vocab_size) {
@@ -213,8 +215,8 @@ void GPT2::forward(const int32_t* ids, int64_t L, float* logits, float* attentio
   run(ids, L, 0, nullptr, scratch, logits, which == Logits::All, attentions, queries, keys);
 }
 
-void GPT2::run(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache>* caches, GPT2Scratch& s,
-               float* logits, bool all_logits, float* attentions, float* queries, float* keys) const {
+void GPT2::run(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache>* caches, GPT2Scratch& s, float* logits,
+               bool all_logits, float* attentions, float* queries, float* keys) const {
   const GPT2Config& c = config_;
   const int64_t E = c.n_embd, H = c.n_head, D = c.head_dim(), I = c.inner();
   const int64_t Lk = pos0 + L;  // keys visible to the last query
@@ -260,7 +262,7 @@ void GPT2::run(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache>
   }
 
   AttentionOptions opt;
-  opt.causal = true;  // query t sees keys j <= pos0 + t (bottom-right aligned)
+  opt.causal = true;       // query t sees keys j <= pos0 + t (bottom-right aligned)
   opt.threads = threads_;  // attention() uses fewer where the work is small (one decoding step)
   if (!c.scale_attn_weights) opt.scale = 1.0f;
 
@@ -421,8 +423,8 @@ std::vector<int32_t> generate(const GPT2& model, const std::vector<int32_t>& pro
   if (prompt.empty()) throw std::invalid_argument("generate: the prompt is empty");
   if (n_new < 0) throw std::invalid_argument("generate: n_new must be >= 0");
   if (int64_t(prompt.size()) + n_new > c.n_positions) {
-    throw std::length_error("generate: prompt (" + std::to_string(prompt.size()) + ") + n_new (" + std::to_string(n_new) +
-                            ") exceed n_positions = " + std::to_string(c.n_positions));
+    throw std::length_error("generate: prompt (" + std::to_string(prompt.size()) + ") + n_new (" +
+                            std::to_string(n_new) + ") exceed n_positions = " + std::to_string(c.n_positions));
   }
   Rng rng(seed);
   std::vector<int32_t> ids = prompt;

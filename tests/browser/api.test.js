@@ -33,11 +33,16 @@ function assertAllPass({ result, problems }) {
   assert.deepEqual(problems, []);
 }
 
+// auto loads the relaxed-SIMD twin of the SIMD build where the engine has relaxed SIMD
+// (Chromium 114+: checked below, so a probe that stopped working cannot pass unnoticed).
+const simdName = (relaxed) => (relaxed ? 'simd-relaxed' : 'simd');
+
 test(`${BROWSER}: crossOriginIsolated page: SIMD + threads, all cases, invalid table, 3000 random calls without heap growth`, async () => {
   const r = await run({ isolated: true, fuzz: 3000 });
   assertAllPass(r);
   assert.equal(r.result.crossOriginIsolated, true);
-  assert.equal(r.result.loaded.variant, 'simd-threads');
+  if (BROWSER === 'chromium') assert.equal(r.result.relaxedSimd, true, 'Chromium has relaxed SIMD: the probe must say so');
+  assert.equal(r.result.loaded.variant, `${simdName(r.result.relaxedSimd)}-threads`);
   assert.ok(r.result.loaded.threads >= 2, `threads ${r.result.loaded.threads}`);
   assert.deepEqual(r.result.fuzz.problems, []);
   assert.equal(r.result.fuzz.after.inUseBytes, r.result.fuzz.before.inUseBytes);
@@ -48,7 +53,13 @@ test(`${BROWSER}: page without isolation: falls back to single-thread SIMD, all 
   const r = await run({ isolated: false });
   assertAllPass(r);
   assert.equal(r.result.crossOriginIsolated, false);
-  assert.deepEqual(r.result.loaded, { variant: 'simd', threads: 1 });
+  assert.deepEqual(r.result.loaded, { variant: simdName(r.result.relaxedSimd), threads: 1 });
+});
+
+test(`${BROWSER}: forced plain SIMD + threads (the build auto passes over where relaxed SIMD runs)`, async () => {
+  const r = await run({ isolated: true, variant: 'simd-threads' });
+  assertAllPass(r);
+  assert.equal(r.result.loaded.variant, 'simd-threads');
 });
 
 test(`${BROWSER}: forced scalar variant in the browser`, async () => {

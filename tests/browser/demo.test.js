@@ -81,8 +81,8 @@ test('model page: generates 20 tokens; explorer shows n_layer x n_head heads who
   assert.equal(await page.getAttribute('body', 'data-generated'), '20');
   assert.equal(Number(await page.getAttribute('body', 'data-tokens')), before + 20);
   assert.match(await page.textContent('#speed'), /^\d+ tokens\/s \(\d+ with drawing\)$/);
-  // the page is cross-origin isolated, so the threads build runs
-  assert.match((await page.textContent('#backend')).trim(), /^qkv wasm simd-threads × \d+ threads$/);
+  // the page is cross-origin isolated, so the threads build runs (Chromium: the relaxed-SIMD one)
+  assert.match((await page.textContent('#backend')).trim(), /^qkv wasm simd-relaxed-threads × \d+ threads$/);
   const info = await page.textContent('#model-info');
   const [, nL, nH] = info.match(/(\d+) layers × (\d+) heads/).map(Number);
 
@@ -216,6 +216,16 @@ test('playground: turning off 1/sqrt(d_k) lowers the entropy at large d_k; rows 
   const sums = await page.$$eval('#matrix .rowsum', (els) => els.map((e) => Number(e.getAttribute('data-sum'))));
   assert.ok(sums.length > 3);
   for (const s of sums) assert.ok(Math.abs(s - 1) < 1e-4, `row sum ${s}`);
+  // section 4: the same sentence through both masks; word 3 sees 4 words causally, all of them bidirectionally
+  await page.selectOption('#see-word', '3');
+  await page.waitForFunction(() => document.querySelector('#see-causal').dataset.count === '4');
+  const words = (await page.inputValue('#sentence')).trim().split(/\s+/).length;
+  assert.equal(Number(await page.getAttribute('#see-bidi', 'data-count')), words);
+  assert.match(await page.textContent('#see-causal'), /^"on" sees 4 of \d+: the cat sat on$/);
+  const above = await page.$$eval('#cmp-bidi .cell title', (ts) => ts.filter((t) => !/masked/.test(t.textContent)).length);
+  const causalCells = await page.$$eval('#cmp-causal .cell title', (ts) => ts.filter((t) => !/masked/.test(t.textContent)).length);
+  assert.equal(above, words * words);
+  assert.equal(causalCells, (words * (words + 1)) / 2);
   // causal mask + online softmax converges to the exact output
   await page.check('input[name=mask][value=causal]');
   await page.click('#fall');

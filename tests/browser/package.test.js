@@ -32,7 +32,9 @@ test('the tarball holds the built JS, .d.ts and .wasm files and nothing else', (
   const extra = files.filter((f) => !allowed.test(f));
   assert.deepEqual(extra, []);
   for (const f of ['dist/index.js', 'dist/index.d.ts', 'dist/wasm/qkv-simd.wasm', 'dist/wasm/qkv-scalar.wasm',
-    'dist/wasm/qkv-simd-threads.wasm', 'dist/wasm/qkv-simd-threads.worker.js', 'dist/wasm/qkv-simd-threads.node.worker.cjs']) {
+    'dist/wasm/qkv-simd-threads.wasm', 'dist/wasm/qkv-simd-threads.worker.js', 'dist/wasm/qkv-simd-threads.node.worker.cjs',
+    'dist/wasm/qkv-simd-relaxed.wasm', 'dist/wasm/qkv-simd-relaxed-threads.wasm', 'dist/wasm/qkv-simd-relaxed-threads.worker.js',
+    'dist/wasm/qkv-simd-relaxed-threads.node.worker.cjs']) {
     assert.ok(files.includes(f), `${f} missing from the tarball`);
   }
   assert.ok(!files.some((f) => /\.(ts|cpp|hpp|py|safetensors)$/.test(f) && !f.endsWith('.d.ts')), 'sources in the tarball');
@@ -131,7 +133,8 @@ test('(b) a Vite-built page importing the package runs in Chromium, with and wit
         const r = await page.evaluate(() => window.__result);
         assert.equal(r.error, undefined, r.error);
         assert.equal(r.isolated, isolated);
-        assert.equal(r.loaded.variant, isolated ? 'simd-threads' : 'simd');
+        // Chromium has relaxed SIMD: auto loads the relaxed twin of the SIMD build
+        assert.equal(r.loaded.variant, isolated ? 'simd-relaxed-threads' : 'simd-relaxed');
         r.first.forEach((x, i) => assert.ok(Math.abs(x - Math.sin(i)) < 1e-6, String(r.first)));
         assert.deepEqual(page.problems, []);
         await page.close();

@@ -11,7 +11,9 @@ using namespace qkv;
 namespace {
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
-AttentionShape one_head(int64_t Lq, int64_t Lk, int64_t D, int64_t Dv) { return AttentionShape{1, 1, 1, Lq, Lk, D, Dv}; }
+AttentionShape one_head(int64_t Lq, int64_t Lk, int64_t D, int64_t Dv) {
+  return AttentionShape{1, 1, 1, Lq, Lk, D, Dv};
+}
 
 template <class F>
 void both_kernels(F&& check) {
@@ -36,7 +38,7 @@ TEST_CASE("L = 1: one query, one key gives that key's value") {
 TEST_CASE("+inf in the float mask takes all the weight, shared between +inf keys, without NaN") {
   const AttentionShape s = one_head(2, 4, 1, 1);
   const float q[] = {1.0f, -1.0f}, k[] = {5.0f, 0.0f, -3.0f, 1.0f}, v[] = {10.0f, 20.0f, 30.0f, 40.0f};
-  const float add[] = {0.0f, kInf, 0.0f, kInf,   // row 0: keys 1 and 3 share the weight
+  const float add[] = {0.0f,  kInf,  0.0f, kInf,    // row 0: keys 1 and 3 share the weight
                        -kInf, -kInf, 0.0f, -kInf};  // row 1: only key 2 remains
   AttentionOptions o;
   o.float_mask = {add, {1, 1, 2, 4}};
@@ -124,8 +126,10 @@ TEST_CASE("masks broadcast along every combination of size-1 dimensions") {
       for (int64_t h = 0; h < 3; ++h)
         for (int64_t i = 0; i < 5; ++i)
           for (int64_t j = 0; j < 6; ++j) {
-            const int64_t at = ((std::min(b, dims[0] - 1) * dims[1] + std::min(h, dims[1] - 1)) * dims[2] +
-                                std::min(i, dims[2] - 1)) * dims[3] + std::min(j, dims[3] - 1);
+            const int64_t at =
+                ((std::min(b, dims[0] - 1) * dims[1] + std::min(h, dims[1] - 1)) * dims[2] + std::min(i, dims[2] - 1)) *
+                    dims[3] +
+                std::min(j, dims[3] - 1);
             big[((b * 3 + h) * 5 + i) * 6 + j] = small[at];
           }
     AttentionOptions broadcast, materialised;

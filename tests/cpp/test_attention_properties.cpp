@@ -83,7 +83,8 @@ TEST_CASE("each output lies within [min v, max v] over the keys its row may see"
 TEST_CASE("permuting keys and values together leaves the output unchanged") {
   std::mt19937 rng(3);
   const AttentionShape s = shape(1, 3, 3, 20, 70, 24, 24);
-  auto q = testing::normal(3 * 20 * 24, rng), k = testing::normal(3 * 70 * 24, rng), v = testing::normal(3 * 70 * 24, rng);
+  auto q = testing::normal(3 * 20 * 24, rng), k = testing::normal(3 * 70 * 24, rng),
+       v = testing::normal(3 * 70 * 24, rng);
   std::vector<int> perm(70);
   std::iota(perm.begin(), perm.end(), 0);
   std::shuffle(perm.begin(), perm.end(), rng);

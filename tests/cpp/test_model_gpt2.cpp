@@ -65,8 +65,8 @@ GPT2 load_model(const Loaded& l) { return GPT2::load(l.config, l.st.data(), l.st
 // Checks forward() against every case of a reference manifest; returns the worst errors.
 void check_reference(const std::string& manifest_name, float* worst_logits, float* worst_atts) {
   const std::string manifest_path = kData + "/" + manifest_name;
-  REQUIRE_MESSAGE(file_exists(manifest_path), "missing reference " << manifest_path
-                                                                    << " (tools/model/make_reference.py writes it)");
+  REQUIRE_MESSAGE(file_exists(manifest_path),
+                  "missing reference " << manifest_path << " (tools/model/make_reference.py writes it)");
   const nlohmann::json m = json::parse(read_text(manifest_path));
   const std::string dir = kData + "/" + m.at("model_dir").get<std::string>();
   GPT2 model = load_model(load_dir(dir));
@@ -143,18 +143,22 @@ TEST_CASE("gpt2: config.json parsing and validation") {
   CHECK(c2.n_positions == 8);
   CHECK(c2.inner() == 10);
 
-  auto err = [](const std::string& text) { return error_of<std::invalid_argument>([&] { GPT2Config::from_json(text); }); };
+  auto err = [](const std::string& text) {
+    return error_of<std::invalid_argument>([&] { GPT2Config::from_json(text); });
+  };
   CHECK(contains(err(R"({"n_head":1,"n_embd":4,"n_positions":8,"vocab_size":3})"), "lacks \"n_layer\""));
   CHECK(contains(err(R"({"n_layer":1,"n_head":3,"n_embd":4,"n_positions":8,"vocab_size":3})"),
                  "n_embd (4) must be divisible by n_head (3)"));
-  CHECK(contains(err(R"({"n_layer":0,"n_head":1,"n_embd":4,"n_positions":8,"vocab_size":3})"), "\"n_layer\" must be in [1,"));
+  CHECK(contains(err(R"({"n_layer":0,"n_head":1,"n_embd":4,"n_positions":8,"vocab_size":3})"),
+                 "\"n_layer\" must be in [1,"));
   CHECK(contains(err(R"({"n_layer":1.5,"n_head":1,"n_embd":4,"n_positions":8,"vocab_size":3})"),
                  "\"n_layer\" must be an integer"));
   CHECK(contains(err(R"({"n_layer":1,"n_head":1,"n_embd":4,"vocab_size":3})"), "lacks \"n_positions\""));
   CHECK(contains(err(R"({"model_type":"llama","n_layer":1,"n_head":1,"n_embd":4,"n_positions":8,"vocab_size":3})"),
                  "model_type must be \"gpt2\", got \"llama\""));
-  CHECK(contains(err(R"({"activation_function":"relu","n_layer":1,"n_head":1,"n_embd":4,"n_positions":8,"vocab_size":3})"),
-                 "activation_function must be \"gelu_new\""));
+  CHECK(contains(
+      err(R"({"activation_function":"relu","n_layer":1,"n_head":1,"n_embd":4,"n_positions":8,"vocab_size":3})"),
+      "activation_function must be \"gelu_new\""));
   CHECK(contains(err(R"({"n_layer":1,"n_head":1,"n_embd":4,"n_positions":8,"vocab_size":3,"layer_norm_epsilon":-1})"),
                  "layer_norm_epsilon"));
   CHECK(contains(err("{\"n_layer\":1,"), "config.json is not valid JSON"));
@@ -229,8 +233,8 @@ TEST_CASE("gpt2: session steps give the same logits and attention rows as the fu
   for (int64_t l = 0; l < NL; ++l) {
     for (int64_t h = 0; h < H; ++h) {
       for (int64_t i = 0; i < P; ++i) {
-        CHECK(max_abs_err(patt.data() + ((l * H + h) * P + i) * P, atts.data() + ((l * H + h) * L + i) * L, size_t(P)) <=
-              1e-6f);
+        CHECK(max_abs_err(patt.data() + ((l * H + h) * P + i) * P, atts.data() + ((l * H + h) * L + i) * L,
+                          size_t(P)) <= 1e-6f);
       }
     }
   }
@@ -254,15 +258,18 @@ TEST_CASE("gpt2: session steps give the same logits and attention rows as the fu
   CHECK(s.position() == tc.n_positions);
   std::vector<int32_t> too_long(size_t(tc.n_positions + 1), 1);
   std::vector<float> big(too_long.size() * size_t(V));
-  CHECK(contains(error_of<std::length_error>([&] { model.forward(too_long.data(), int64_t(too_long.size()), big.data()); }),
-                 "41 positions (0 already + 41 new) exceed n_positions = 40"));
+  CHECK(contains(
+      error_of<std::length_error>([&] { model.forward(too_long.data(), int64_t(too_long.size()), big.data()); }),
+      "41 positions (0 already + 41 new) exceed n_positions = 40"));
   CHECK(contains(error_of<std::invalid_argument>([&] {
                    int32_t bad = int32_t(V);
                    model.forward(&bad, 1, big.data());
                  }),
                  "ids[0] = 64 is out of range [0, 64)"));
   CHECK(contains(error_of<std::invalid_argument>([&] { model.forward(ids.data(), 0, big.data()); }), "ids is empty"));
-  CHECK(contains(error_of<std::length_error>([&] { generate(model, ids, 21, {0.0f, 0}, 0, true); }),
+  CHECK(contains(error_of<std::length_error>([&] {
+                   generate(model, ids, 21, {0.0f, 0}, 0, true);
+                 }),
                  "prompt (20) + n_new (21) exceed n_positions = 40"));
 }
 
@@ -369,15 +376,18 @@ TEST_CASE("gpt2: damaged checkpoints each give their error") {
   SUBCASE("shape not matching the config") {
     TinyConfig wider = tc;
     wider.n_embd = 32;
-    CHECK(contains(load(tensors, wider.json()), "GPT2: tensor \"wte.weight\" has shape [50, 16], but the config needs [50, 32]"));
+    CHECK(contains(load(tensors, wider.json()),
+                   "GPT2: tensor \"wte.weight\" has shape [50, 16], but the config needs [50, 32]"));
     TinyConfig longer = tc;
     longer.n_positions = 64;
-    CHECK(contains(load(tensors, longer.json()), "tensor \"wpe.weight\" has shape [32, 16], but the config needs [64, 16]"));
+    CHECK(contains(load(tensors, longer.json()),
+                   "tensor \"wpe.weight\" has shape [32, 16], but the config needs [64, 16]"));
     auto ts = tensors;
     for (auto& t : ts) {
       if (t.name == "h.0.attn.c_attn.weight") t.shape = {48, 16};  // nn.Linear layout: transposed
     }
-    CHECK(contains(load(ts, tc.json()), "tensor \"h.0.attn.c_attn.weight\" has shape [48, 16], but the config needs [16, 48]"));
+    CHECK(contains(load(ts, tc.json()),
+                   "tensor \"h.0.attn.c_attn.weight\" has shape [48, 16], but the config needs [16, 48]"));
     TinyConfig deeper = tc;
     deeper.n_layer = 3;
     CHECK(contains(load(tensors, deeper.json()), "missing tensor \"h.2.ln_1.weight\""));

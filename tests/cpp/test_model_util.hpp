@@ -86,9 +86,9 @@ inline std::vector<uint8_t> build_safetensors(const std::vector<StTensor>& tenso
 struct TinyConfig {
   int64_t n_layer = 2, n_head = 2, n_embd = 16, n_positions = 32, vocab_size = 50;
   std::string json() const {
-    return "{\"model_type\": \"gpt2\", \"n_layer\": " + std::to_string(n_layer) + ", \"n_head\": " + std::to_string(n_head) +
-           ", \"n_embd\": " + std::to_string(n_embd) + ", \"n_positions\": " + std::to_string(n_positions) +
-           ", \"vocab_size\": " + std::to_string(vocab_size) +
+    return "{\"model_type\": \"gpt2\", \"n_layer\": " + std::to_string(n_layer) +
+           ", \"n_head\": " + std::to_string(n_head) + ", \"n_embd\": " + std::to_string(n_embd) +
+           ", \"n_positions\": " + std::to_string(n_positions) + ", \"vocab_size\": " + std::to_string(vocab_size) +
            ", \"n_inner\": null, \"layer_norm_epsilon\": 1e-05, \"activation_function\": \"gelu_new\"}";
   }
 };

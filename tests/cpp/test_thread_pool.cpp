@@ -1,13 +1,13 @@
 // The thread pool: every item runs exactly once on a worker < threads, errors reach the caller,
 // back-to-back jobs (the pool polls between them) and jobs after a sleep all complete; and
 // useful_threads' floor on work per thread, which attention() applies.
+#include <doctest/doctest.h>
+
 #include <atomic>
 #include <chrono>
 #include <stdexcept>
 #include <thread>
 #include <vector>
-
-#include <doctest/doctest.h>
 
 #include "attention.hpp"
 #include "thread_pool.hpp"
@@ -41,9 +41,10 @@ TEST_CASE("parallel_for: many jobs back to back, and after the workers went to s
 }
 
 TEST_CASE("parallel_for rethrows an item's exception in the caller") {
-  CHECK_THROWS_WITH_AS(parallel_for(50, 3, [](int64_t item, int) {
-                         if (item == 17) throw std::runtime_error("item 17 failed");
-                       }),
+  CHECK_THROWS_WITH_AS(parallel_for(50, 3,
+                                    [](int64_t item, int) {
+                                      if (item == 17) throw std::runtime_error("item 17 failed");
+                                    }),
                        "item 17 failed", std::runtime_error);
   std::atomic<int> after{0};  // and the pool still works
   parallel_for(10, 3, [&](int64_t, int) { after++; });
@@ -52,10 +53,10 @@ TEST_CASE("parallel_for rethrows an item's exception in the caller") {
 
 TEST_CASE("useful_threads: at most the items, at least min_work_per_thread each, at least 1") {
   CHECK(useful_threads(4, 100, 1 << 30, 1 << 18) == 4);
-  CHECK(useful_threads(4, 2, 1 << 30, 1 << 18) == 2);         // items
-  CHECK(useful_threads(4, 100, 3 << 18, 1 << 18) == 3);       // work
-  CHECK(useful_threads(4, 100, 1000, 1 << 18) == 1);          // too small for a second thread
-  CHECK(useful_threads(4, 100, 1000, 0) == 4);                // no floor
+  CHECK(useful_threads(4, 2, 1 << 30, 1 << 18) == 2);    // items
+  CHECK(useful_threads(4, 100, 3 << 18, 1 << 18) == 3);  // work
+  CHECK(useful_threads(4, 100, 1000, 1 << 18) == 1);     // too small for a second thread
+  CHECK(useful_threads(4, 100, 1000, 0) == 4);           // no floor
   CHECK(useful_threads(1, 100, 1 << 30, 1 << 18) == 1);
 
   // attention() sizes its per-worker scratch by the same rule

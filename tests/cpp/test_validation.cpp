@@ -106,7 +106,8 @@ TEST_CASE("MultiHeadAttention: embed_dim, weight sizes and lengths are checked")
   MhaWeights w;
   w.in_proj_weight.assign(3 * 8 * 8, 0.0f);
   w.out_proj_weight.assign(8 * 8, 0.0f);
-  CHECK_THROWS_WITH_AS(MultiHeadAttention(8, 3, w), doctest::Contains("embed_dim=8 must be a positive multiple of num_heads=3"),
+  CHECK_THROWS_WITH_AS(MultiHeadAttention(8, 3, w),
+                       doctest::Contains("embed_dim=8 must be a positive multiple of num_heads=3"),
                        std::invalid_argument);
   MhaWeights bad = w;
   bad.in_proj_bias.assign(5, 0.0f);
@@ -114,6 +115,6 @@ TEST_CASE("MultiHeadAttention: embed_dim, weight sizes and lengths are checked")
                        std::invalid_argument);
   MultiHeadAttention mha(8, 2, w);
   std::vector<float> x(8), out(8);
-  CHECK_THROWS_WITH_AS(mha.forward(1, 1, 0, x.data(), x.data(), x.data(), {}, out.data()),
-                       doctest::Contains("Lk=0"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(mha.forward(1, 1, 0, x.data(), x.data(), x.data(), {}, out.data()), doctest::Contains("Lk=0"),
+                       std::invalid_argument);
 }

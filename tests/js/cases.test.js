@@ -5,14 +5,15 @@ import { readFile } from 'node:fs/promises';
 import { describe, it, after } from 'node:test';
 import * as qkv from 'qkv';
 import { loadCases, runCases, OUTPUT_TOL, WEIGHTS_TOL } from './shared/cases.js';
+import { VARIANTS, unsupported, threaded } from './shared/variants.js';
 
 const dataDir = new URL('../data/sdpa/', import.meta.url);
 const cases = await loadCases(async (p) => JSON.parse(await readFile(new URL(p, dataDir), 'utf8')));
 
 after(() => qkv.dispose());
 
-for (const variant of ['scalar', 'simd', 'simd-threads']) {
-  describe(`variant ${variant}`, () => {
+for (const variant of VARIANTS) {
+  describe(`variant ${variant}`, { skip: unsupported(variant) }, () => {
     it('loads', async () => {
       qkv.dispose();
       qkv.env.variant = variant;
@@ -20,7 +21,7 @@ for (const variant of ['scalar', 'simd', 'simd-threads']) {
       const r = await qkv.init();
       assert.equal(r.variant, variant);
       assert.equal(qkv.env.loadedVariant, variant);
-      assert.equal(r.threads, variant === 'simd-threads' ? 2 : 1);
+      assert.equal(r.threads, threaded(variant) ? 2 : 1);
     });
     for (const sync of [false, true]) {
       it(`matches PyTorch on ${cases.length} shared cases (${sync ? 'sync' : 'async'}; output <= ${OUTPUT_TOL}, weights <= ${WEIGHTS_TOL})`, async () => {

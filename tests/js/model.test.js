@@ -48,6 +48,7 @@ async function checkReference(name) {
 }
 
 test('forward matches PyTorch: tiny-kjv', () => checkReference('tiny-kjv.json'));
+test('forward matches PyTorch: tiny-kjv-bpe (the demo\'s default, BPE vocab 3000)', () => checkReference('tiny-kjv-bpe.json'));
 test('forward matches PyTorch: random GPT-2 (3 layers, 6 heads, n_embd 192, BPE)', () => checkReference('random-gpt2.json'));
 
 /** softmax(q k^T / sqrt(hd) + causal mask) from forward's queriesKeys vs its attentions: the worst abs error. */

@@ -8,6 +8,7 @@ import { prepareAttention } from '../../dist/attention.js';
 import { runWasmAttention } from '../../dist/wasm/attention.js';
 import { getModule } from '../../dist/wasm/loader.js';
 import { maxAbsDiff, OUTPUT_TOL, WEIGHTS_TOL } from './shared/cases.js';
+import { VARIANTS, unsupported } from './shared/variants.js';
 
 after(() => qkv.dispose());
 
@@ -16,8 +17,8 @@ function rng(seed) {
   return () => ((s = (s * 1664525 + 1013904223) >>> 0) / 4294967296);
 }
 
-for (const variant of ['scalar', 'simd', 'simd-threads']) {
-  test(`fast kernel == C++ reference on random problems (${variant})`, async () => {
+for (const variant of VARIANTS) {
+  test(`fast kernel == C++ reference on random problems (${variant})`, { skip: unsupported(variant) }, async () => {
     qkv.dispose();
     qkv.env.variant = variant;
     qkv.env.numThreads = 2;

@@ -1,13 +1,17 @@
 #!/usr/bin/python3
 """Reference outputs of the PyTorch GPT-2 forward, for the C++/JS tests (tests/data/model/).
 
-    /usr/bin/python3 tools/model/make_reference.py              # both parts below
+    /usr/bin/python3 tools/model/make_reference.py              # all three parts below
     /usr/bin/python3 tools/model/make_reference.py --samples    # also print README samples
+    /usr/bin/python3 tools/model/make_reference.py --only bpe   # one part
 
-1. tiny-kjv: reads web/models/tiny-kjv (as exported: config.json + model.safetensors) and
+1. tiny: reads web/models/tiny-kjv (as exported: config.json + model.safetensors) and
    writes tests/data/model/tiny-kjv.json + tests/data/model/tiny-kjv/*.bin: for 3 prompts the
    input ids, logits, attentions and a 64-token greedy continuation.
-2. random-gpt2: a seeded, untrained GPT-2 of another shape (3 layers, 6 heads, n_embd 192,
+   bpe: the same for web/models/tiny-kjv-bpe (+ vocab.json, merges.txt) into tiny-kjv-bpe.json
+   and tiny-kjv-bpe/, plus the tokenizer's fixture: the held-out text (heldout.txt.gz), the
+   sha256 of its ids as the training script encodes it, and some of its lines with their ids.
+3. random-gpt2: a seeded, untrained GPT-2 of another shape (3 layers, 6 heads, n_embd 192,
    n_positions 64, vocab 300) with a GPT-2-format byte-level BPE tokenizer (vocab.json,
    merges.txt: 256 byte tokens + 44 merges learned on the KJV text), written to
    tests/data/model/random-gpt2/, and its references to tests/data/model/random-gpt2.json +
@@ -18,7 +22,7 @@ References are computed in float64 from the float32 weights and rounded once to 
 they do not depend on the BLAS library; a float32 implementation should match them to ~1e-5.
 """
 import argparse
-import collections
+import gzip
 import hashlib
 import json
 import os
@@ -29,11 +33,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import train_tiny as tt  # noqa: E402
-
-try:
-    import regex as re_u
-except ImportError:  # pragma: no cover
-    sys.exit('make_reference: needs the `regex` module: apt-get install -y python3-regex')
+from bpe import GPT2Encoder, learn_bpe, load_tokenizer, save_tokenizer  # noqa: E402
 
 DATA = os.path.join(tt.ROOT, 'tests', 'data', 'model')
 
@@ -109,169 +109,107 @@ def greedy_with_margins(model, ids, n_new):
 
 # ----------------------------------------------------------------------------- tiny-kjv
 
-def make_tiny(model_dir, samples=False):
+def model_tokenizer(model_dir):
+    """(encode, decode, description) of a model folder: GPT-2 BPE when it has vocab.json, else bytes."""
+    if os.path.exists(os.path.join(model_dir, 'vocab.json')):
+        enc = load_tokenizer(model_dir)
+        return enc.encode, enc.decode, f'GPT-2 byte-level BPE (vocab.json + merges.txt, {len(enc.encoder)} tokens)'
+    return (lambda s: list(s.encode('utf-8'))), tt.decode_bytes, 'bytes (id = UTF-8 byte)'
+
+
+def make_tiny(model_dir, name, samples=False):
+    """tests/data/model/<name>.json + <name>/*.bin for a trained KJV model (bytes or BPE)."""
     model = tt.load_model(model_dir).double()     # float64 forward: the reference is the exact value
     cfg = model.cfg
+    encode, decode, tok_desc = model_tokenizer(model_dir)
     rel_model = os.path.relpath(model_dir, DATA).replace(os.sep, '/')
-    bin_dir = os.path.join(DATA, 'tiny-kjv')
+    bin_dir = os.path.join(DATA, name)
     cases = []
-    for name, prompt in TINY_PROMPTS:
-        ids = list(prompt.encode('utf-8'))
-        case = {'name': name, 'prompt': prompt}
-        case.update(forward_case(model, ids, name, bin_dir, 'tiny-kjv'))
+    for case_name, prompt in TINY_PROMPTS:
+        ids = encode(prompt)
+        case = {'name': case_name, 'prompt': prompt}
+        case.update(forward_case(model, ids, case_name, bin_dir, name))
         full, margins = greedy_with_margins(model, ids, N_GREEDY)
         new = full[len(ids):]
         case['greedy'] = {
             'max_new_tokens': N_GREEDY,
             'new_ids': new,
-            'text': tt.decode_bytes(full),
-            'new_text': tt.decode_bytes(new),
+            'text': decode(full),
+            'new_text': decode(new),
             'min_margin': min(margins),
             'margins': [round(m, 5) for m in margins],
         }
         cases.append(case)
     manifest = {
-        'about': 'PyTorch reference (float64 forward of the float32 weights, stored as float32) for the tiny byte-level GPT-2 (tools/model/make_reference.py). '
+        'about': f'PyTorch reference (float64 forward of the float32 weights, stored as float32) for the tiny KJV GPT-2 {name} (tools/model/make_reference.py). '
                  'Paths are relative to this file. .bin files: little-endian float32, row-major. '
                  'logits [1, L, vocab]; attentions = softmax probabilities like HF output_attentions. '
                  'greedy: argmax each step, whole-window recompute; margins = top1 - top2 logit per step.',
         'model_dir': rel_model,
         'model_sha256': sha256_file(os.path.join(model_dir, 'model.safetensors')),
         'config': {k: cfg[k] for k in ('vocab_size', 'n_positions', 'n_embd', 'n_layer', 'n_head')},
-        'tokenizer': 'bytes (id = UTF-8 byte)',
+        'tokenizer': tok_desc,
         'cases': cases,
     }
-    dump_json(manifest, os.path.join(DATA, 'tiny-kjv.json'))
+    if os.path.exists(os.path.join(model_dir, 'vocab.json')):
+        manifest.update(bpe_fixture(model_dir, bin_dir, name))
+    dump_json(manifest, os.path.join(DATA, f'{name}.json'))
     for c in cases:
-        print(f"tiny-kjv {c['name']}: L={len(c['ids'])} greedy min margin {c['greedy']['min_margin']:.4f}: "
+        print(f"{name} {c['name']}: L={len(c['ids'])} greedy min margin {c['greedy']['min_margin']:.4f}: "
               f"{c['greedy']['text']!r}")
     if samples:
-        print_samples(model)
+        print_samples(model, encode, decode)
 
 
-def print_samples(model):
-    """Markdown for tools/model/README.md: greedy and T=0.8 top-k 40 samples."""
+N_HELDOUT_CASES = 24
+
+
+def bpe_fixture(model_dir, bin_dir, name):
+    """The BPE model's tokenizer checks: the held-out text (gzipped), the sha256 of its ids as
+    the training script encodes it, and a few of its lines with their ids in full."""
+    enc = load_tokenizer(model_dir)
+    _, val_text = tt.split_text(tt.kjv_text())
+    os.makedirs(bin_dir, exist_ok=True)
+    with open(os.path.join(bin_dir, 'heldout.txt.gz'), 'wb') as f:
+        with gzip.GzipFile(fileobj=f, mode='wb', mtime=0, filename='') as g:
+            g.write(val_text.encode('utf-8'))
+    ids = enc.encode(val_text)
+    assert enc.decode(ids) == val_text
+    lines = val_text.split('\n')
+    step = max(1, len(lines) // N_HELDOUT_CASES)
+    picked = [ln for ln in lines[::step] if ln][:N_HELDOUT_CASES]
+    cases = []
+    for text in picked + [t for t in TOKENIZER_STRINGS if t]:
+        t_ids = enc.encode(text)
+        cases.append({'text': text, 'ids': t_ids, 'pieces': enc.pieces(text)})
+    return {
+        'heldout': {
+            'file': f'{name}/heldout.txt.gz',
+            'note': 'the held-out text (last 5% of the KJV bytes, tools/model/train_tiny.py split_text), gzipped; '
+                    'ids_sha256 = sha256 of its ids, as train_tiny.py encodes it, joined by "," (ASCII)',
+            'bytes': len(val_text.encode('utf-8')),
+            'lines': len(lines),
+            'sha256': hashlib.sha256(val_text.encode('utf-8')).hexdigest(),
+            'n_ids': len(ids),
+            'ids_sha256': hashlib.sha256(','.join(map(str, ids)).encode('ascii')).hexdigest(),
+        },
+        'tokenizer_cases': cases,
+    }
+
+
+def print_samples(model, encode, decode):
+    """Markdown for tools/model/README.md: greedy and T=0.8 top-k 40 samples of about 200 bytes."""
     prompts = ['In the beginning', 'And Jesus said unto them,', 'The LORD is my shepherd']
-    print('\n### Greedy (argmax), 200 bytes\n')
+    n_new = 200 if model.cfg['vocab_size'] == 256 else 56     # ~3.6 bytes per BPE token
+    print(f'\n### Greedy (argmax), {n_new} tokens\n')
     for p in prompts:
-        ids = tt.generate(model, list(p.encode()), 200)
-        print('```\n' + tt.decode_bytes(ids) + '\n```')
-    print('\n### Temperature 0.8, top-k 40, seed 0, 200 bytes\n')
+        ids = tt.generate(model, encode(p), n_new)
+        print('```\n' + decode(ids) + '\n```')
+    print(f'\n### Temperature 0.8, top-k 40, seed 0, {n_new} tokens\n')
     for p in prompts:
         g = torch.Generator().manual_seed(0)
-        ids = tt.generate(model, list(p.encode()), 200, temperature=0.8, top_k=40, generator=g)
-        print('```\n' + tt.decode_bytes(ids) + '\n```')
-
-
-# ----------------------------------------------------------------------------- GPT-2 BPE
-
-GPT2_PAT = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
-
-
-def bytes_to_unicode():
-    """GPT-2's reversible byte -> printable unicode char map (openai/gpt-2 encoder.py)."""
-    bs = list(range(ord('!'), ord('~') + 1)) + list(range(ord('¡'), ord('¬') + 1)) + \
-        list(range(ord('®'), ord('ÿ') + 1))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return bs, [chr(c) for c in cs]   # bs[i] is the byte whose token has id i in GPT-2's vocab
-
-
-def learn_bpe(text, n_merges):
-    """Plain BPE over GPT-2 pre-tokens: repeatedly merge the most frequent adjacent pair
-    (ties: the lexicographically smallest pair)."""
-    bs, cs = bytes_to_unicode()
-    b2u = dict(zip(bs, cs))
-    counts = collections.Counter(re_u.findall(GPT2_PAT, text))
-    words = {}
-    for tok, c in counts.items():
-        w = tuple(b2u[b] for b in tok.encode('utf-8'))
-        words[w] = words.get(w, 0) + c
-    merges = []
-    for _ in range(n_merges):
-        pairs = collections.Counter()
-        for w, c in words.items():
-            for a, b in zip(w, w[1:]):
-                pairs[(a, b)] += c
-        best = min(pairs.items(), key=lambda kv: (-kv[1], kv[0]))[0]
-        merges.append(best)
-        new_words = {}
-        for w, c in words.items():
-            out, i = [], 0
-            while i < len(w):
-                if i < len(w) - 1 and (w[i], w[i + 1]) == best:
-                    out.append(w[i] + w[i + 1])
-                    i += 2
-                else:
-                    out.append(w[i])
-                    i += 1
-            t = tuple(out)
-            new_words[t] = new_words.get(t, 0) + c
-        words = new_words
-    return merges
-
-
-class GPT2Encoder:
-    """GPT-2's encoder (openai/gpt-2 src/encoder.py), verbatim in its algorithm."""
-
-    def __init__(self, vocab, merges):
-        self.encoder = vocab
-        self.decoder = {v: k for k, v in vocab.items()}
-        bs, cs = bytes_to_unicode()
-        self.byte_encoder = dict(zip(bs, cs))
-        self.byte_decoder = {v: k for k, v in self.byte_encoder.items()}
-        self.bpe_ranks = {tuple(m): i for i, m in enumerate(merges)}
-        self.pat = re_u.compile(GPT2_PAT)
-
-    def bpe(self, token):
-        word = tuple(token)
-        pairs = set(zip(word, word[1:]))
-        if not pairs:
-            return token
-        while True:
-            bigram = min(pairs, key=lambda p: self.bpe_ranks.get(p, float('inf')))
-            if bigram not in self.bpe_ranks:
-                break
-            first, second = bigram
-            new_word, i = [], 0
-            while i < len(word):
-                try:
-                    j = word.index(first, i)
-                except ValueError:
-                    new_word.extend(word[i:])
-                    break
-                new_word.extend(word[i:j])
-                i = j
-                if word[i] == first and i < len(word) - 1 and word[i + 1] == second:
-                    new_word.append(first + second)
-                    i += 2
-                else:
-                    new_word.append(word[i])
-                    i += 1
-            word = tuple(new_word)
-            if len(word) == 1:
-                break
-            pairs = set(zip(word, word[1:]))
-        return ' '.join(word)
-
-    def pieces(self, text):
-        return self.pat.findall(text)
-
-    def encode(self, text):
-        ids = []
-        for tok in self.pat.findall(text):
-            tok = ''.join(self.byte_encoder[b] for b in tok.encode('utf-8'))
-            ids.extend(self.encoder[t] for t in self.bpe(tok).split(' '))
-        return ids
-
-    def decode(self, ids):
-        s = ''.join(self.decoder[i] for i in ids)
-        return bytearray(self.byte_decoder[c] for c in s).decode('utf-8', errors='replace')
+        ids = tt.generate(model, encode(p), n_new, temperature=0.8, top_k=40, generator=g)
+        print('```\n' + decode(ids) + '\n```')
 
 
 TOKENIZER_STRINGS = [
@@ -311,17 +249,8 @@ def make_random(seed, n_inner=None):
     # tokenizer: 256 byte tokens in GPT-2's order + 44 merges learned on the KJV
     text = tt.kjv_text()
     merges = learn_bpe(text, 300 - 256)
-    bs, cs = bytes_to_unicode()
-    vocab = {c: i for i, c in enumerate(cs)}
-    for a, b in merges:
-        vocab[a + b] = len(vocab)
+    vocab = save_tokenizer(out_dir, merges)
     assert len(vocab) == 300
-    with open(os.path.join(out_dir, 'vocab.json'), 'w', encoding='utf-8') as f:
-        json.dump(vocab, f, ensure_ascii=False)
-    with open(os.path.join(out_dir, 'merges.txt'), 'w', encoding='utf-8') as f:
-        f.write('#version: 0.2\n')
-        for a, b in merges:
-            f.write(f'{a} {b}\n')
     enc = GPT2Encoder(vocab, merges)
 
     model = random_gpt2(seed, n_inner)
@@ -375,11 +304,12 @@ def make_random(seed, n_inner=None):
 def main():
     global DATA
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    ap.add_argument('--model', default=os.path.join(tt.ROOT, 'web', 'models', 'tiny-kjv'))
+    ap.add_argument('--model', default=os.path.join(tt.ROOT, 'web', 'models', 'tiny-kjv'), help='the byte-level model')
+    ap.add_argument('--bpe-model', default=os.path.join(tt.ROOT, 'web', 'models', 'tiny-kjv-bpe'), help='the BPE model')
     ap.add_argument('--seed', type=int, default=7)
     ap.add_argument('--random-n-inner', type=int, default=None,
                     help='n_inner of random-gpt2 (default null = 4 n_embd)')
-    ap.add_argument('--only', choices=['tiny', 'random'], default=None)
+    ap.add_argument('--only', choices=['tiny', 'bpe', 'random'], default=None)
     ap.add_argument('--data', default=DATA, help='output folder (default tests/data/model)')
     ap.add_argument('--samples', action='store_true', help='print README samples')
     args = ap.parse_args()
@@ -387,7 +317,9 @@ def main():
     DATA = os.path.abspath(args.data)
     os.makedirs(DATA, exist_ok=True)
     if args.only in (None, 'tiny'):
-        make_tiny(os.path.abspath(args.model), args.samples)
+        make_tiny(os.path.abspath(args.model), 'tiny-kjv', args.samples)
+    if args.only in (None, 'bpe'):
+        make_tiny(os.path.abspath(args.bpe_model), 'tiny-kjv-bpe', args.samples)
     if args.only in (None, 'random'):
         make_random(args.seed, args.random_n_inner)
     total = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(DATA) for f in fs)

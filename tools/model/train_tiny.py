@@ -1,10 +1,16 @@
 #!/usr/bin/python3
-"""Train the tiny byte-level GPT-2 used by the qkv demo, and export it.
+"""Train the tiny GPT-2s used by the qkv demo (byte-level, or GPT-2 BPE), and export them.
 
 Runs with Debian's PyTorch (CPU) under /usr/bin/python3, on one thread:
 
     /usr/bin/python3 tools/model/train_tiny.py --quick            # pipeline check, < 1 min
-    /usr/bin/python3 tools/model/train_tiny.py                    # the real model (~70 min)
+    /usr/bin/python3 tools/model/train_tiny.py                    # web/models/tiny-kjv (~70 min)
+    /usr/bin/python3 tools/model/train_tiny.py --bpe-vocab 3000 --n-positions 128 --block 128 \
+        --steps 1600 --eval-every 200                             # web/models/tiny-kjv-bpe
+
+With --bpe-vocab N it first learns a GPT-2 byte-level BPE of N tokens on the training text
+(bpe.py), trains on those tokens and writes vocab.json + merges.txt beside the weights. Losses
+are reported in bits per byte either way (nats over the predicted tokens / their bytes / ln 2).
 
 The text is the King James Bible from the Debian packages `bible-kjv` (the `bible`
 command) and `bible-kjv-text` (its data), extracted by `kjv_text()` below.
@@ -60,6 +66,14 @@ def kjv_text():
     if nverses != 31102:
         sys.exit(f'train_tiny: expected 31102 verses from `bible`, got {nverses}')
     return text
+
+
+def split_text(text):
+    """(training text, held-out text): the held-out part is the last 5 % of the bytes
+    (the text is ASCII, so bytes and characters agree)."""
+    n_val = len(text.encode('utf-8')) // 20
+    assert len(text) == len(text.encode('utf-8')), 'split_text: the KJV text should be ASCII'
+    return text[:-n_val], text[-n_val:]
 
 
 # ----------------------------------------------------------------------------- model
@@ -326,14 +340,47 @@ def warn_if_reference_blas():
               '  LD_LIBRARY_PATH=<dir of OpenBLAS libblas.so.3> (see tools/model/README.md)', flush=True)
 
 
+@torch.no_grad()
+def heldout_bits_per_byte(model, ids, tok_bytes, batch=16):
+    """Bits per byte of a whole token sequence (the held-out text): total nats / bytes / ln 2.
+
+    The sequence is cut into windows of n_positions + 1 tokens that overlap by one token, so
+    every token but the first is predicted exactly once (with the window's tokens before it
+    as context); `tok_bytes[id]` is the number of UTF-8 bytes of token id, so the byte count
+    is that of the predicted tokens. Returns (bits per byte, nats per token, bytes, tokens)."""
+    model.eval()
+    P = model.cfg['n_positions']
+    ids = torch.as_tensor(ids, dtype=torch.long)
+    starts = list(range(0, len(ids) - 1, P))
+    nats, nbytes, ntok = 0.0, 0, 0
+    full = [s for s in starts if s + P + 1 <= len(ids)]
+    for k in range(0, len(full), batch):
+        w = torch.stack([ids[s:s + P + 1] for s in full[k:k + batch]])      # [B, P+1]
+        x, y = w[:, :-1], w[:, 1:]
+        nats += F.cross_entropy(model(x).reshape(-1, model.cfg['vocab_size']), y.reshape(-1), reduction='sum').item()
+        nbytes += int(tok_bytes[y].sum())
+        ntok += y.numel()
+    for s in starts[len(full):]:                                              # the shorter last window
+        w = ids[s:][None]
+        x, y = w[:, :-1], w[:, 1:]
+        nats += F.cross_entropy(model(x).reshape(-1, model.cfg['vocab_size']), y.reshape(-1), reduction='sum').item()
+        nbytes += int(tok_bytes[y].sum())
+        ntok += y.numel()
+    return nats / nbytes / math.log(2), nats / ntok, nbytes, ntok
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--steps', type=int, default=4000)
-    ap.add_argument('--out', default=None, help='default web/models/tiny-kjv (--quick: /tmp/qkv-quick/tiny-kjv)')
+    ap.add_argument('--out', default=None, help='default web/models/tiny-kjv, with --bpe-vocab web/models/tiny-kjv-bpe '
+                                                '(--quick: under /tmp/qkv-quick/)')
+    ap.add_argument('--bpe-vocab', type=int, default=0,
+                    help='train a GPT-2 byte-level BPE of this many tokens on the training text (bpe.py) and '
+                         'the model on its tokens; 0 (default): byte-level, vocab 256')
     ap.add_argument('--seed', type=int, default=1234)
     ap.add_argument('--quick', action='store_true', help='a few steps, to check the pipeline')
     ap.add_argument('--batch', type=int, default=16)
-    ap.add_argument('--block', type=int, default=256, help='training sequence length')
+    ap.add_argument('--block', type=int, default=256, help='training sequence length (tokens)')
     ap.add_argument('--lr', type=float, default=2e-3)
     ap.add_argument('--min-lr-frac', type=float, default=0.1)
     ap.add_argument('--warmup', type=int, default=200)
@@ -344,19 +391,21 @@ def main():
     ap.add_argument('--n-head', type=int, default=4)
     ap.add_argument('--n-embd', type=int, default=128)
     ap.add_argument('--n-positions', type=int, default=256)
-    ap.add_argument('--log', default=os.path.join(HERE, 'train_log.csv'))
-    ap.add_argument('--ckpt', default='/tmp/qkv-tiny-kjv.pt', help='torch checkpoint (not committed)')
+    ap.add_argument('--log', default=None, help='default tools/model/train_log.csv, with --bpe-vocab <out>/train_log.csv')
+    ap.add_argument('--ckpt', default=None, help='torch checkpoint (not committed); default /tmp/qkv-<name>.pt')
     ap.add_argument('--time-steps', type=int, default=0, help='only time N steps and exit')
     ap.add_argument('--threads', type=int, default=1)
     args = ap.parse_args()
+    name = 'tiny-kjv-bpe' if args.bpe_vocab else 'tiny-kjv'
     if args.out is None:
-        args.out = '/tmp/qkv-quick/tiny-kjv' if args.quick else os.path.join(ROOT, 'web', 'models', 'tiny-kjv')
+        args.out = f'/tmp/qkv-quick/{name}' if args.quick else os.path.join(ROOT, 'web', 'models', name)
+    if args.log is None:
+        args.log = (f'/tmp/qkv-train-quick-{name}.csv' if args.quick else
+                    os.path.join(args.out, 'train_log.csv') if args.bpe_vocab else os.path.join(HERE, 'train_log.csv'))
+    if args.ckpt is None:
+        args.ckpt = f'/tmp/qkv-{name}{"-quick" if args.quick else ""}.pt'
     if args.quick:
         args.steps, args.eval_every, args.eval_batches, args.warmup = 30, 15, 2, 5
-        if args.log == os.path.join(HERE, 'train_log.csv'):
-            args.log = '/tmp/qkv-train-quick.csv'
-        if args.ckpt == '/tmp/qkv-tiny-kjv.pt':
-            args.ckpt = '/tmp/qkv-tiny-kjv-quick.pt'
 
     torch.set_num_threads(args.threads)
     warn_if_reference_blas()
@@ -364,13 +413,28 @@ def main():
     np.random.seed(args.seed)
 
     text = kjv_text()
-    data = np.frombuffer(text.encode('utf-8'), dtype=np.uint8)
-    sha = hashlib.sha256(data.tobytes()).hexdigest()
-    n_val = len(data) // 20
-    train, val = data[:-n_val], data[-n_val:]
-    print(f'text: {len(data)} bytes (sha256 {sha[:16]}...), train {len(train)}, val {len(val)}', flush=True)
+    sha = hashlib.sha256(text.encode('utf-8')).hexdigest()
+    train_text, val_text = split_text(text)
+    if args.bpe_vocab:
+        # GPT-2 byte-level BPE learned on the training text only
+        import bpe
+        t0 = time.time()
+        merges = bpe.learn_bpe(train_text, args.bpe_vocab - 256)
+        enc = bpe.GPT2Encoder(bpe.vocab_from_merges(merges), merges)
+        V = len(enc.encoder)
+        train_ids, val_ids = enc.encode(train_text), enc.encode(val_text)
+        tok_bytes = torch.tensor([len(enc.token_bytes(i)) for i in range(V)])
+        encode, decode = enc.encode, enc.decode
+        print(f'bpe: {len(merges)} merges, {V} tokens in {time.time() - t0:.0f}s; train {len(train_ids)} tokens '
+              f'({len(train_text) / len(train_ids):.2f} bytes/token), val {len(val_ids)} tokens', flush=True)
+    else:
+        V = 256
+        train_ids, val_ids = list(train_text.encode('utf-8')), list(val_text.encode('utf-8'))
+        tok_bytes = torch.ones(V, dtype=torch.long)
+        encode, decode = (lambda s: list(s.encode('utf-8'))), decode_bytes
+    print(f'text: {len(text)} bytes (sha256 {sha[:16]}...), train {len(train_text)}, val {len(val_text)}', flush=True)
 
-    cfg = gpt2_config(256, args.n_positions, args.n_embd, args.n_layer, args.n_head)
+    cfg = gpt2_config(V, args.n_positions, args.n_embd, args.n_layer, args.n_head)
     model = GPT2(cfg)
     n_params = sum(p.numel() for p in model.parameters())
     print(f'model: {n_params} parameters ({n_params * 4 / 1e6:.2f} MB as F32)', flush=True)
@@ -389,8 +453,8 @@ def main():
         return lo + 0.5 * (args.lr - lo) * (1 + math.cos(math.pi * min(1.0, t)))
 
     gen = torch.Generator().manual_seed(args.seed)
-    train_t = torch.from_numpy(train.astype(np.int64))
-    val_t = torch.from_numpy(val.astype(np.int64))
+    train_t = torch.tensor(train_ids, dtype=torch.long)
+    val_t = torch.tensor(val_ids, dtype=torch.long)
     T = args.block
 
     def batch(src, starts):
@@ -404,13 +468,16 @@ def main():
 
     @torch.no_grad()
     def evaluate():
+        """(nats per token, nats per byte) over the fixed validation windows."""
         model.eval()
-        tot = 0.0
+        nats, nbytes, ntok = 0.0, 0, 0
         for i in range(args.eval_batches):
             x, y = batch(val_t, val_starts[i * args.batch:(i + 1) * args.batch])
-            tot += F.cross_entropy(model(x).reshape(-1, 256), y.reshape(-1)).item()
+            nats += F.cross_entropy(model(x).reshape(-1, V), y.reshape(-1), reduction='sum').item()
+            nbytes += int(tok_bytes[y].sum())
+            ntok += y.numel()
         model.train()
-        return tot / args.eval_batches
+        return nats / ntok, nats / nbytes
 
     if args.time_steps:
         model.train()
@@ -418,7 +485,7 @@ def main():
             if i == 1:
                 t0 = time.time()
             x, y = batch(train_t, torch.randint(0, len(train_t) - T - 1, (args.batch,), generator=gen))
-            loss = F.cross_entropy(model(x).reshape(-1, 256), y.reshape(-1))
+            loss = F.cross_entropy(model(x).reshape(-1, V), y.reshape(-1))
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
@@ -433,43 +500,50 @@ def main():
     w.writerow(['step', 'lr', 'train_loss', 'train_bpb', 'val_loss', 'val_bpb', 'elapsed_s'])
     t0 = time.time()
     model.train()
-    run_loss, run_n = 0.0, 0
-    val_loss = train_loss = float('nan')
+    run_nats, run_bytes, run_tok = 0.0, 0, 0
+    val_loss = val_npb = train_loss = train_npb = float('nan')
     for step in range(args.steps + 1):
         if step % args.eval_every == 0 or step == args.steps:
-            val_loss = evaluate()
-            train_loss = run_loss / run_n if run_n else float('nan')
+            val_loss, val_npb = evaluate()
+            train_loss = run_nats / run_tok if run_tok else float('nan')
+            train_npb = run_nats / run_bytes if run_bytes else float('nan')
             el = time.time() - t0
             fmt = lambda v: '' if math.isnan(v) else f'{v:.4f}'
-            w.writerow([step, f'{lr_at(step):.6g}', fmt(train_loss), fmt(train_loss / ln2),
-                        f'{val_loss:.4f}', f'{val_loss / ln2:.4f}', f'{el:.0f}'])
+            w.writerow([step, f'{lr_at(step):.6g}', fmt(train_loss), fmt(train_npb / ln2),
+                        f'{val_loss:.4f}', f'{val_npb / ln2:.4f}', f'{el:.0f}'])
             logf.flush()
-            print(f'step {step:5d}  train {train_loss / ln2:.3f} bpb  val {val_loss / ln2:.3f} bpb  '
+            print(f'step {step:5d}  train {train_npb / ln2:.3f} bpb  val {val_npb / ln2:.3f} bpb  '
                   f'{el:.0f}s', flush=True)
-            run_loss, run_n = 0.0, 0
+            run_nats, run_bytes, run_tok = 0.0, 0, 0
             torch.save({'model': model.state_dict(), 'cfg': cfg, 'step': step}, args.ckpt)
         if step == args.steps:
             break
         for g in opt.param_groups:
             g['lr'] = lr_at(step)
         x, y = batch(train_t, torch.randint(0, len(train_t) - T - 1, (args.batch,), generator=gen))
-        loss = F.cross_entropy(model(x).reshape(-1, 256), y.reshape(-1))
+        loss = F.cross_entropy(model(x).reshape(-1, V), y.reshape(-1))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
-        run_loss += loss.item()
-        run_n += 1
+        run_nats += loss.item() * y.numel()
+        run_bytes += int(tok_bytes[y].sum())
+        run_tok += y.numel()
     logf.close()
     train_time = time.time() - t0
     model.eval()
+    heldout_bpb, heldout_npt, heldout_bytes, heldout_tok = heldout_bits_per_byte(model, val_ids, tok_bytes)
+    print(f'whole held-out text: {heldout_bpb:.4f} bits/byte ({heldout_tok} tokens, {heldout_bytes} bytes)', flush=True)
 
     info = {
-        'tokenizer': 'bytes',
-        'tokenizer_note': 'byte-level: token id = UTF-8 byte value (vocab 256); no special tokens, '
-                          'no BOS/EOS; decode = bytes -> UTF-8',
+        'tokenizer': 'bpe' if args.bpe_vocab else 'bytes',
+        'tokenizer_note': (f'GPT-2 byte-level BPE (vocab.json + merges.txt, {len(merges)} merges learned on the '
+                           'training text by tools/model/bpe.py); no special tokens, no BOS/EOS'
+                           if args.bpe_vocab else
+                           'byte-level: token id = UTF-8 byte value (vocab 256); no special tokens, '
+                           'no BOS/EOS; decode = bytes -> UTF-8'),
         'text': 'King James Bible (Debian bible-kjv 4.38), one verse per line, chapter headings',
-        'text_bytes': int(len(data)),
+        'text_bytes': len(text),
         'text_sha256': sha,
         'val_split': 'last 5% of the bytes',
         'train_steps': args.steps,
@@ -477,19 +551,26 @@ def main():
         'block': T,
         'seed': args.seed,
         'train_seconds': round(train_time),
-        'train_bits_per_byte': round(train_loss / ln2, 4),
-        'val_bits_per_byte': round(val_loss / ln2, 4),
+        'train_bits_per_byte': round(train_npb / ln2, 4),
+        'val_bits_per_byte': round(val_npb / ln2, 4),
+        'heldout_bits_per_byte': round(heldout_bpb, 4),
+        'heldout_note': 'whole held-out text, windows of n_positions (heldout_bits_per_byte in train_tiny.py)',
         'parameters': n_params,
         'quick': bool(args.quick),
     }
+    if args.bpe_vocab:
+        info['train_tokens'] = len(train_ids)
+        info['bytes_per_token'] = round(len(train_text) / len(train_ids), 3)
+        bpe.save_tokenizer(args.out, merges)
     export_model(model, args.out, info)
-    check_round_trip(model, args.out, torch.from_numpy(val[:200].astype(np.int64))[None])
+    check_round_trip(model, args.out, val_t[:min(200, args.n_positions)][None])
     size = os.path.getsize(os.path.join(args.out, 'model.safetensors'))
     print(f'exported to {args.out} ({size} bytes); round trip exact', flush=True)
-    print(f'trained {args.steps} steps in {train_time:.0f}s; final train {train_loss / ln2:.3f} bpb, '
-          f'val {val_loss / ln2:.3f} bpb', flush=True)
-    ids = generate(model, list(b'In the beginning'), 120)
-    print('greedy:', repr(decode_bytes(ids)), flush=True)
+    print(f'trained {args.steps} steps in {train_time:.0f}s; final train {train_npb / ln2:.3f} bpb, '
+          f'val {val_npb / ln2:.3f} bpb', flush=True)
+    prompt = encode('In the beginning')
+    ids = generate(model, prompt, min(120, args.n_positions - len(prompt)))
+    print('greedy:', repr(decode(ids)), flush=True)
 
 
 if __name__ == '__main__':

@@ -60,6 +60,7 @@ export default defineConfig({
     rollupOptions: {
       input: {
         index: resolve(here, 'index.html'),
+        encoders: resolve(here, 'encoders.html'),
         playground: resolve(here, 'playground.html'),
         bench: resolve(here, 'bench.html'),
       },

@@ -5,13 +5,22 @@
  */
 import { describe } from './errors.js';
 
-/** The three wasm builds: plain wasm, SIMD128, SIMD128 + pthreads. */
-export type Variant = 'scalar' | 'simd' | 'simd-threads';
+/**
+ * The wasm builds: plain wasm, SIMD128, SIMD128 + pthreads, and the two SIMD builds again with
+ * relaxed SIMD (the kernels' multiply-adds are f32x4.relaxed_madd, fused where the hardware
+ * has FMA; results may differ from the SIMD build's by rounding).
+ */
+export type Variant = 'scalar' | 'simd' | 'simd-threads' | 'simd-relaxed' | 'simd-relaxed-threads';
+
+/** Whether a build runs pthreads. */
+export function isThreaded(v: Variant | null): boolean {
+  return v === 'simd-threads' || v === 'simd-relaxed-threads';
+}
 
 /** Where an attention call ran. */
 export type RanOn = 'wasm' | 'webgpu';
 
-const VARIANTS: readonly string[] = ['auto', 'scalar', 'simd', 'simd-threads'];
+const VARIANTS: readonly string[] = ['auto', 'scalar', 'simd', 'simd-threads', 'simd-relaxed', 'simd-relaxed-threads'];
 
 /**
  * backend 'auto' runs on WebGPU when B*H*Lq*Lk*(D+Dv) exceeds this and a hardware adapter
@@ -43,8 +52,11 @@ function defaultThreads(): number {
 export interface Env {
   /**
    * Which build to load: `'auto'` (default: SIMD + threads where threads can run — Node, or
-   * a crossOriginIsolated page — and numThreads > 1, else SIMD, else scalar), or force one.
-   * Read at load time; call `dispose()` to reload with another.
+   * a crossOriginIsolated page — and numThreads > 1, else SIMD, else scalar; the relaxed-SIMD
+   * twin of the SIMD build where the engine validates relaxed SIMD (Chrome 114+, Firefox 120+,
+   * Node 22+, Node 20 with --experimental-wasm-relaxed-simd), falling back to the plain SIMD
+   * build if it fails to load), or force one. Read at load time; call `dispose()` to reload
+   * with another. `loadedVariant` says which one runs.
    */
   variant: 'auto' | Variant;
   /**
@@ -142,7 +154,7 @@ class EnvImpl implements Env {
   }
 
   get threads(): number {
-    if (runtime.loadedVariant !== 'simd-threads') return 1;
+    if (!isThreaded(runtime.loadedVariant)) return 1;
     return Math.max(1, Math.min(this.#numThreads, runtime.poolSize + 1));
   }
 

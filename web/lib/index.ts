@@ -22,10 +22,15 @@ export { lastBackend, type Backend } from './backend.js';
 export { webgpuAvailable, WebGPUUnavailableError, WebGPUDeviceLostError, WebGPULimitError } from './webgpu/index.js';
 export {
   loadModel, GPT2Model, ByteTokenizer, BpeTokenizer, bytesToUnicode, GPT2_PATTERN,
+  LlamaModel, DecoderModel, type LlamaConfig, type Architecture, type ModelDims,
   type GPT2Config, type ModelFiles, type ModelSource, type ForwardOptions, type ForwardResult, type QueriesKeys,
   type GenerateOptions, type GenerationStep, type Tokenizer, type LoadOptions, type LoadProgress, type WeightsOption,
   type ModelMemoryUsage,
+  Seq2SeqModel, type Seq2SeqConfig, type Seq2SeqForwardOptions, type Seq2SeqForwardResult, type Seq2SeqGenerateOptions,
+  type Seq2SeqStep,
   HfTokenizer, tokenizerFromFiles,
+  type Model, EncoderModel, type EncoderConfig, type EncoderForwardOptions, type EncoderForwardResult,
+  type FillMaskOptions, type FillMaskPrediction,
   type TokenizerKind, type TokenizerFiles, type EncodeOptions, type DecodeOptions, type EncodedPair, type SpecialTokenIds,
 } from './model/index.js';
 export { MultiHeadAttention, type MultiHeadAttentionOptions, type MultiHeadAttentionWeights,

@@ -4,6 +4,7 @@ import * as qkv from '/dist/index.js';
 import { loadCases, runCases } from '/tests/js/shared/cases.js';
 import { checkInvalidCalls } from '/tests/js/shared/invalid.js';
 import { fuzz } from '/tests/js/shared/fuzz.js';
+import { relaxedSimdSupported } from '/dist/wasm/loader.js';
 
 const params = new URLSearchParams(location.search);
 const log = document.getElementById('log');
@@ -20,6 +21,7 @@ async function main() {
   const fz = fuzzCalls ? await fuzz(qkv, { calls: fuzzCalls, seed: 3, warmup: 200 }) : null;
   return {
     crossOriginIsolated: self.crossOriginIsolated === true,
+    relaxedSimd: relaxedSimdSupported(),
     loaded,
     cases: asyncResults.length,
     syncCases: syncResults.length,

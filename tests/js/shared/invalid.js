@@ -69,7 +69,7 @@ export function invalidCalls(qkv) {
     ['MHA.forward: unknown option', () => mha().forward(f(1, 3, 8), f(1, 3, 8), f(1, 3, 8), { need_weights: false }), 'Error', /^MultiHeadAttention.forward: unknown option 'need_weights'/],
     // env
     ['env.numThreads: zero', () => { qkv.env.numThreads = 0; }, 'Error', /^env.numThreads: must be an integer in \[1, 64\], got 0$/],
-    ['env.variant: unknown', () => { qkv.env.variant = 'gpu'; }, 'Error', /^env.variant: must be one of 'auto', 'scalar', 'simd', 'simd-threads', got "gpu"$/],
+    ['env.variant: unknown', () => { qkv.env.variant = 'gpu'; }, 'Error', /^env.variant: must be one of 'auto', 'scalar', 'simd', 'simd-threads', 'simd-relaxed', 'simd-relaxed-threads', got "gpu"$/],
   ];
 }
 

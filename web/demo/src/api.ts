@@ -50,6 +50,8 @@ export interface Tokenizer {
   decode(ids: number[]): string;
   /** one token's text (bytes that are not whole UTF-8 characters shown as \xNN) */
   tokenText(id: number): string;
+  /** one token's UTF-8 bytes */
+  tokenBytes(id: number): Uint8Array;
 }
 
 /** What the page needs from a model. */
@@ -81,8 +83,13 @@ export interface GenStep { token: number; index: number; position: number; rows:
 /** A dropped checkpoint, as qkv's loadModel takes it ({ config, weights, vocab?, merges? }) plus a name. */
 export interface CheckpointFiles { config: string; weights?: ArrayBuffer; vocab?: string; merges?: string; name: string }
 
-/** qkv's loadModel, with the library's own Error when it fails. */
-const loadModel = (source: qkv.ModelSource): Promise<GPT2Model> => qkv.loadModel(source);
+/** qkv's loadModel, with the library's own Error when it fails. This page shows GPT-2-family models only. */
+const loadModel = async (source: qkv.ModelSource, options?: qkv.LoadOptions): Promise<GPT2Model> => {
+  const m = await qkv.loadModel(source, options);
+  if (m instanceof qkv.GPT2Model) return m;
+  m.dispose();
+  throw new Error(`this page shows GPT-2-family models; the checkpoint is ${m}`);
+};
 
 /** Loads a model folder (config.json, model.safetensors [+ vocab.json, merges.txt]) by URL with qkv. */
 export async function loadModelFromUrl(base: string, onProgress: Progress): Promise<DemoModel> {
@@ -101,6 +108,11 @@ export async function loadModelFromFiles(files: CheckpointFiles, onProgress: Pro
   if (files.merges !== undefined) source.merges = files.merges;
   const m = await loadModel(source);
   return demoModel(m, files.name, backendName());
+}
+
+/** Loads a fetched checkpoint (hub.ts) with qkv: the weights as chosen, with progress and a cancel. */
+export async function loadModelFromHub(files: qkv.ModelFiles, name: string, options: qkv.LoadOptions): Promise<DemoModel> {
+  return demoModel(await loadModel(files, options), name, backendName());
 }
 
 /** Reads a File with progress (bytes / size). */
@@ -179,6 +191,7 @@ function demoModel(m: GPT2Model, name: string, backend: string): DemoModel {
     encode: (text) => m.tokenizer.encode(text),
     decode: (ids) => m.tokenizer.decode(ids),
     tokenText: tokenTextOf(m.tokenizer),
+    tokenBytes: (id) => m.tokenizer.decodeBytes([id]),
   };
   return {
     name, config, tokenizer, engine: backend, headDim: config.n_embd / config.n_head,

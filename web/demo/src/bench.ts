@@ -33,6 +33,14 @@ function simdSupported(): boolean {
   } catch { return false; }
 }
 
+// three i32x4.splat results into f32x4.relaxed_madd (0xfd 0x85 0x02): the library's probe
+function relaxedSimdSupported(): boolean {
+  try {
+    return WebAssembly.validate(new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 19, 1, 17, 0,
+      65, 0, 253, 17, 65, 0, 253, 17, 65, 0, 253, 17, 253, 133, 2, 11]));
+  } catch { return false; }
+}
+
 async function gpuAdapter(): Promise<{ ok: boolean; text: string }> {
   const gpu = (navigator as unknown as { gpu?: { requestAdapter(): Promise<{ info?: Record<string, string> } | null> } }).gpu;
   if (!gpu) return { ok: false, text: 'navigator.gpu absent' };
@@ -55,12 +63,16 @@ function libBackends(gpu: boolean): Backend[] {
     run: (q, k, v, H, L, D, c) => call(q, k, v, H, L, D, c, 'wasm'),
   });
   const simd = simdSupported();
+  const relaxed = relaxedSimdSupported();
   const threads = Math.min(hc, 8);
   return [
     wasm('scalar', 'wasm scalar', 'scalar', 1, true),
     wasm('simd', 'wasm SIMD', 'simd', 1, simd, 'no WebAssembly SIMD'),
     wasm('threads', `wasm SIMD × ${threads} threads`, 'simd-threads', threads, simd && crossOriginIsolated && threads > 1,
       !crossOriginIsolated ? 'page not crossOriginIsolated' : threads < 2 ? 'one core' : 'no SIMD'),
+    wasm('relaxed', 'wasm relaxed SIMD', 'simd-relaxed', 1, relaxed, 'no WebAssembly relaxed SIMD'),
+    wasm('relaxed-threads', `wasm relaxed SIMD × ${threads} threads`, 'simd-relaxed-threads', threads, relaxed && crossOriginIsolated && threads > 1,
+      !relaxed ? 'no WebAssembly relaxed SIMD' : !crossOriginIsolated ? 'page not crossOriginIsolated' : 'one core'),
     {
       id: 'webgpu', label: 'WebGPU', available: gpu, why: 'no WebGPU adapter',
       async prepare() { dispose(); await init({ variant: 'auto' }); return 'WebGPU'; },
@@ -75,6 +87,7 @@ async function showEnv(): Promise<{ gpu: boolean }> {
     crossOriginIsolated: String(crossOriginIsolated),
     'hardware threads': String(hc),
     'WebAssembly SIMD': simdSupported() ? 'yes' : 'no',
+    'WebAssembly relaxed SIMD': relaxedSimdSupported() ? 'yes' : 'no',
     SharedArrayBuffer: typeof SharedArrayBuffer === 'function' ? 'yes' : 'no',
     'WebGPU adapter': gpu.text,
     'user agent': navigator.userAgent,

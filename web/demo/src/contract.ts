@@ -18,6 +18,8 @@ export interface AttnData {
   headDim: number;
   /** 1/sqrt(headDim) unless the model says otherwise */
   scale: number;
+  /** an encoder's attention: every query sees every key (both triangles), not only j <= q */
+  bidirectional?: boolean;
 }
 
 export const seqLen = (d: AttnData): number => d.tokens.length;

@@ -1,7 +1,10 @@
 // Head view (after BertViz): the tokens twice, queries on the left and keys on the right, a
 // line from query i to key j for each selected head with opacity = weight, one colour per head.
 // Hover (or focus) a token to see only its lines; click a query token to pin it.
-// render() builds the SVG for a new AttnData/layer; update() only restyles (hover, heads).
+// render() builds the labels (SVG) for a new AttnData/layer and the list of links; update()
+// redraws the links on a <canvas> under the labels (one draw call per line, no DOM node per
+// line, so 12 heads x 512 tokens stay responsive where BertViz's SVG lines stall) and restyles.
+// Long sequences keep, per query and head, only the TOP_K strongest links (stated on the page).
 import * as d3 from 'd3';
 import type { AttnData } from './contract';
 import { headColor, showToken } from './ui';
@@ -16,10 +19,31 @@ export interface HeadViewState {
 interface Link { h: number; i: number; j: number; w: number }
 
 const MIN_WEIGHT = 0.01; // lines lighter than this are not drawn
+const TOP_K = 8;         // above LONG tokens, only the TOP_K strongest links per query and head
+const LONG = 128;
+/** Canvas pixels at most (a 512-token view is ~10k px tall: no 2x backing store there). */
+const MAX_CANVAS_PIXELS = 16e6;
+
+/** The links of one layer: weights >= MIN_WEIGHT, the strongest TOP_K per row when L > LONG. */
+function layerLinks(data: AttnData, layer: number): Link[] {
+  const L = data.tokens.length, links: Link[] = [];
+  const A = data.attn[layer];
+  for (let h = 0; h < data.nHead; h++) for (let i = 0; i < L; i++) {
+    const r = A[h][i];
+    let row: Link[] = [];
+    const last = data.bidirectional ? r.length - 1 : Math.min(i, r.length - 1);
+    for (let j = 0; j <= last; j++) if (r[j] >= MIN_WEIGHT) row.push({ h, i, j, w: r[j] });
+    if (L > LONG && row.length > TOP_K) row = row.sort((a, b) => b.w - a.w).slice(0, TOP_K);
+    links.push(...row);
+  }
+  return links;
+}
 
 export class HeadView {
   private svg: d3.Selection<SVGSVGElement, unknown, null, undefined> | null = null;
-  private links: d3.Selection<SVGLineElement, Link, SVGGElement, unknown> | null = null;
+  private links: Link[] = [];
+  private canvas: HTMLCanvasElement | null = null;
+  private geometry = { xL: 0, xR: 0, top: 0, rowH: 20, dpr: 1 };
   private hover: { side: 'q' | 'k'; index: number } | null = null;
   private data: AttnData | null = null;
   private state: HeadViewState | null = null;
@@ -29,25 +53,29 @@ export class HeadView {
   render(data: AttnData, state: HeadViewState): void {
     this.data = data; this.state = state;
     const L = data.tokens.length, H = data.nHead;
-    const rowH = 20, top = 24;
+    // long sequences get thinner rows (every few labels shown) so the view stays a few screens
+    // tall: a 700-token view at 20 px a row is 14,000 px of canvas and SVG to rasterise
+    const rowH = L <= 64 ? 20 : Math.max(4, Math.min(20, Math.floor(1600 / L))), top = 24;
+    const labelEvery = Math.ceil(14 / rowH);
     const width = Math.max(300, Math.min(560, this.container.clientWidth || 560));
     const labelW = Math.min(110, 14 + 8 * (d3.max(data.tokens, (t) => showToken(t).length) ?? 4));
     const xL = labelW, xR = width - labelW - H * 7;
     const height = top + L * rowH + 8;
+    // the labels' SVG is transparent over the links' canvas (both exported, canvas first)
     const svg = d3.create('svg').attr('width', width).attr('height', height).attr('viewBox', `0 0 ${width} ${height}`)
-      .attr('font-family', 'ui-monospace, DejaVu Sans Mono, monospace').attr('font-size', 13).style('background', '#fff');
+      .attr('font-family', 'ui-monospace, DejaVu Sans Mono, monospace').attr('font-size', 13)
+      .style('position', 'absolute').style('left', '0').style('top', '0');
     svg.append('text').attr('x', 4).attr('y', 14).attr('font-size', 11).attr('fill', '#666').attr('font-family', 'system-ui, sans-serif').text('query');
-    svg.append('text').attr('x', xR + 4).attr('y', 14).attr('font-size', 11).attr('fill', '#666').attr('font-family', 'system-ui, sans-serif').text('key');
-
-    const links: Link[] = [];
-    const A = data.attn[state.layer];
-    for (let h = 0; h < H; h++) for (let i = 0; i < L; i++) {
-      const r = A[h][i];
-      for (let j = 0; j <= Math.min(i, r.length - 1); j++) if (r[j] >= MIN_WEIGHT) links.push({ h, i, j, w: r[j] });
-    }
+    svg.append('text').attr('x', xR + 4).attr('y', 14).attr('font-size', 11).attr('fill', '#666').attr('font-family', 'system-ui, sans-serif')
+      .text(L > LONG ? `key (the ${TOP_K} strongest lines per query and head)` : 'key');
+    const canvas = document.createElement('canvas');
+    const dpr = Math.min(window.devicePixelRatio || 1, Math.max(1, Math.sqrt(MAX_CANVAS_PIXELS / (width * height))));
+    canvas.width = Math.round(width * dpr); canvas.height = Math.round(height * dpr);
+    Object.assign(canvas.style, { position: 'absolute', left: '0', top: '0', width: `${width}px`, height: `${height}px` });
+    this.canvas = canvas;
+    this.geometry = { xL, xR, top, rowH, dpr };
+    this.links = layerLinks(data, state.layer);
     const y = (i: number) => top + i * rowH + rowH / 2;
-    this.links = svg.append('g').attr('class', 'links').attr('stroke-width', 2).selectAll<SVGLineElement, Link>('line').data(links).join('line')
-      .attr('x1', xL + 4).attr('x2', xR - 4).attr('y1', (d) => y(d.i)).attr('y2', (d) => y(d.j)).attr('stroke', (d) => headColor(d.h));
     // per-head weight boxes next to the keys (shown while a query is hovered or pinned)
     svg.append('g').attr('class', 'boxes');
 
@@ -61,7 +89,8 @@ export class HeadView {
         .attr('fill', 'transparent').attr('class', 'bg'))
       .call((g) => g.append('text').attr('x', side === 'q' ? -4 : 4).attr('y', 4.5).attr('text-anchor', side === 'q' ? 'end' : 'start')
         .attr('fill', (_t, i) => (i >= data.promptLength ? '#17693a' : '#1b1b1f'))
-        .text((t) => { const s = showToken(t); return s.length > 12 ? s.slice(0, 11) + '…' : s; }));
+        .attr('font-size', rowH < 14 ? 11 : null)
+        .text((t, i) => { if (i % labelEvery) return ''; const s = showToken(t); return s.length > 12 ? s.slice(0, 11) + '…' : s; }));
     const view = this;
     const qs = tokenGroup('q'), ks = tokenGroup('k');
     qs.each(function (_t, i) {
@@ -75,8 +104,49 @@ export class HeadView {
     });
     this.svg = svg as unknown as d3.Selection<SVGSVGElement, unknown, null, undefined>;
     this.svg.attr('data-xr', xR);
-    this.container.replaceChildren(svg.node()!);
+    const stack = document.createElement('div');
+    Object.assign(stack.style, { position: 'relative', width: `${width}px`, height: `${height}px`, background: '#fff' });
+    stack.append(canvas, svg.node()!);
+    this.container.replaceChildren(stack);
     this.update(state);
+  }
+
+  /**
+   * Draws the links of the selected heads (only the focused token's when one is focused);
+   * returns how many. Lines are stroked in batches, one path per head and opacity step (16
+   * steps): one stroke per line costs seconds at 12 heads x 700 tokens, a batch milliseconds.
+   */
+  private drawLinks(state: HeadViewState, focus: { side: 'q' | 'k'; index: number } | null): number {
+    const c = this.canvas!, ctx = c.getContext('2d')!;
+    const { xL, xR, top, rowH, dpr } = this.geometry;
+    const y = (i: number) => top + i * rowH + rowH / 2;
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    ctx.clearRect(0, 0, c.width, c.height);
+    ctx.lineWidth = 2;
+    const STEPS = 16;
+    const batches = new Map<number, Link[]>(); // head * STEPS + opacity step -> links
+    let n = 0;
+    for (const d of this.links) {
+      if (!state.heads[d.h] || (focus && (focus.side === 'q' ? d.i !== focus.index : d.j !== focus.index))) continue;
+      const step = Math.max(1, Math.round(Math.min(1, d.w * (focus ? 1 : 0.9)) * (STEPS - 1)));
+      const key = d.h * STEPS + step;
+      let b = batches.get(key);
+      if (!b) batches.set(key, (b = []));
+      b.push(d);
+      n++;
+    }
+    for (const [key, links] of batches) {
+      ctx.globalAlpha = (key % STEPS) / (STEPS - 1);
+      ctx.strokeStyle = headColor(Math.floor(key / STEPS));
+      ctx.beginPath();
+      for (const d of links) {
+        ctx.moveTo(xL + 4, y(d.i));
+        ctx.lineTo(xR - 4, y(d.j));
+      }
+      ctx.stroke();
+    }
+    ctx.globalAlpha = 1;
+    return n;
   }
 
   setHover(h: { side: 'q' | 'k'; index: number } | null): void {
@@ -87,14 +157,9 @@ export class HeadView {
   /** Restyles for the current heads / hover / pinned query without rebuilding. */
   update(state: HeadViewState): void {
     this.state = state;
-    if (!this.svg || !this.links || !this.data) return;
+    if (!this.svg || !this.canvas || !this.data) return;
     const focus = this.hover ?? (state.query >= 0 ? { side: 'q' as const, index: state.query } : null);
-    let visible = 0;
-    this.links.attr('stroke-opacity', (d) => {
-      const on = state.heads[d.h] && (!focus || (focus.side === 'q' ? d.i === focus.index : d.j === focus.index));
-      if (on) visible++;
-      return on ? Math.min(1, d.w * (focus ? 1 : 0.9)) : 0;
-    }).attr('display', (d) => (state.heads[d.h] && (!focus || (focus.side === 'q' ? d.i === focus.index : d.j === focus.index)) ? null : 'none'));
+    const visible = this.drawLinks(state, focus);
     this.svg.attr('data-visible-lines', visible);
     this.svg.selectAll<SVGGElement, string>('.tokens-q > g').select('rect.bg')
       .attr('fill', (_t, i) => (focus?.side === 'q' && focus.index === i ? '#ffe9b8' : state.query === i ? '#e7eefc' : 'transparent'));
@@ -107,12 +172,12 @@ export class HeadView {
       const xR = Number(this.svg.attr('data-xr'));
       const labelW = Number(this.svg.attr('width')) - xR - this.data.nHead * 7;
       const A = this.data.attn[state.layer];
-      const rowH = 20, top = 24;
+      const { rowH, top } = this.geometry;
       for (let h = 0; h < this.data.nHead; h++) {
         if (!state.heads[h]) continue;
         const r = A[h][focus.index];
-        for (let j = 0; j <= focus.index; j++) {
-          boxes.append('rect').attr('x', xR + labelW - 2 + h * 7).attr('y', top + j * rowH + 4).attr('width', 6).attr('height', rowH - 8)
+        for (let j = 0; j <= (this.data.bidirectional ? r.length - 1 : focus.index); j++) {
+          boxes.append('rect').attr('x', xR + labelW - 2 + h * 7).attr('y', top + j * rowH + 4).attr('width', 6).attr('height', Math.max(1, rowH - 8))
             .attr('fill', headColor(h)).attr('fill-opacity', Math.max(0.04, r[j] ?? 0))
             .append('title').text(`head ${h}: ${(r[j] ?? 0).toFixed(3)}`);
         }

@@ -1,6 +1,7 @@
 // A labelled attention heat map (d3, SVG): rows = queries, columns = keys, optional numbers in
 // the cells, masked cells hatched, and each row's sum at the right. Used by the playground and
-// the model page's enlarged head.
+// the model page's enlarged head. Past CELL_NODES cells (a 512-token head has 262k) the cells
+// are one image, painted a pixel per cell, instead of an SVG node each.
 import * as d3 from 'd3';
 import { inkOn, weightColor } from './ui';
 
@@ -25,11 +26,28 @@ export interface HeatmapSpec {
 }
 
 let patternId = 0;
+const CELL_NODES = 64 * 64;
+
+/** The cells as one PNG data URL, a pixel per cell (masked cells light grey). */
+function cellsImage(spec: HeatmapSpec, nr: number, nc: number): string {
+  const c = document.createElement('canvas');
+  c.width = nc; c.height = nr;
+  const ctx = c.getContext('2d')!;
+  const img = ctx.createImageData(nc, nr);
+  for (let i = 0; i < nr; i++) for (let j = 0; j < nc; j++) {
+    const rgb = spec.masked?.(i, j) ? d3.rgb('#eeeeee') : d3.rgb(weightColor(spec.value(i, j)));
+    const o = (i * nc + j) * 4;
+    img.data[o] = rgb.r; img.data[o + 1] = rgb.g; img.data[o + 2] = rgb.b; img.data[o + 3] = 255;
+  }
+  ctx.putImageData(img, 0, 0);
+  return c.toDataURL('image/png');
+}
 
 export function renderHeatmap(container: HTMLElement, spec: HeatmapSpec): SVGSVGElement {
   const nr = spec.rows.length, nc = spec.cols.length;
   const maxLabel = (xs: string[]) => d3.max(xs, (s) => s.length) ?? 1;
-  const left = Math.min(120, 12 + 7.5 * maxLabel(spec.rows));
+  // wide enough for the 'query ↓  key →' corner label
+  const left = Math.max(84, Math.min(120, 12 + 7.5 * maxLabel(spec.rows)));
   const top = Math.min(110, 12 + 6.5 * maxLabel(spec.cols)) + (spec.title ? 20 : 0);
   const sumW = spec.rowSums ? 52 : 0;
   const avail = (spec.width ?? (container.clientWidth || 600)) - left - sumW - 8;
@@ -47,21 +65,26 @@ export function renderHeatmap(container: HTMLElement, spec: HeatmapSpec): SVGSVG
     .call((p) => { p.append('rect').attr('width', 6).attr('height', 6).attr('fill', '#f1f1f1'); p.append('line').attr('y2', 6).attr('stroke', '#c8c8c8').attr('stroke-width', 2); });
   if (spec.title) svg.append('text').attr('x', 4).attr('y', 14).attr('font-weight', 600).attr('font-family', 'system-ui, sans-serif').text(spec.title);
 
-  const cells: { i: number; j: number; w: number; m: boolean }[] = [];
-  for (let i = 0; i < nr; i++) for (let j = 0; j < nc; j++) cells.push({ i, j, w: spec.value(i, j), m: spec.masked?.(i, j) ?? false });
-
   const g = svg.append('g').attr('transform', `translate(${left},${top})`);
-  const cellSel = g.selectAll('g.cell').data(cells).join('g').attr('class', 'cell')
-    .attr('transform', (d) => `translate(${d.j * cell},${d.i * cell})`);
-  cellSel.append('rect').attr('width', cell - (cell > 8 ? 1 : 0)).attr('height', cell - (cell > 8 ? 1 : 0))
-    .attr('fill', (d) => (d.m ? `url(#${pid})` : weightColor(d.w)))
-    .append('title').text((d) => `${spec.rows[d.i]} → ${spec.cols[d.j]}: ${d.m ? 'masked' : d.w.toFixed(4)}`);
-  if (showNum) {
-    cellSel.filter((d) => !d.m).append('text').attr('x', cell / 2 - 0.5).attr('y', cell / 2 + 4).attr('text-anchor', 'middle')
-      .attr('font-size', Math.min(12, cell / 3)).attr('fill', (d) => inkOn(d.w)).attr('pointer-events', 'none')
-      .text((d) => (d.w >= 0.995 ? '1' : d.w < 0.005 ? '0' : d.w.toFixed(2).replace(/^0/, '')));
+  if (nr * nc > CELL_NODES) {
+    g.append('image').attr('href', cellsImage(spec, nr, nc)).attr('width', nc * cell).attr('height', nr * cell)
+      .attr('preserveAspectRatio', 'none').style('image-rendering', 'pixelated');
+  } else {
+    const cells: { i: number; j: number; w: number; m: boolean }[] = [];
+    for (let i = 0; i < nr; i++) for (let j = 0; j < nc; j++) cells.push({ i, j, w: spec.value(i, j), m: spec.masked?.(i, j) ?? false });
+
+    const cellSel = g.selectAll('g.cell').data(cells).join('g').attr('class', 'cell')
+      .attr('transform', (d) => `translate(${d.j * cell},${d.i * cell})`);
+    cellSel.append('rect').attr('width', cell - (cell > 8 ? 1 : 0)).attr('height', cell - (cell > 8 ? 1 : 0))
+      .attr('fill', (d) => (d.m ? `url(#${pid})` : weightColor(d.w)))
+      .append('title').text((d) => `${spec.rows[d.i]} → ${spec.cols[d.j]}: ${d.m ? 'masked' : d.w.toFixed(4)}`);
+    if (showNum) {
+      cellSel.filter((d) => !d.m).append('text').attr('x', cell / 2 - 0.5).attr('y', cell / 2 + 4).attr('text-anchor', 'middle')
+        .attr('font-size', Math.min(12, cell / 3)).attr('fill', (d) => inkOn(d.w)).attr('pointer-events', 'none')
+        .text((d) => (d.w >= 0.995 ? '1' : d.w < 0.005 ? '0' : d.w.toFixed(2).replace(/^0/, '')));
+    }
+    if (spec.onCell) cellSel.style('cursor', 'pointer').on('click', (_e, d) => spec.onCell!(d.i, d.j));
   }
-  if (spec.onCell) cellSel.style('cursor', 'pointer').on('click', (_e, d) => spec.onCell!(d.i, d.j));
   if (spec.highlightRow !== undefined && spec.highlightRow >= 0 && spec.highlightRow < nr) {
     g.append('rect').attr('x', -1).attr('y', spec.highlightRow * cell - 1).attr('width', nc * cell + 1).attr('height', cell + 1)
       .attr('fill', 'none').attr('stroke', '#e07b00').attr('stroke-width', 2);

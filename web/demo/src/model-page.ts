@@ -3,15 +3,18 @@
 // `st` holds the state; update functions change it and call render(), which only draws.
 import './style.css';
 import { $, download, headColor, message, progress, showToken, yieldToEvents } from './ui';
-import { CheckpointError, loadModelFromFiles, loadModelFromUrl, readDroppedFiles, type DemoModel } from './api';
+import { CheckpointError, loadModelFromFiles, loadModelFromHub, loadModelFromUrl, readDroppedFiles, type DemoModel } from './api';
 import { maxRowSumError, toJSON, type AttnData } from './contract';
 import { allHeadStats, badgeClass, CAVEAT, type HeadStats } from './patterns';
 import { HeadView } from './headview';
 import { ModelView } from './modelview';
 import { renderNeuron } from './neuronview';
 import { elementToPng } from './export';
+import { DEFAULT_MODEL, HUB, fillModelSelect, showDropped } from './models';
+import { clearCheckpointCache, fetchCheckpoint, HUB_GPT2 } from './hub';
+import { Shown } from './shown';
+import { WORD_RULE } from './words';
 
-const DEFAULT_MODEL = './models/tiny-kjv/';
 type Tab = 'head' | 'model' | 'neuron';
 
 const st = {
@@ -36,13 +39,16 @@ let promptTimer = 0;
 const headView = new HeadView($('#headview'), (q) => { st.query = q; st.neuronKey = -1; renderControls(); headView.update(viewState()); });
 const modelView = new ModelView($('#thumbs'), $('#heatmap'), (s) => { st.sel = s; st.layer = s.layer; render(); });
 const viewState = () => ({ layer: st.layer, heads: st.heads, query: st.query });
+// what the views draw: st.data, or with the word toggle on the same attention merged into words
+const shown = new Shown();
+const view = () => (st.data && st.model ? shown.get(st.data, st.stats, st.model.tokenizer.tokenBytes) : null);
 
 $('#caveat').textContent = `How to read these maps: ${CAVEAT}`;
 
 // ---------------------------------------------------------------- rendering
 
 function renderControls(): void {
-  const d = st.data, m = st.model;
+  const v = view(), d = v?.data, m = st.model;
   const layerSel = $<HTMLSelectElement>('#layer'), headSel = $<HTMLSelectElement>('#head'), qSel = $<HTMLSelectElement>('#query');
   const nL = m?.config.n_layer ?? 0, nH = m?.config.n_head ?? 0;
   if (layerSel.options.length !== nL) layerSel.replaceChildren(...Array.from({ length: nL }, (_v, l) => new Option(String(l), String(l))));
@@ -51,7 +57,8 @@ function renderControls(): void {
   headSel.value = String(st.sel.head);
   if (d) {
     const L = d.tokens.length;
-    if (qSel.options.length !== L) qSel.replaceChildren(...d.tokens.map((t, i) => new Option(`${i}: ${showToken(t)}`, String(i))));
+    const key = d.tokens.join('\u0000'); // tokens or words: rebuilt when they change
+    if (qSel.dataset.key !== key) { qSel.replaceChildren(...d.tokens.map((t, i) => new Option(`${i}: ${showToken(t)}`, String(i)))); qSel.dataset.key = key; }
     qSel.value = String(st.query < 0 ? L - 1 : st.query);
   }
   // head chips: colour, pattern label, toggle
@@ -67,7 +74,7 @@ function renderControls(): void {
   }
   [...chips.children].forEach((b, h) => {
     b.setAttribute('aria-pressed', String(st.heads[h] !== false));
-    const s = st.stats[st.layer]?.[h];
+    const s = v?.stats[st.layer]?.[h];
     const badge = b.querySelector<HTMLElement>('.badge')!;
     badge.textContent = s ? `${s.label} · ${s.entropy.toFixed(2)} b` : '';
     badge.className = `badge ${s ? badgeClass(s.label) : ''}`;
@@ -75,13 +82,14 @@ function renderControls(): void {
   });
   document.querySelectorAll<HTMLElement>('.neuron-only').forEach((e) => { e.hidden = st.tab !== 'neuron'; });
   document.querySelectorAll<HTMLElement>('.head-only').forEach((e) => { e.hidden = st.tab !== 'head'; });
+  $<HTMLSelectElement>('#model').disabled = st.generating;
   $<HTMLButtonElement>('#export-png').disabled = !d;
   $<HTMLButtonElement>('#export-json').disabled = !d;
 }
 
 function render(): void {
   renderControls();
-  const d = st.data;
+  const v = view(), d = v?.data;
   $('#empty').hidden = !!d;
   for (const t of ['head', 'model', 'neuron'] as Tab[]) {
     $(`#view-${t}`).hidden = st.tab !== t || !d;
@@ -89,13 +97,13 @@ function render(): void {
     tab.setAttribute('aria-selected', String(st.tab === t));
     tab.tabIndex = st.tab === t ? 0 : -1;
   }
-  if (!d) return;
+  if (!v || !d) return;
   if (st.tab === 'head') headView.render(d, viewState());
-  else if (st.tab === 'model') modelView.render(d, st.stats, st.sel);
+  else if (st.tab === 'model') modelView.render(d, v.stats, st.sel);
   else renderNeuronView();
   const err = maxRowSumError(d);
   const rc = $('#rowcheck');
-  rc.textContent = `${d.nLayer} layers × ${d.nHead} heads × ${d.tokens.length} tokens; every row sums to 1 (largest deviation ${err.toExponential(1)}).`;
+  rc.textContent = `${d.nLayer} layers × ${d.nHead} heads × ${d.tokens.length} ${v.words ? 'words' : 'tokens'}; every row sums to 1 (largest deviation ${err.toExponential(1)}).`;
   rc.dataset.maxRowError = String(err);
 }
 
@@ -129,7 +137,9 @@ function renderNeuronView(): void {
     }
     return;
   }
-  renderNeuron(box, d, { layer: st.layer, head: st.sel.head, query: st.query, key: st.neuronKey });
+  const v = view()!;
+  renderNeuron(box, d, { layer: st.layer, head: st.sel.head, query: shown.queryToken(v, st.query), key: v.words ? -1 : st.neuronKey },
+    v.words ? { data: v.data, query: st.query } : undefined);
 }
 
 let renderQueued = false;
@@ -277,6 +287,7 @@ async function loadDropped(files: File[]): Promise<void> {
     const onProgress = (f: number | null, what: string) => progress(bar, f, what, text);
     const ck = await readDroppedFiles(files, onProgress);
     await useModel(await loadModelFromFiles(ck, onProgress));
+    showDropped($<HTMLSelectElement>('#model'), ck.name);
     progress(bar, 1, '', text);
     message(msg, `Loaded ${ck.name}. The explorer now shows its heads.`, 'ok');
   } catch (e) {
@@ -301,11 +312,88 @@ function wireDrop(): void {
   input.addEventListener('change', () => { void loadDropped([...(input.files ?? [])]); input.value = ''; });
 }
 
+// ---------------------------------------------------------------- a checkpoint from the Hub
+
+let hubAbort: AbortController | null = null;
+
+/** Downloads (or reads from the cache) the Hub folder and loads it; Cancel aborts both steps. */
+async function loadHub(): Promise<void> {
+  const bar = $<HTMLProgressElement>('#hub-bar'), text = $('#hub-text'), msg = $('#hub-msg');
+  if (hubAbort) return;
+  if (st.generating) { message(msg, 'Stop the generation first.', 'error'); return; }
+  const url = $<HTMLInputElement>('#hub-url').value.trim();
+  const weights = $<HTMLSelectElement>('#hub-weights').value as 'int8' | 'auto';
+  const abort = (hubAbort = new AbortController());
+  const buttons = (busy: boolean) => {
+    $<HTMLButtonElement>('#hub-load').disabled = busy;
+    $<HTMLButtonElement>('#hub-cancel').disabled = !busy;
+    $<HTMLButtonElement>('#generate').disabled = busy || !st.model;
+  };
+  buttons(true);
+  message(msg, '');
+  bar.hidden = false;
+  const onProgress = (f: number | null, what: string) => progress(bar, f, what, text);
+  try {
+    const { files, fromCache } = await fetchCheckpoint(url, abort.signal, onProgress);
+    const model = await loadModelFromHub(files, 'gpt2 (Hub)', {
+      weights, signal: abort.signal,
+      onProgress: (p) => onProgress(p.total ? p.loaded / p.total : null, `into qkv (${weights === 'int8' ? '8-bit' : 'as stored'}): ${(p.loaded / 1048576).toFixed(0)} MiB`),
+    });
+    await useModel(model);
+    const sel = $<HTMLSelectElement>('#model');
+    sel.value = HUB;
+    text.textContent = '';
+    message(msg, fromCache === 4 ? 'Loaded from this browser\'s cache (no download).' : `Downloaded${fromCache ? ` (${fromCache} of 4 files from the cache)` : ''} and cached for the next visit.`, 'ok');
+  } catch (e) {
+    text.textContent = '';
+    message(msg, abort.signal.aborted ? 'Cancelled.' : `Could not load the checkpoint: ${(e as Error).message}`, abort.signal.aborted ? 'info' : 'error');
+  } finally {
+    hubAbort = null;
+    bar.hidden = true;
+    buttons(false);
+    document.body.dataset.hub = abort.signal.aborted ? 'cancelled' : 'done';
+  }
+}
+
+function wireHub(): void {
+  $<HTMLInputElement>('#hub-url').value = new URLSearchParams(location.search).get('hub') ?? HUB_GPT2;
+  $('#hub-load').addEventListener('click', () => void loadHub());
+  $('#hub-cancel').addEventListener('click', () => hubAbort?.abort());
+  $('#hub-clear').addEventListener('click', async () => {
+    message($('#hub-msg'), (await clearCheckpointCache()) ? 'The cached checkpoint files are gone.' : 'Nothing was cached.', 'info');
+  });
+}
+
 // ---------------------------------------------------------------- controls
 
 function setTab(t: Tab): void { st.tab = t; render(); }
 
+/** The model <select>: loads the chosen model (the page keeps the old one if that fails). */
+async function pickModel(url: string): Promise<void> {
+  if (url === HUB) { $('#hub').scrollIntoView({ block: 'nearest' }); void loadHub(); return; }
+  if (url.startsWith('./encoders.html')) { location.href = url; return; }
+  if (st.generating || !url.startsWith('./models/')) return;
+  const msg = $('#gen-msg');
+  message(msg, `Loading ${url}…`);
+  try {
+    await useModel(await loadModelFromUrl(url, () => {}));
+    message(msg, '');
+  } catch (e) {
+    message(msg, `The model could not be loaded: ${(e as Error).message}`, 'error');
+  }
+}
+
 function wire(): void {
+  const modelSel = $<HTMLSelectElement>('#model');
+  fillModelSelect(modelSel);
+  modelSel.addEventListener('change', () => void pickModel(modelSel.value));
+  $('#word-rule').textContent = WORD_RULE;
+  $('#words').addEventListener('change', () => {
+    shown.words = $<HTMLInputElement>('#words').checked;
+    st.query = -1; st.neuronKey = -1; // positions count words or tokens: a pinned one no longer applies
+    $('#word-rule').hidden = !shown.words;
+    render();
+  });
   $('#generate').addEventListener('click', () => void generate());
   $('#stop').addEventListener('click', () => { st.stopRequested = true; });
   $('#prompt').addEventListener('keydown', (e) => { if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) void generate(); });
@@ -344,6 +432,7 @@ function wire(): void {
   let resize = 0;
   window.addEventListener('resize', () => { clearTimeout(resize); resize = window.setTimeout(render, 150); });
   wireDrop();
+  wireHub();
 }
 
 async function start(): Promise<void> {

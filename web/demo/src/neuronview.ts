@@ -2,14 +2,19 @@
 // q, a key vector k_j, their elementwise product (which sums to q·k_j), then for every visible
 // key: q·k, the scaled score q·k/√d and the softmax weight. q and k are the model's own (qkv's
 // forward with outputQueriesKeys); the page renders this view only once it has them. Bars drawn
-// with Observable Plot.
+// with Observable Plot. With the word toggle on, a word row comes first (the merged weights of
+// the query's word, words.ts); the arithmetic below stays per token, since q·k exists only
+// between tokens: it is drawn for the word's last token.
 import * as Plot from '@observablehq/plot';
 import type { AttnData } from './contract';
 import { showToken } from './ui';
 
 export interface NeuronState { layer: number; head: number; query: number; key: number }
 
-export function renderNeuron(container: HTMLElement, data: AttnData, st: NeuronState): void {
+/** The word toggle's part: the merged data and the query word. */
+export interface NeuronWords { data: AttnData; query: number }
+
+export function renderNeuron(container: HTMLElement, data: AttnData, st: NeuronState, words?: NeuronWords): void {
   const L = data.tokens.length;
   const i = Math.max(0, Math.min(L - 1, st.query < 0 ? L - 1 : st.query));
   const weights = data.attn[st.layer][st.head][i];
@@ -43,6 +48,7 @@ export function renderNeuron(container: HTMLElement, data: AttnData, st: NeuronS
     ],
   });
   const figs: HTMLElement[] = [];
+  if (words) figs.push(...wordRow(words, st.layer, st.head, width));
   const head = document.createElement('p');
   head.className = 'small';
   head.innerHTML = `Layer ${st.layer}, head ${st.head}, query <b class="mono">${i}: ${escapeHtml(showToken(data.tokens[i]))}</b>. ` +
@@ -70,6 +76,31 @@ export function renderNeuron(container: HTMLElement, data: AttnData, st: NeuronS
   foot.textContent = `Σ softmax = ${sum.toFixed(4)} over ${keys.length} visible keys (keys after ${i} are masked: causal).`;
   figs.push(foot);
   container.replaceChildren(...figs);
+}
+
+/** The query word's merged row: one bar per key word (sum over its tokens, mean over the query word's tokens). */
+function wordRow(w: NeuronWords, layer: number, head: number, width: number): HTMLElement[] {
+  const a = Math.max(0, Math.min(w.data.tokens.length - 1, w.query < 0 ? w.data.tokens.length - 1 : w.query));
+  const r = w.data.attn[layer][head][a];
+  const rows = Array.from({ length: a + 1 }, (_v, b) => ({ key: `${b}:${showToken(w.data.tokens[b]).slice(0, 12)}`, p: r[b] ?? 0 }));
+  const p = document.createElement('p');
+  p.className = 'small';
+  p.innerHTML = `Word <b class="mono">${a}: ${escapeHtml(showToken(w.data.tokens[a]))}</b>: its weights summed over each key word's tokens ` +
+    'and averaged over its own tokens. Below: the arithmetic of its last token, since q · k exists only between tokens.';
+  const plot = Plot.plot({
+    width: Math.min(width - 10, 560), height: 26 + 15 * rows.length + 30, marginLeft: 110, marginRight: 30, style: { fontSize: '11px' },
+    x: { label: 'word weight →', grid: true, domain: [0, Math.max(0.05, ...rows.map((x) => x.p))] },
+    y: { domain: rows.map((x) => x.key), label: null },
+    marks: [
+      Plot.barX(rows, { y: 'key', x: 'p', fill: '#2456c8', title: (d: { p: number }) => d.p.toFixed(4) }),
+      Plot.ruleX([0]),
+      Plot.text(rows, { y: 'key', x: 'p', text: (d: { p: number }) => d.p.toFixed(2), dx: 14, fontSize: 10 }),
+    ],
+  });
+  const box = document.createElement('div');
+  box.className = 'word-row';
+  box.append(plot);
+  return [p, box];
 }
 
 function escapeHtml(s: string): string {

@@ -97,6 +97,31 @@ async function update(): Promise<void> {
   renderTables();
   renderFlash();
   renderKv();
+  void renderMaskComparison(my);
+}
+
+/** Section 4: the sentence through a causal and a bidirectional mask, side by side (both by qkv). */
+async function renderMaskComparison(my: number): Promise<void> {
+  const L = state.words.length;
+  const both = await Promise.all((['causal', 'bidirectional'] as MaskKind[]).map((kind) =>
+    sdpa(Q.data, K.data, V.data, L, state.dk, DV, scaleValue(), { ...spec, kind })));
+  if (my !== seq) return;
+  const sel = $<HTMLSelectElement>('#see-word');
+  const pick = Math.min(Math.max(0, Number(sel.value) || 0), L - 1);
+  sel.replaceChildren(...labels().map((w, i) => new Option(`${i}: ${w}`, String(i))));
+  sel.value = String(pick);
+  (['causal', 'bidirectional'] as MaskKind[]).forEach((kind, n) => {
+    const W = mat(L, L, both[n].weights);
+    const s: MaskSpec = { ...spec, kind };
+    renderHeatmap($(n === 0 ? '#cmp-causal' : '#cmp-bidi'), {
+      rows: labels(), cols: labels(), value: (i, j) => W.data[i * L + j], masked: (i, j) => !allowed(s, i, j),
+      numbers: true, rowSums: true, maxCell: 34, width: 420, highlightRow: pick,
+    });
+    const seen = labels().filter((_w, j) => allowed(s, pick, j));
+    const out = $(n === 0 ? '#see-causal' : '#see-bidi');
+    out.textContent = `"${labels()[pick]}" sees ${seen.length} of ${L}: ${seen.join(' ')}`;
+    out.dataset.count = String(seen.length);
+  });
 }
 
 function renderScores(): void {
@@ -310,6 +335,7 @@ function readControls(): void {
 }
 
 function wire(): void {
+  $('#see-word').addEventListener('change', () => void renderMaskComparison(seq));
   const resetEdits = () => state.edits.clear();
   const onChange = (sel: string, ev: string, structural: boolean) => $(sel).addEventListener(ev, () => {
     readControls();

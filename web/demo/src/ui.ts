@@ -35,7 +35,9 @@ export const fmt = {
 /** Sequential colour for attention weights in [0, 1]. */
 export const weightColor = d3.scaleSequential(d3.interpolateBlues).domain([0, 1]);
 /** One colour per head. */
-export const headColor = (h: number): string => d3.schemeTableau10[h % 10];
+/** 18 distinct colours (Tableau 10, then Dark 2), so 12- and 16-head models need no repeats. */
+const HEAD_COLORS = [...d3.schemeTableau10, ...d3.schemeDark2];
+export const headColor = (h: number): string => HEAD_COLORS[h % HEAD_COLORS.length];
 
 /** Text colour readable over a weight cell. */
 export const inkOn = (w: number): string => (w > 0.55 ? '#fff' : '#111');

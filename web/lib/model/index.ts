@@ -1,9 +1,20 @@
-/** The model API: loadModel, the GPT-2 model, its tokenizers. Re-exported by web/lib/index.ts. */
-export { loadModel, type LoadOptions, type LoadProgress, type WeightsOption } from './load.js';
+/** The model API: loadModel, the GPT-2 and Llama-family models, the encoders, the encoder-decoder, their tokenizers. Re-exported by web/lib/index.ts. */
+export { loadModel, type LoadOptions, type LoadProgress, type Model, type WeightsOption } from './load.js';
 export {
-  GPT2Model,
+  EncoderModel,
+  type EncoderConfig, type EncoderForwardOptions, type EncoderForwardResult, type FillMaskOptions, type FillMaskPrediction,
+} from './encoder.js';
+export {
+  DecoderModel,
+  type Architecture, type ModelDims,
   type ForwardOptions, type ForwardResult, type ModelMemoryUsage, type QueriesKeys, type GenerateOptions, type GenerationStep,
-} from './gpt2.js';
+} from './decoder.js';
+export { GPT2Model } from './gpt2.js';
+export { LlamaModel, type LlamaConfig } from './llama.js';
+export {
+  Seq2SeqModel,
+  type Seq2SeqConfig, type Seq2SeqForwardOptions, type Seq2SeqForwardResult, type Seq2SeqGenerateOptions, type Seq2SeqStep,
+} from './seq2seq.js';
 export type { GPT2Config, ModelFiles, ModelSource } from './files.js';
 export {
   ByteTokenizer, BpeTokenizer, HfTokenizer, bytesToUnicode, GPT2_PATTERN, tokenizerFromFiles,

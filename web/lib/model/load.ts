@@ -1,6 +1,8 @@
 /**
- * `loadModel(source, options)`: reads a Hugging Face GPT-2-layout checkpoint (config.json +
- * model.safetensors [+ vocab.json + merges.txt]) into the wasm module and returns the model.
+ * `loadModel(source, options)`: reads a Hugging Face checkpoint (config.json + model.safetensors
+ * [+ tokenizer files]) into the wasm module and returns the model its config.json's model_type
+ * names: GPT2Model for gpt2 (or no model_type), LlamaModel for llama, mistral, qwen2,
+ * EncoderModel for bert, distilbert, Seq2SeqModel for bart.
  * model.safetensors streams straight into one wasm buffer, which the model then owns (its
  * tensors are read there in place, or converted and the buffer freed): no second copy in JS.
  */
@@ -9,18 +11,22 @@ import { checkOptions } from '../validate.js';
 import { MAX_HEAP_BYTES, heapU8, wasmError } from '../wasm/heap.js';
 import { loadModule } from '../wasm/loader.js';
 import type { QkvModule } from '../wasm/module.js';
+import { EncoderModel, encoderModule, type EncoderConfig, type WasmEncoder } from './encoder.js';
 import {
   filesFromObject, parseConfig, readAll, readFolder,
   type ByteStream, type GPT2Config, type ModelSource, type RawFiles,
 } from './files.js';
-import { GPT2Model, modelModule, type ModelModule, type WasmGPT2 } from './gpt2.js';
+import { modelModule, type ModelModule, type WasmDecoder } from './decoder.js';
+import { GPT2Model } from './gpt2.js';
+import { LLAMA_FAMILY, LlamaModel, type LlamaConfig } from './llama.js';
+import { Seq2SeqModel, seq2seqModule, type Seq2SeqConfig } from './seq2seq.js';
 import { ByteTokenizer, tokenizerFromFiles, type Tokenizer } from './tokenizer.js';
 
 /**
  * The tokenizer the files describe (tokenizer.json, vocab.json + merges.txt, or vocab.txt:
  * tokenizers/from-files.ts), or byte-level when there are none and the vocab is 256.
  */
-function makeTokenizer(config: GPT2Config, raw: RawFiles): Tokenizer {
+function makeTokenizer(config: GPT2Config, raw: RawFiles, optional: boolean): Tokenizer | null {
   let tok: Tokenizer | null;
   try {
     tok = tokenizerFromFiles(raw.tokenizer, { where: raw.where, modelType: config.model_type });
@@ -34,6 +40,7 @@ function makeTokenizer(config: GPT2Config, raw: RawFiles): Tokenizer {
     }
     return tok;
   }
+  if (optional) return null;
   if (config.vocab_size !== 256) {
     throw new Error(
       `loadModel: ${raw.where}: vocab_size is ${config.vocab_size}, so the model needs its tokenizer files ` +
@@ -126,7 +133,37 @@ async function* withProgress(
 }
 
 /**
- * Loads a GPT-2-family model.
+ * What loadModel returns, by config.json's model_type: GPT2Model (gpt2), LlamaModel (llama,
+ * mistral, qwen2), EncoderModel (bert, distilbert) or Seq2SeqModel (bart);
+ * `model.architecture` tells which.
+ */
+export type Model = GPT2Model | LlamaModel | EncoderModel | Seq2SeqModel;
+
+/**
+ * The encoder path of loadModel: model.safetensors streamed into a wasm buffer as for GPT-2;
+ * the encoder converts its tensors to one float32 buffer it keeps, and the file's buffer is
+ * freed here.
+ */
+async function loadEncoder(
+  m: QkvModule, raw: RawFiles, config: EncoderConfig, tokenizer: Tokenizer, opts: LoadOptions,
+): Promise<EncoderModel> {
+  const em = encoderModule(m);
+  const mm = modelModule(m);
+  const { ptr, size } = await streamIntoWasm(m, mm, raw.weights, 'model.safetensors', opts);
+  let handle: WasmEncoder | null;
+  try {
+    handle = em.EncoderModel.create(raw.configText, ptr, size);
+  } finally {
+    mm.modelFileFree(ptr);
+  }
+  if (!handle) throw wasmError('loadModel', em.encoderLastError());
+  return new EncoderModel(m, handle, Object.freeze({ ...config }) as EncoderConfig, tokenizer);
+}
+
+/**
+ * Loads a model: GPT-2 family; the Llama family (llama, mistral, qwen2); a BERT / DistilBERT encoder with its masked-LM head
+ * (config.json's model_type "bert" / "distilbert", tokenizer from vocab.txt or tokenizer.json);
+ * or (model_type "bart") an encoder-decoder.
  *
  * `source`: a folder holding config.json, model.safetensors and, for a BPE model, vocab.json
  * and merges.txt — as a URL (fetched; relative URLs resolve against the page) or, in Node,
@@ -136,7 +173,7 @@ async function* withProgress(
  * Every tensor is checked against the file and the config; damage is an Error naming the
  * tensor and the numbers.
  */
-export async function loadModel(source: ModelSource, options: LoadOptions = {}): Promise<GPT2Model> {
+export async function loadModel(source: ModelSource, options: LoadOptions = {}): Promise<Model> {
   const fn = 'loadModel';
   const opts = checkOptions(fn, options, ['weights', 'onProgress', 'signal']) as LoadOptions;
   const weights = opts.weights ?? 'auto';
@@ -161,14 +198,45 @@ export async function loadModel(source: ModelSource, options: LoadOptions = {}):
     throw new TypeError(`loadModel: source must be a folder URL/path or { config, weights, vocab?, merges? }, got ${describe(source)}`);
   }
   const config = parseConfig(raw.configText, raw.where === 'source' ? 'source.config' : `${raw.where}/config.json`);
-  const tokenizer = makeTokenizer(config, raw);
+  const modelType = config.model_type;
+  const llama = typeof modelType === 'string' && LLAMA_FAMILY.includes(modelType);
+  const encoder = modelType === 'bert' || modelType === 'distilbert';
+  const isSeq2Seq = modelType === 'bart';
+  if (modelType !== undefined && modelType !== 'gpt2' && !llama && !encoder && !isSeq2Seq) {
+    throw new Error(`${fn}: model_type ${describe(modelType)} is not supported (gpt2, ${LLAMA_FAMILY.join(', ')}, bert, distilbert, bart)`);
+  }
+  if ((encoder || isSeq2Seq) && weights !== 'auto' && weights !== 'f32') {
+    // encoders and the encoder-decoder convert their tensors to float32 on load
+    throw new TypeError(`${fn}: options.weights '${weights}' is not supported for model_type "${modelType}" (only 'auto' and 'f32')`);
+  }
+  // a Llama-family folder without tokenizer files loads with tokenizer null (ids in and out)
+  const tokenizer = makeTokenizer(config, raw, llama);
 
   const m = await loadModule();
-  const mm = modelModule(m);
   signal?.throwIfAborted();
+  if (encoder) return loadEncoder(m, raw, config as unknown as EncoderConfig, tokenizer!, opts);
+  const sm = isSeq2Seq ? seq2seqModule(m) : null;
+  const mm = modelModule(m);
+  if (llama && (!mm.LlamaModel || !mm.llamaLastError)) {
+    throw new Error(`${fn}: this build of the wasm module lacks the Llama bindings (wasm/bindings_llama.cpp)`);
+  }
   const { ptr, size } = await streamIntoWasm(m, mm, raw.weights, 'model.safetensors', opts);
+  if (sm) {
+    const handle = sm.Seq2SeqModel.create(raw.configText, ptr, size);  // takes the buffer (freed on error too)
+    if (!handle) throw wasmError(fn, sm.seq2seqLastError());
+    // the special ids as the C++ config resolved them (HF's defaults where config.json has none)
+    const resolved = { decoder_start_token_id: handle.decoderStartTokenId(), eos_token_id: handle.eosTokenId() };
+    return new Seq2SeqModel(m, handle, Object.freeze({ ...config, ...resolved }) as unknown as Seq2SeqConfig, tokenizer!);
+  }
   // the buffer is the model's from here (freed by create on error)
-  const handle: WasmGPT2 | null = mm.GPT2Model.create(raw.configText, ptr, size, weights);
+  const frozen = Object.freeze({ ...config });
+  if (llama) {
+    const handle: WasmDecoder | null = mm.LlamaModel!.create(raw.configText, ptr, size, weights);
+    if (!handle) throw wasmError(fn, mm.llamaLastError!());
+    return new LlamaModel(m, handle, frozen as unknown as LlamaConfig, tokenizer);
+  }
+  if (!tokenizer) throw new Error(`${fn}: internal: no tokenizer for a GPT-2 model`);
+  const handle: WasmDecoder | null = mm.GPT2Model.create(raw.configText, ptr, size, weights);
   if (!handle) throw wasmError(fn, mm.modelLastError());
-  return new GPT2Model(m, handle, Object.freeze({ ...config }) as GPT2Config, tokenizer);
+  return new GPT2Model(m, handle, frozen as GPT2Config, tokenizer);
 }

@@ -1,5 +1,5 @@
 /**
- * Loading the wasm module (one of three builds) in Node and in browsers. The module is
+ * Loading the wasm module (one of five builds) in Node and in browsers. The module is
  * loaded once, on first use, and shared.
  *
  * Files (dist/wasm/): `qkv-<variant>.mjs` (browser/bundler loader, ES module),
@@ -8,7 +8,7 @@
  * compilation); Node reads it with fs and hands it over as `wasmBinary` — nothing goes to the
  * network at run time.
  */
-import { env, runtime, type Variant } from '../env.js';
+import { env, isThreaded, runtime, type Variant } from '../env.js';
 import { dynamicImport, isNode } from '../platform.js';
 import type { QkvModule } from './module.js';
 
@@ -33,23 +33,56 @@ export function simdSupported(): boolean {
   }
 }
 
-/** The variant `env` asks for, resolved against what this runtime supports. */
-export function chooseVariant(): Variant {
-  const want = env.variant;
-  if (want === 'scalar') return 'scalar';
-  const simd = simdSupported();
-  if (want === 'simd' || want === 'simd-threads') {
-    if (!simd) throw new Error(`qkv: env.variant '${want}' needs WebAssembly SIMD, which this runtime lacks`);
-    if (want === 'simd-threads' && !threadsSupported()) {
-      throw new Error(
-        "qkv: env.variant 'simd-threads' needs SharedArrayBuffer (in a browser: a crossOriginIsolated page, " +
-          'served with Cross-Origin-Opener-Policy: same-origin and Cross-Origin-Embedder-Policy: require-corp)',
-      );
-    }
-    return want;
+// (module (func (result v128)
+//   i32.const 0 i32x4.splat  i32.const 0 i32x4.splat  i32.const 0 i32x4.splat
+//   f32x4.relaxed_madd))                                   ;; 0xfd 0x85 0x02 (LEB 0x105)
+const RELAXED_SIMD_PROBE = new Uint8Array([
+  0, 97, 115, 109, 1, 0, 0, 0, // magic, version
+  1, 5, 1, 96, 0, 1, 123, // type section: () -> v128
+  3, 2, 1, 0, // function section: one function of type 0
+  10, 19, 1, 17, 0, // code section: one body of 17 bytes, no locals
+  65, 0, 253, 17, 65, 0, 253, 17, 65, 0, 253, 17, // 3 x (i32.const 0, i32x4.splat)
+  253, 133, 2, 11, // f32x4.relaxed_madd, end
+]);
+
+/** Whether this engine runs WebAssembly relaxed SIMD (the probe's f32x4.relaxed_madd validates). */
+export function relaxedSimdSupported(): boolean {
+  try {
+    return WebAssembly.validate(RELAXED_SIMD_PROBE);
+  } catch {
+    return false;
   }
-  if (!simd) return 'scalar';
-  return threadsSupported() && env.numThreads > 1 ? 'simd-threads' : 'simd';
+}
+
+/** The feature probes chooseVariants() asks; replaceable in tests (a probe that says yes wrongly, or no). @internal */
+export const probes = { simd: simdSupported, relaxedSimd: relaxedSimdSupported, threads: threadsSupported };
+
+const THREADS_ERROR =
+  'needs SharedArrayBuffer (in a browser: a crossOriginIsolated page, ' +
+  'served with Cross-Origin-Opener-Policy: same-origin and Cross-Origin-Embedder-Policy: require-corp)';
+
+/**
+ * The builds to try, in order, for the variant `env` asks for: one when it forces a variant;
+ * for 'auto', the relaxed-SIMD build where the probe accepts relaxed SIMD and then its plain
+ * SIMD twin (loaded if the relaxed one fails), else the SIMD build, else scalar.
+ */
+export function chooseVariants(): Variant[] {
+  const want = env.variant;
+  if (want === 'scalar') return ['scalar'];
+  const simd = probes.simd();
+  if (want !== 'auto') {
+    if (!simd) throw new Error(`qkv: env.variant '${want}' needs WebAssembly SIMD, which this runtime lacks`);
+    if (want.startsWith('simd-relaxed') && !probes.relaxedSimd()) {
+      throw new Error(`qkv: env.variant '${want}' needs WebAssembly relaxed SIMD, which this runtime lacks (Node 20: run with --experimental-wasm-relaxed-simd)`);
+    }
+    if (isThreaded(want) && !probes.threads()) throw new Error(`qkv: env.variant '${want}' ${THREADS_ERROR}`);
+    return [want];
+  }
+  if (!simd) return ['scalar'];
+  const threads = probes.threads() && env.numThreads > 1;
+  const plain: Variant = threads ? 'simd-threads' : 'simd';
+  if (!probes.relaxedSimd()) return [plain];
+  return [threads ? 'simd-relaxed-threads' : 'simd-relaxed', plain];
 }
 
 /** Where a file of dist/wasm/ is: env.wasmPaths (prefix or per-file map) or next to this module. */
@@ -85,6 +118,15 @@ const WEB_FILES: Record<Variant, () => { js: string; wasm: string; worker?: stri
     wasm: fileUrl('qkv-simd-threads.wasm', () => new URL('./qkv-simd-threads.wasm', import.meta.url)),
     worker: fileUrl('qkv-simd-threads.worker.js', () => new URL('./qkv-simd-threads.worker.js', import.meta.url)),
   }),
+  'simd-relaxed': () => ({
+    js: fileUrl('qkv-simd-relaxed.mjs', () => new URL('./qkv-simd-relaxed.mjs', import.meta.url)),
+    wasm: fileUrl('qkv-simd-relaxed.wasm', () => new URL('./qkv-simd-relaxed.wasm', import.meta.url)),
+  }),
+  'simd-relaxed-threads': () => ({
+    js: fileUrl('qkv-simd-relaxed-threads.mjs', () => new URL('./qkv-simd-relaxed-threads.mjs', import.meta.url)),
+    wasm: fileUrl('qkv-simd-relaxed-threads.wasm', () => new URL('./qkv-simd-relaxed-threads.wasm', import.meta.url)),
+    worker: fileUrl('qkv-simd-relaxed-threads.worker.js', () => new URL('./qkv-simd-relaxed-threads.worker.js', import.meta.url)),
+  }),
 };
 
 // Node-only files, resolved at run time (kept out of bundlers' sight on purpose).
@@ -103,7 +145,7 @@ let loading: Promise<Loaded> | null = null;
 let generation = 0;
 
 async function instantiate(variant: Variant): Promise<Loaded> {
-  const threads = variant === 'simd-threads';
+  const threads = isThreaded(variant);
   // The core's parallel_for uses (threads - 1) helpers besides the calling thread.
   const poolSize = threads ? Math.max(1, env.numThreads - 1) : 0;
   const settings: Record<string, unknown> = {
@@ -142,7 +184,16 @@ async function instantiate(variant: Variant): Promise<Loaded> {
     settings.locateFile = (path: string) =>
       path.endsWith('.wasm') ? files.wasm : path.endsWith('.worker.js') && files.worker ? files.worker : path;
   }
-  const module = await factory(settings);
+  let module: QkvModule;
+  try {
+    module = await factory(settings);
+  } catch (e) {
+    // The glue starts the pthread pool before the .wasm compiles: a module that failed to
+    // compile (a relaxed build on an engine without relaxed SIMD) leaves those workers behind,
+    // which would keep Node alive and waste a page's threads. settings is the glue's Module.
+    (settings as { qkvPThread?: QkvModule['qkvPThread'] }).qkvPThread?.terminateAllThreads();
+    throw e;
+  }
   const result = { module, variant, poolSize };
   unrefWorkers(module);
   return result;
@@ -155,16 +206,30 @@ export function unrefWorkers(module: QkvModule): void {
   for (const w of [...pt.unusedWorkers, ...pt.runningWorkers]) (w as { unref?: () => void }).unref?.();
 }
 
+/** Loads the first of `variants` that loads; a failure before the last is a console warning. */
+async function instantiateFirst(variants: Variant[]): Promise<Loaded> {
+  for (let i = 0; ; i++) {
+    try {
+      return await instantiate(variants[i]);
+    } catch (e) {
+      if (i === variants.length - 1) throw e;
+      console.warn(`qkv: the ${variants[i]} build failed to load (${(e as Error)?.message ?? e}); loading ${variants[i + 1]}`);
+    }
+  }
+}
+
 /**
  * Loads the module (once; concurrent callers share the load). The variant follows `env`:
  * SIMD + threads where threads can run (Node, crossOriginIsolated pages) and
- * env.numThreads > 1, else SIMD single-threaded, else scalar; `env.variant` forces one.
+ * env.numThreads > 1, else SIMD single-threaded, else scalar; each SIMD build in its
+ * relaxed-SIMD form where the engine has relaxed SIMD (the plain one if that fails to load);
+ * `env.variant` forces one.
  */
 export async function loadModule(): Promise<QkvModule> {
   if (loaded) return loaded.module;
   if (!loading) {
     const gen = generation;
-    loading = instantiate(chooseVariant()).then(
+    loading = instantiateFirst(chooseVariants()).then(
       (l) => {
         if (gen !== generation) { // released while loading
           l.module.qkvPThread?.terminateAllThreads();

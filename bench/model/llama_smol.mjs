@@ -1,0 +1,223 @@
+// Llama-family benchmark in Node: a SmolLM2-135M-shaped model (30 layers, 9 heads, 3 kv heads,
+// hidden 576, intermediate 1536, vocab 49152, tied embeddings) with generated random weights
+// (no download): load time, peak RSS, prefill of 128 tokens, greedy decode tokens/s, for
+// weights 'auto' (the F32 file read in place), 'f16' and 'int8', on 1 and 2 threads.
+//
+//   node bench/model/llama_smol.mjs [--decode 32] [--reps 3] [--threads 1,2]
+//
+// Each (weights, threads) runs in its own child process, so peak RSS (resourceUsage().maxRSS)
+// is that configuration's own. Times are wall and CPU (user + system of the process, every
+// thread): on a shared machine the 1-thread CPU time is what the code costs. The checkpoint is written once to build/bench-llama/.
+// Peer: onnxruntime-web with past key/values on the same weights (bench/model/
+// export_llama_onnx_kv.py, exported into build/bench-llama/ on first use), prefill of the same
+// 128 ids and greedy decode feeding "present" back as "past", argmax in JS; --no-peer skips it.
+// Writes bench/results/llama-smol-node.json and prints a table.
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, openSync, writeSync, closeSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const args = process.argv.slice(2);
+const arg = (name, fallback) => {
+  const i = args.indexOf(name);
+  return i >= 0 ? args[i + 1] : fallback;
+};
+const DECODE = Number(arg('--decode', 32));
+const REPS = Number(arg('--reps', 3));
+const THREADS = arg('--threads', '1,2').split(',').map(Number);
+const PREFILL = 128;
+const DIR = path.join(ROOT, 'build', 'bench-llama', 'smollm2-135m-shape');
+const ONNX = path.join(ROOT, 'build', 'bench-llama', 'smollm2-135m-shape-kv.onnx');
+const PEER = !args.includes('--no-peer');
+const DIST = process.env.QKV_DIST ? path.resolve(process.env.QKV_DIST) : path.join(ROOT, 'dist');
+
+const CONFIG = {
+  model_type: 'llama', architectures: ['LlamaForCausalLM'], hidden_act: 'silu', hidden_size: 576,
+  intermediate_size: 1536, num_hidden_layers: 30, num_attention_heads: 9, num_key_value_heads: 3,
+  vocab_size: 49152, max_position_embeddings: 8192, rms_norm_eps: 1e-5, rope_theta: 100000,
+  tie_word_embeddings: true, torch_dtype: 'float32',
+};
+
+// wall and CPU (user + system, all the process's threads) milliseconds of `f`
+async function timed(f) {
+  const c = process.cpuUsage();
+  const t = performance.now();
+  await f();
+  const d = process.cpuUsage(c);
+  return { wall: performance.now() - t, cpu: (d.user + d.system) / 1000 };
+}
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+
+// ---- the checkpoint: random F32 weights (std 0.02, norms 1), HF names ----------------------
+
+function writeCheckpoint() {
+  if (existsSync(path.join(DIR, 'model.safetensors'))) return;
+  mkdirSync(DIR, { recursive: true });
+  const { hidden_size: E, intermediate_size: I, vocab_size: V, num_attention_heads: H, num_key_value_heads: Hkv } = CONFIG;
+  const D = E / H;
+  const tensors = [['model.embed_tokens.weight', [V, E], 0.02]];
+  for (let l = 0; l < CONFIG.num_hidden_layers; l++) {
+    const p = `model.layers.${l}.`;
+    tensors.push([p + 'input_layernorm.weight', [E], 1], [p + 'self_attn.q_proj.weight', [H * D, E], 0.02],
+      [p + 'self_attn.k_proj.weight', [Hkv * D, E], 0.02], [p + 'self_attn.v_proj.weight', [Hkv * D, E], 0.02],
+      [p + 'self_attn.o_proj.weight', [E, H * D], 0.02], [p + 'post_attention_layernorm.weight', [E], 1],
+      [p + 'mlp.gate_proj.weight', [I, E], 0.02], [p + 'mlp.up_proj.weight', [I, E], 0.02],
+      [p + 'mlp.down_proj.weight', [E, I], 0.02]);
+  }
+  tensors.push(['model.norm.weight', [E], 1]);
+  const header = {};
+  let offset = 0;
+  for (const [name, shape] of tensors) {
+    const bytes = 4 * shape.reduce((a, b) => a * b, 1);
+    header[name] = { dtype: 'F32', shape, data_offsets: [offset, offset + bytes] };
+    offset += bytes;
+  }
+  let h = Buffer.from(JSON.stringify(header));
+  h = Buffer.concat([h, Buffer.alloc((8 - (h.length % 8)) % 8, 0x20)]);
+  const fd = openSync(path.join(DIR, 'model.safetensors'), 'w');
+  const len = Buffer.alloc(8);
+  len.writeBigUInt64LE(BigInt(h.length));
+  writeSync(fd, len);
+  writeSync(fd, h);
+  let seed = 12345;
+  for (const [, shape, scale] of tensors) {
+    const a = new Float32Array(shape.reduce((x, y) => x * y, 1));
+    if (scale === 1) a.fill(1);
+    else {
+      for (let i = 0; i < a.length; i++) {
+        seed = (seed * 1103515245 + 12345) >>> 0; // uniform in [-sqrt(3), sqrt(3)) * scale: std `scale`
+        a[i] = ((seed / 4294967296) * 2 - 1) * 1.7320508 * scale;
+      }
+    }
+    writeSync(fd, new Uint8Array(a.buffer));
+  }
+  closeSync(fd);
+  writeFileSync(path.join(DIR, 'config.json'), JSON.stringify(CONFIG, null, 2));
+}
+
+// medians of the prefill times and of the decode rates (DECODE tokens per timed run), wall and CPU
+function summary(prefill, decode) {
+  return {
+    prefill128Ms: median(prefill.map((t) => t.wall)), prefill128CpuMs: median(prefill.map((t) => t.cpu)),
+    decodeTokS: median(decode.map((t) => (DECODE / t.wall) * 1000)),
+    decodeTokSCpu: median(decode.map((t) => (DECODE / t.cpu) * 1000)),
+  };
+}
+
+// ---- child: one (weights, threads) ---------------------------------------------------------
+
+async function child(weights, threads) {
+  writeCheckpoint();
+  const qkv = await import(pathToFileURL(path.join(DIST, 'index.js')).href);
+  qkv.env.variant = threads > 1 ? 'simd-threads' : 'simd';
+  qkv.env.numThreads = threads;
+  const t0 = performance.now();
+  const model = await qkv.loadModel(DIR, { weights });
+  const loadMs = performance.now() - t0;
+  const mem = model.memoryUsage();
+  const ids = Array.from({ length: PREFILL }, (_, i) => (i * 7919 + 13) % CONFIG.vocab_size);
+  await model.forward(ids.slice(0, 8), { logits: 'last' }); // warm-up
+  const prefill = [];
+  for (let r = 0; r < REPS; r++) prefill.push(await timed(() => model.forward(ids, { logits: 'last' })));
+  // decode: greedy after a 16-token prompt; time from the first token to the last
+  const decode = [];
+  for (let r = 0; r < REPS; r++) {
+    const it = model.generate(ids.slice(0, 16), { maxNewTokens: DECODE + 1, temperature: 0 });
+    await it.next(); // prefill and the first token
+    decode.push(await timed(async () => {
+      for await (const step of it) void step;
+    }));
+  }
+  const out = {
+    weights, threads, dtype: mem.dtype, loadMs, weightsMB: mem.weights / 2 ** 20, wasmHeapMB: mem.wasmHeap / 2 ** 20,
+    peakRssMB: process.resourceUsage().maxRSS / 1024, ...summary(prefill, decode),
+  };
+  model.dispose();
+  process.stdout.write(JSON.stringify(out) + '\n');
+}
+
+// ---- child: the onnxruntime-web peer --------------------------------------------------------
+
+async function childOrt(threads) {
+  const ort = await import('onnxruntime-web');
+  ort.env.wasm.numThreads = threads;
+  ort.env.wasm.simd = true;
+  const { num_hidden_layers: NL, num_key_value_heads: Hkv, hidden_size: E, num_attention_heads: H, vocab_size: V } = CONFIG;
+  const D = E / H;
+  const t0 = performance.now();
+  const sess = await ort.InferenceSession.create(ONNX, { executionProviders: ['wasm'], graphOptimizationLevel: 'all' });
+  const loadMs = performance.now() - t0;
+  const ids = Array.from({ length: PREFILL }, (_, i) => (i * 7919 + 13) % V);
+  const run = async (tokens, past, T) => sess.run({
+    input_ids: new ort.Tensor('int64', BigInt64Array.from(tokens.map(BigInt)), [1, tokens.length]),
+    past: past ?? new ort.Tensor('float32', new Float32Array(0), [NL, 2, Hkv, T, D]),
+  });
+  const argmaxOf = (a) => { let b = 0; for (let i = 1; i < a.length; i++) if (a[i] > a[b]) b = i; return b; };
+  await run(ids.slice(0, 8), null, 0); // warm-up
+  const prefill = [];
+  for (let r = 0; r < REPS; r++) prefill.push(await timed(() => run(ids, null, 0)));
+  const decode = [];
+  for (let r = 0; r < REPS; r++) {
+    let out = await run(ids.slice(0, 16), null, 0);
+    let tok = argmaxOf(out.logits.data);
+    decode.push(await timed(async () => {
+      for (let k = 0; k < DECODE; k++) {
+        out = await run([tok], out.present);
+        tok = argmaxOf(out.logits.data);
+      }
+    }));
+  }
+  const out = {
+    weights: 'onnxruntime-web', threads, dtype: 'F32', loadMs, weightsMB: null, wasmHeapMB: null,
+    peakRssMB: process.resourceUsage().maxRSS / 1024, ...summary(prefill, decode),
+  };
+  process.stdout.write(JSON.stringify(out) + '\n');
+}
+
+// ---- parent ----------------------------------------------------------------------------
+
+async function main() {
+  writeCheckpoint();
+  if (PEER && !existsSync(ONNX)) {
+    execFileSync('/usr/bin/python3', [path.join(ROOT, 'bench', 'model', 'export_llama_onnx_kv.py'), '--model', DIR, '--out', ONNX],
+      { stdio: 'inherit' });
+  }
+  const rows = [];
+  for (const threads of THREADS) {
+    for (const weights of ['auto', 'f16', 'int8', ...(PEER ? ['ort'] : [])]) {
+      const r = spawnSync(process.execPath, [fileURLToPath(import.meta.url), '--child', weights, String(threads),
+        '--decode', String(DECODE), '--reps', String(REPS)], { encoding: 'utf8', maxBuffer: 1 << 24 });
+      if (r.status !== 0) {
+        process.stderr.write(r.stderr);
+        throw new Error(`child ${weights} ${threads}t failed`);
+      }
+      const row = JSON.parse(r.stdout.trim().split('\n').pop());
+      rows.push(row);
+      console.error(`${weights} ${threads}t done`);
+    }
+  }
+  console.log(`SmolLM2-135M shape (random weights), Node ${process.version}, ${os.cpus().length} cores, load ${os.loadavg()[0].toFixed(1)}`);
+  console.log('| runtime / weights | threads | dtype | load s | weights MB | peak RSS MB | prefill 128 ms (CPU ms) | decode tok/s (per CPU s) |');
+  console.log('|---|---|---|---|---|---|---|---|');
+  for (const r of rows) {
+    const who = r.weights === 'onnxruntime-web' ? r.weights : `qkv ${r.weights}`;
+    const mb = r.weightsMB == null ? '-' : r.weightsMB.toFixed(0);
+    console.log(`| ${who} | ${r.threads} | ${r.dtype} | ${(r.loadMs / 1000).toFixed(2)} | ${mb} | ${r.peakRssMB.toFixed(0)} | ` +
+      `${r.prefill128Ms.toFixed(0)} (${r.prefill128CpuMs.toFixed(0)}) | ${r.decodeTokS.toFixed(1)} (${r.decodeTokSCpu.toFixed(1)}) |`);
+  }
+  mkdirSync(path.join(ROOT, 'bench', 'results'), { recursive: true });
+  writeFileSync(path.join(ROOT, 'bench', 'results', 'llama-smol-node.json'), JSON.stringify({
+    model: 'SmolLM2-135M shape, random F32 weights', peer: PEER ? 'onnxruntime-web, past key/values' : null, config: CONFIG, decodeTokens: DECODE, reps: REPS,
+    node: process.version, cores: os.cpus().length, loadavg: os.loadavg(), rows,
+  }, null, 2) + '\n');
+}
+
+if (args[0] === '--child' && args[1] === 'ort') await childOrt(Number(args[2]));
+else if (args[0] === '--child') await child(args[1], Number(args[2]));
+else await main();

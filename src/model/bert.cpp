@@ -1,0 +1,404 @@
+#include "model/bert.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include "attention.hpp"
+#include "matmul/matmul.hpp"
+#include "model/json.hpp"
+#include "model/layers.hpp"
+
+namespace qkv {
+
+// ----------------------------------------------------------------------------- config
+
+namespace {
+
+[[noreturn]] void config_error(const std::string& msg) { throw std::invalid_argument("EncoderConfig: " + msg); }
+
+const nlohmann::json* member(const nlohmann::json& root, const char* key) {
+  const auto it = root.find(key);
+  return it == root.end() || it->is_null() ? nullptr : &*it;
+}
+
+std::string describe(const nlohmann::json& v) {
+  return v.is_structured() ? std::string("a JSON ") + v.type_name() : v.dump();
+}
+
+int64_t get_int(const nlohmann::json& root, const char* key, std::optional<int64_t> fallback = std::nullopt) {
+  const nlohmann::json* v = member(root, key);
+  if (!v) {
+    if (!fallback) config_error(std::string("config.json lacks \"") + key + "\"");
+    return *fallback;
+  }
+  const std::optional<int64_t> i = json::to_int64(*v);
+  if (!i) config_error(std::string("\"") + key + "\" must be an integer, got " + describe(*v));
+  return *i;
+}
+
+void require_string(const nlohmann::json& root, const char* key, const char* want) {
+  const nlohmann::json* v = member(root, key);
+  if (v && *v != want) config_error(std::string("\"") + key + "\" must be \"" + want + "\", got " + describe(*v));
+}
+
+}  // namespace
+
+EncoderConfig EncoderConfig::from_json(std::string_view text) {
+  nlohmann::json root;
+  try {
+    root = json::parse(text);
+  } catch (const std::invalid_argument& e) {
+    config_error(std::string("config.json is not valid JSON (") + e.what() + ")");
+  }
+  if (!root.is_object()) config_error("config.json must hold a JSON object");
+  const nlohmann::json* mt = member(root, "model_type");
+  if (!mt) config_error("config.json lacks \"model_type\" (\"bert\" or \"distilbert\")");
+  EncoderConfig c;
+  if (*mt == "bert") {
+    c.arch = EncoderArch::Bert;
+    require_string(root, "hidden_act", "gelu");
+    require_string(root, "position_embedding_type", "absolute");
+    if (const nlohmann::json* dec = member(root, "is_decoder"); dec && *dec == true) {
+      config_error("\"is_decoder\": true is a causal BERT; only encoders are supported");
+    }
+    c.vocab_size = get_int(root, "vocab_size");
+    c.hidden = get_int(root, "hidden_size");
+    c.layers = get_int(root, "num_hidden_layers");
+    c.heads = get_int(root, "num_attention_heads");
+    c.intermediate = get_int(root, "intermediate_size");
+    c.max_positions = get_int(root, "max_position_embeddings");
+    c.type_vocab_size = get_int(root, "type_vocab_size", 2);
+    if (const nlohmann::json* eps = member(root, "layer_norm_eps")) {
+      if (!eps->is_number()) config_error("\"layer_norm_eps\" must be a number, got " + describe(*eps));
+      c.layer_norm_eps = eps->get<float>();
+    }
+  } else if (*mt == "distilbert") {
+    c.arch = EncoderArch::DistilBert;
+    require_string(root, "activation", "gelu");
+    c.vocab_size = get_int(root, "vocab_size");
+    c.hidden = get_int(root, "dim");
+    c.layers = get_int(root, "n_layers");
+    c.heads = get_int(root, "n_heads");
+    c.intermediate = get_int(root, "hidden_dim");
+    c.max_positions = get_int(root, "max_position_embeddings");
+    c.type_vocab_size = 0;
+    c.layer_norm_eps = 1e-12f;  // fixed in DistilBERT's code
+  } else {
+    config_error("model_type must be \"bert\" or \"distilbert\", got " + describe(*mt));
+  }
+  c.validate();
+  return c;
+}
+
+void EncoderConfig::validate() const {
+  auto positive = [](const char* key, int64_t v, int64_t max) {
+    if (v < 1 || v > max) {
+      config_error(std::string("\"") + key + "\" must be in [1, " + std::to_string(max) + "], got " +
+                   std::to_string(v));
+    }
+  };
+  positive("vocab_size", vocab_size, 1 << 20);
+  positive("hidden_size", hidden, 1 << 14);
+  positive("num_hidden_layers", layers, 256);
+  positive("num_attention_heads", heads, 1024);
+  positive("intermediate_size", intermediate, 1 << 16);
+  positive("max_position_embeddings", max_positions, 1 << 16);
+  if (arch == EncoderArch::Bert) positive("type_vocab_size", type_vocab_size, 1 << 10);
+  if (hidden % heads != 0) {
+    config_error("hidden size " + std::to_string(hidden) + " is not a multiple of the head count " +
+                 std::to_string(heads));
+  }
+  if (!(layer_norm_eps > 0.0f) || !std::isfinite(layer_norm_eps)) {
+    config_error("\"layer_norm_eps\" must be a positive finite number, got " + std::to_string(layer_norm_eps));
+  }
+}
+
+// ----------------------------------------------------------------------------- weights
+
+namespace {
+
+std::string shape_str(const std::vector<int64_t>& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+// Finds tensors by their Hugging Face names (with the spellings checkpoints use) and converts
+// them into one float32 buffer: a first pass records (tensor, offset), a second converts.
+class Gather {
+ public:
+  Gather(const safetensors::File& f, std::vector<float>& data) : f_(f), data_(data) {}
+
+  // Offset of `name` (tried as given, with "bert."/"distilbert." stripped off, and LayerNorm's
+  // gamma/beta spelling) once converted; checks the shape.
+  size_t want(const std::string& name, std::vector<int64_t> shape, bool optional = false) {
+    const safetensors::TensorInfo* t = find(name);
+    if (!t) {
+      if (optional) return npos;
+      throw std::invalid_argument("Encoder: missing tensor \"" + name + "\" (expected shape " + shape_str(shape) + ")");
+    }
+    if (t->shape != shape) {
+      throw std::invalid_argument("Encoder: tensor \"" + t->name + "\" has shape " + shape_str(t->shape) +
+                                  ", but the config needs " + shape_str(shape));
+    }
+    const size_t at = total_;
+    todo_.push_back({t, at});
+    total_ += size_t(t->numel());
+    return at;
+  }
+
+  void convert() {
+    data_.assign(total_, 0.0f);
+    for (const auto& [t, at] : todo_) f_.to_f32(*t, data_.data() + at);
+  }
+
+  static constexpr size_t npos = size_t(-1);
+
+ private:
+  const safetensors::TensorInfo* find(const std::string& name) const {
+    std::vector<std::string> names{name};
+    for (const char* prefix : {"bert.", "distilbert."}) {  // BertModel / DistilBertModel checkpoints lack the prefix
+      if (name.rfind(prefix, 0) == 0) names.push_back(name.substr(std::string(prefix).size()));
+    }
+    for (size_t i = 0, n = names.size(); i < n; ++i) {
+      for (auto [a, b] :
+           {std::pair{"LayerNorm.weight", "LayerNorm.gamma"}, std::pair{"LayerNorm.bias", "LayerNorm.beta"}}) {
+        const size_t p = names[i].find(a);
+        if (p != std::string::npos)
+          names.push_back(names[i].substr(0, p) + b + names[i].substr(p + std::string(a).size()));
+      }
+    }
+    for (const std::string& n : names) {
+      if (const safetensors::TensorInfo* t = f_.find(n)) return t;
+    }
+    return nullptr;
+  }
+
+  const safetensors::File& f_;
+  std::vector<float>& data_;
+  std::vector<std::pair<const safetensors::TensorInfo*, size_t>> todo_;
+  size_t total_ = 0;
+};
+
+WeightMatrix out_in(const float* p, int64_t in, int64_t out) {
+  WeightMatrix m;
+  m.type = WeightType::F32;
+  m.layout = WeightLayout::OutIn;
+  m.K = in;
+  m.N = out;
+  m.data = p;
+  return m;
+}
+
+}  // namespace
+
+Encoder Encoder::load(std::string_view config_json, const uint8_t* bytes, size_t size) {
+  Encoder enc;
+  enc.config_ = EncoderConfig::from_json(config_json);
+  const EncoderConfig& c = enc.config_;
+  const safetensors::File file = safetensors::File::parse(bytes, size);
+  const int64_t V = c.vocab_size, E = c.hidden, I = c.intermediate, P = c.max_positions;
+  const bool bert = c.arch == EncoderArch::Bert;
+  Gather g(file, enc.data_);
+
+  // offsets first (the buffer is filled, and so has its final address, after every lookup)
+  struct LayerAt {
+    size_t q, qb, k, kb, v, vb, o, ob, ln1w, ln1b, f1, f1b, f2, f2b, ln2w, ln2b;
+  };
+  const std::string emb = bert ? "bert.embeddings." : "distilbert.embeddings.";
+  const size_t word = g.want(emb + "word_embeddings.weight", {V, E});
+  const size_t pos = g.want(emb + "position_embeddings.weight", {P, E});
+  const size_t types = bert ? g.want(emb + "token_type_embeddings.weight", {c.type_vocab_size, E}) : Gather::npos;
+  const size_t eln_w = g.want(emb + "LayerNorm.weight", {E}), eln_b = g.want(emb + "LayerNorm.bias", {E});
+  std::vector<LayerAt> at(size_t(c.layers));
+  for (int64_t l = 0; l < c.layers; ++l) {
+    LayerAt& a = at[size_t(l)];
+    if (bert) {
+      const std::string p = "bert.encoder.layer." + std::to_string(l) + ".";
+      a.q = g.want(p + "attention.self.query.weight", {E, E}), a.qb = g.want(p + "attention.self.query.bias", {E});
+      a.k = g.want(p + "attention.self.key.weight", {E, E}), a.kb = g.want(p + "attention.self.key.bias", {E});
+      a.v = g.want(p + "attention.self.value.weight", {E, E}), a.vb = g.want(p + "attention.self.value.bias", {E});
+      a.o = g.want(p + "attention.output.dense.weight", {E, E}), a.ob = g.want(p + "attention.output.dense.bias", {E});
+      a.ln1w = g.want(p + "attention.output.LayerNorm.weight", {E});
+      a.ln1b = g.want(p + "attention.output.LayerNorm.bias", {E});
+      a.f1 = g.want(p + "intermediate.dense.weight", {I, E}), a.f1b = g.want(p + "intermediate.dense.bias", {I});
+      a.f2 = g.want(p + "output.dense.weight", {E, I}), a.f2b = g.want(p + "output.dense.bias", {E});
+      a.ln2w = g.want(p + "output.LayerNorm.weight", {E}), a.ln2b = g.want(p + "output.LayerNorm.bias", {E});
+    } else {
+      const std::string p = "distilbert.transformer.layer." + std::to_string(l) + ".";
+      a.q = g.want(p + "attention.q_lin.weight", {E, E}), a.qb = g.want(p + "attention.q_lin.bias", {E});
+      a.k = g.want(p + "attention.k_lin.weight", {E, E}), a.kb = g.want(p + "attention.k_lin.bias", {E});
+      a.v = g.want(p + "attention.v_lin.weight", {E, E}), a.vb = g.want(p + "attention.v_lin.bias", {E});
+      a.o = g.want(p + "attention.out_lin.weight", {E, E}), a.ob = g.want(p + "attention.out_lin.bias", {E});
+      a.ln1w = g.want(p + "sa_layer_norm.weight", {E}), a.ln1b = g.want(p + "sa_layer_norm.bias", {E});
+      a.f1 = g.want(p + "ffn.lin1.weight", {I, E}), a.f1b = g.want(p + "ffn.lin1.bias", {I});
+      a.f2 = g.want(p + "ffn.lin2.weight", {E, I}), a.f2b = g.want(p + "ffn.lin2.bias", {E});
+      a.ln2w = g.want(p + "output_layer_norm.weight", {E}), a.ln2b = g.want(p + "output_layer_norm.bias", {E});
+    }
+  }
+  const std::string hp = bert ? "cls.predictions." : "";
+  const size_t hd = g.want(bert ? hp + "transform.dense.weight" : "vocab_transform.weight", {E, E});
+  const size_t hdb = g.want(bert ? hp + "transform.dense.bias" : "vocab_transform.bias", {E});
+  const size_t hlw = g.want(bert ? hp + "transform.LayerNorm.weight" : "vocab_layer_norm.weight", {E});
+  const size_t hlb = g.want(bert ? hp + "transform.LayerNorm.bias" : "vocab_layer_norm.bias", {E});
+  // the decoder bias: cls.predictions.bias (older files: decoder.bias) / vocab_projector.bias
+  size_t db = g.want(bert ? hp + "bias" : "vocab_projector.bias", {V}, bert);
+  if (db == Gather::npos) db = g.want(hp + "decoder.bias", {V});
+  // an untied decoder (a stored cls.predictions.decoder.weight / vocab_projector.weight that is not
+  // a copy of the word table) is read as is; HF files leave the tied one out or store a copy
+  const size_t dw = g.want(bert ? hp + "decoder.weight" : "vocab_projector.weight", {V, E}, true);
+  g.convert();
+
+  const float* d = enc.data_.data();
+  EncoderWeights& w = enc.w_;
+  w.word = d + word;
+  w.pos = d + pos;
+  w.types = types == Gather::npos ? nullptr : d + types;
+  w.emb_ln_w = d + eln_w, w.emb_ln_b = d + eln_b;
+  for (const LayerAt& a : at) {
+    EncoderLayerWeights L;
+    L.q = out_in(d + a.q, E, E), L.k = out_in(d + a.k, E, E), L.v = out_in(d + a.v, E, E), L.o = out_in(d + a.o, E, E);
+    L.q_b = d + a.qb, L.k_b = d + a.kb, L.v_b = d + a.vb, L.o_b = d + a.ob;
+    L.ln1_w = d + a.ln1w, L.ln1_b = d + a.ln1b;
+    L.ffn1 = out_in(d + a.f1, E, I), L.ffn1_b = d + a.f1b;
+    L.ffn2 = out_in(d + a.f2, I, E), L.ffn2_b = d + a.f2b;
+    L.ln2_w = d + a.ln2w, L.ln2_b = d + a.ln2b;
+    w.layers.push_back(L);
+  }
+  w.head_dense = out_in(d + hd, E, E), w.head_dense_b = d + hdb;
+  w.head_ln_w = d + hlw, w.head_ln_b = d + hlb;
+  w.decoder = out_in(dw == Gather::npos ? w.word : d + dw, E, V);
+  w.decoder_b = d + db;
+  return enc;
+}
+
+// ----------------------------------------------------------------------------- forward
+
+namespace {
+
+void ensure(std::vector<float>& v, size_t n) {
+  if (v.size() < n) v.resize(n);
+}
+
+// [B, L, H, D] (rows of E = H * D) <-> [B, H, L, D], the layout attention() reads
+void split_heads(const float* in, float* out, int64_t B, int64_t L, int64_t H, int64_t D) {
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t i = 0; i < L; ++i)
+      for (int64_t h = 0; h < H; ++h) std::copy_n(in + ((b * L + i) * H + h) * D, D, out + ((b * H + h) * L + i) * D);
+}
+void merge_heads(const float* in, float* out, int64_t B, int64_t L, int64_t H, int64_t D) {
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t i = 0; i < L; ++i) std::copy_n(in + ((b * H + h) * L + i) * D, D, out + ((b * L + i) * H + h) * D);
+}
+
+}  // namespace
+
+void Encoder::forward(const int32_t* ids, int64_t B, int64_t L, const int32_t* token_types,
+                      const uint8_t* attention_mask, EncoderScratch& s, float* logits, float* attentions,
+                      float* hidden) const {
+  const EncoderConfig& c = config_;
+  const int64_t E = c.hidden, H = c.heads, D = c.head_dim(), I = c.intermediate, V = c.vocab_size;
+  // ---- check the arguments
+  if (B < 1 || L < 1) {
+    throw std::invalid_argument("Encoder.forward: ids has shape [" + std::to_string(B) + ", " + std::to_string(L) +
+                                "] (need at least 1 sequence of 1 token)");
+  }
+  if (L > c.max_positions) {
+    throw std::length_error("Encoder.forward: " + std::to_string(L) +
+                            " tokens exceed max_position_embeddings = " + std::to_string(c.max_positions));
+  }
+  const int64_t N = B * L;  // rows: every token of every sequence
+  for (int64_t i = 0; i < N; ++i) {
+    if (ids[i] < 0 || ids[i] >= V) {
+      throw std::invalid_argument("Encoder.forward: ids[" + std::to_string(i) + "] = " + std::to_string(ids[i]) +
+                                  " is out of range [0, " + std::to_string(V) + ")");
+    }
+    const int32_t t = token_types ? token_types[i] : 0;
+    if (t < 0 || t >= std::max<int64_t>(1, c.type_vocab_size)) {
+      throw std::invalid_argument("Encoder.forward: tokenTypeIds[" + std::to_string(i) + "] = " + std::to_string(t) +
+                                  " is out of range [0, " + std::to_string(std::max<int64_t>(1, c.type_vocab_size)) +
+                                  ")" + (c.type_vocab_size ? "" : " (distilbert has no token types)"));
+    }
+  }
+  if (attention_mask) {
+    for (int64_t b = 0; b < B; ++b) {
+      if (std::none_of(attention_mask + b * L, attention_mask + (b + 1) * L, [](uint8_t m) { return m != 0; })) {
+        throw std::invalid_argument("Encoder.forward: attentionMask row " + std::to_string(b) +
+                                    " hides every token (each sequence needs at least one 1)");
+      }
+    }
+  }
+  ensure(s.x, size_t(N * E));
+  ensure(s.t, size_t(N * E));
+  ensure(s.q, size_t(N * E));
+  ensure(s.k, size_t(N * E));
+  ensure(s.v, size_t(N * E));
+  ensure(s.qh, size_t(N * E));
+  ensure(s.kh, size_t(N * E));
+  ensure(s.vh, size_t(N * E));
+  ensure(s.ctxh, size_t(N * E));
+  ensure(s.h, size_t(N * std::max(I, E)));
+  float *x = s.x.data(), *t = s.t.data(), *h = s.h.data();
+  const EncoderWeights& w = w_;
+
+  // ---- embeddings: x [N, E] = LN(word[id] + position[i] + type[t])
+  for (int64_t b = 0; b < B; ++b) {
+    for (int64_t i = 0; i < L; ++i) {
+      const int64_t r = b * L + i;
+      const float* we = w.word + int64_t(ids[r]) * E;
+      const float* pe = w.pos + i * E;
+      float* xr = x + r * E;
+      for (int64_t e = 0; e < E; ++e) xr[e] = we[e] + pe[e];
+      if (w.types) add_in_place(xr, w.types + int64_t(token_types ? token_types[r] : 0) * E, E);
+    }
+  }
+  layer_norm_rows(x, x, w.emb_ln_w, w.emb_ln_b, N, E, c.layer_norm_eps);
+
+  // the padding mask as attention()'s bool mask [B, 1, 1, L] (nonzero = may attend), no causal mask
+  AttentionShape shape;
+  shape.B = B, shape.H = H, shape.Hkv = H, shape.Lq = L, shape.Lk = L, shape.D = D, shape.Dv = D;
+  AttentionOptions opt;
+  opt.threads = threads_;
+  if (attention_mask) {
+    s.mask.assign(attention_mask, attention_mask + N);
+    opt.bool_mask = MaskView<uint8_t>{s.mask.data(), {B, 1, 1, L}};
+  }
+
+  for (int64_t l = 0; l < c.layers; ++l) {
+    const EncoderLayerWeights& lw = w.layers[size_t(l)];
+    // q, k, v [N, E] = x Wq^T + bq, ...; then [B, H, L, D] for the kernel
+    matmul(lw.q, x, N, lw.q_b, s.q.data(), threads_);
+    matmul(lw.k, x, N, lw.k_b, s.k.data(), threads_);
+    matmul(lw.v, x, N, lw.v_b, s.v.data(), threads_);
+    split_heads(s.q.data(), s.qh.data(), B, L, H, D);
+    split_heads(s.k.data(), s.kh.data(), B, L, H, D);
+    split_heads(s.v.data(), s.vh.data(), B, L, H, D);
+    // ctxh [B, H, L, D] = softmax(q k^T / sqrt(D) | mask) v; probabilities [B, H, L, L] into attentions[l]
+    float* probs = attentions ? attentions + l * B * H * L * L : nullptr;
+    attention(shape, s.qh.data(), s.kh.data(), s.vh.data(), opt, s.ctxh.data(), probs);
+    merge_heads(s.ctxh.data(), s.q.data(), B, L, H, D);  // q [N, E] now holds the context
+    // x = LN_1(x + ctx Wo^T + bo)
+    matmul(lw.o, s.q.data(), N, lw.o_b, t, threads_);
+    add_in_place(x, t, N * E);
+    layer_norm_rows(x, x, lw.ln1_w, lw.ln1_b, N, E, c.layer_norm_eps);
+    // h [N, I] = gelu(x W1^T + b1); x = LN_2(x + h W2^T + b2)
+    matmul(lw.ffn1, x, N, lw.ffn1_b, h, threads_);
+    gelu_erf(h, N * I);
+    matmul(lw.ffn2, h, N, lw.ffn2_b, t, threads_);
+    add_in_place(x, t, N * E);
+    layer_norm_rows(x, x, lw.ln2_w, lw.ln2_b, N, E, c.layer_norm_eps);
+  }
+  if (hidden) std::copy_n(x, N * E, hidden);
+  if (!logits) return;
+  // MLM head: t [N, E] = LN(gelu(x Wt^T + bt)); logits [N, V] = t word^T + bias
+  matmul(w.head_dense, x, N, w.head_dense_b, t, threads_);
+  gelu_erf(t, N * E);
+  layer_norm_rows(t, t, w.head_ln_w, w.head_ln_b, N, E, c.layer_norm_eps);
+  matmul(w.decoder, t, N, w.decoder_b, logits, threads_);
+}
+
+}  // namespace qkv

@@ -1,0 +1,106 @@
+// BERT-family encoders (BERT, DistilBERT) with their masked-LM heads, on qkv's kernels, in the
+// style of llama2.c's run.c: a config, the weights, one forward pass.
+//
+// Both are post-LN bidirectional encoders (no causal mask):
+//   x = LN_emb(word[id] + position[i] (+ token_type[t]))
+//   per layer:  x = LN_1(x + Wo Attn(Wq x, Wk x, Wv x))   x = LN_2(x + W2 gelu(W1 x))
+//   MLM head:   logits = LN_h(gelu(Wt x)) word^T + bias     (decoder tied to the word embeddings)
+// Tensor names as Hugging Face's BertForMaskedLM ("bert." prefix optional, LayerNorm.gamma/beta
+// accepted for weight/bias) and DistilBertForMaskedLM. nn.Linear weights are [out, in]; the
+// matmuls read them in place (WeightLayout::OutIn), the tied decoder reads the [V, E] table.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "matmul/weights.hpp"
+#include "model/safetensors.hpp"
+
+namespace qkv {
+
+enum class EncoderArch { Bert, DistilBert };
+
+struct EncoderConfig {
+  EncoderArch arch = EncoderArch::Bert;
+  int64_t vocab_size = 0;
+  int64_t hidden = 0;        // BERT hidden_size, DistilBERT dim
+  int64_t layers = 0;        // num_hidden_layers / n_layers
+  int64_t heads = 0;         // num_attention_heads / n_heads
+  int64_t intermediate = 0;  // intermediate_size / hidden_dim
+  int64_t max_positions = 0;
+  int64_t type_vocab_size = 0;  // 0 for DistilBERT (no token types)
+  float layer_norm_eps = 1e-12f;
+
+  int64_t head_dim() const { return hidden / heads; }
+  const char* name() const { return arch == EncoderArch::Bert ? "bert" : "distilbert"; }
+
+  // A Hugging Face config.json with model_type "bert" or "distilbert"; hidden_act/activation
+  // must be "gelu", position_embedding_type "absolute". Throws std::invalid_argument
+  // ("EncoderConfig: ...") naming the key.
+  static EncoderConfig from_json(std::string_view text);
+  void validate() const;
+};
+
+struct EncoderLayerWeights {
+  const float *q_b, *k_b, *v_b, *o_b;  // [E] each
+  WeightMatrix q, k, v, o;             // [E, E] OutIn
+  const float *ln1_w, *ln1_b;          // [E]  attention.output.LayerNorm / sa_layer_norm
+  WeightMatrix ffn1, ffn2;             // [I, E] and [E, I] OutIn
+  const float *ffn1_b, *ffn2_b;        // [I], [E]
+  const float *ln2_w, *ln2_b;          // [E]  output.LayerNorm / output_layer_norm
+};
+
+struct EncoderWeights {
+  const float* word = nullptr;   // [V, E]
+  const float* pos = nullptr;    // [P, E]
+  const float* types = nullptr;  // [T, E] (BERT only)
+  const float *emb_ln_w = nullptr, *emb_ln_b = nullptr;
+  std::vector<EncoderLayerWeights> layers;
+  WeightMatrix head_dense;  // [E, E] OutIn  (cls.predictions.transform.dense / vocab_transform)
+  const float* head_dense_b = nullptr;
+  const float *head_ln_w = nullptr, *head_ln_b = nullptr;
+  WeightMatrix decoder;              // the word table as K = E, N = V, OutIn
+  const float* decoder_b = nullptr;  // [V]
+};
+
+// Per-call buffers for forward(), grown to the largest call so far.
+struct EncoderScratch {
+  std::vector<float> x, t, q, k, v, qh, kh, vh, ctx, ctxh, h;
+  std::vector<uint8_t> mask;
+};
+
+class Encoder {
+ public:
+  // config.json text + safetensors bytes. F32 / F16 / BF16 tensors are converted once to one
+  // float32 buffer the model keeps (the bytes are only read during the call). Throws
+  // std::invalid_argument naming a missing tensor or one whose shape does not match the config.
+  static Encoder load(std::string_view config_json, const uint8_t* safetensors_bytes, size_t size);
+  Encoder(Encoder&&) = default;  // the weights point into data_, whose buffer moves with it
+  Encoder(const Encoder&) = delete;
+  Encoder& operator=(const Encoder&) = delete;
+
+  const EncoderConfig& config() const { return config_; }
+  void set_threads(int threads) { threads_ = threads < 1 ? 1 : threads; }
+  int threads() const { return threads_; }
+
+  // B sequences of L tokens (padded to the same length):
+  //   ids [B, L]; token_types [B, L] or nullptr (all 0; must be nullptr or all 0 for DistilBERT);
+  //   attention_mask [B, L] or nullptr (all 1): 0 marks a padding key no query may attend to
+  //   (padded positions still get outputs, as in Hugging Face); every row needs one 1.
+  //   logits [B, L, V] or nullptr; attentions [layers, B, H, L, L] or nullptr;
+  //   hidden [B, L, E] or nullptr (the last layer's output).
+  // Throws std::invalid_argument / std::length_error naming `forward` and the argument.
+  void forward(const int32_t* ids, int64_t B, int64_t L, const int32_t* token_types, const uint8_t* attention_mask,
+               EncoderScratch& scratch, float* logits, float* attentions = nullptr, float* hidden = nullptr) const;
+
+ private:
+  Encoder() = default;
+  EncoderConfig config_;
+  std::vector<float> data_;  // every tensor, float32, in file order
+  EncoderWeights w_;
+  int threads_ = 1;
+};
+
+}  // namespace qkv

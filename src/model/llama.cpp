@@ -1,0 +1,323 @@
+#include "model/llama.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "attention.hpp"
+#include "matmul/matmul.hpp"
+
+namespace qkv {
+
+// ----------------------------------------------------------------------------- load
+
+Llama::Llama(LlamaConfig config, LlamaWeightStore store)
+    : config_(std::move(config)), store_(std::move(store)), inv_freq_(config_.rope_inv_freq()) {}
+
+Llama Llama::load(std::string_view config_json, MallocBytes file, size_t size, WeightFormat format) {
+  LlamaConfig config = LlamaConfig::from_json(config_json);
+  LlamaWeightStore store = LlamaWeightStore::load(config, std::move(file), size, format);
+  return Llama(std::move(config), std::move(store));
+}
+
+Llama Llama::load(std::string_view config_json, const uint8_t* bytes, size_t size, WeightFormat format) {
+  MallocBytes copy(static_cast<uint8_t*>(std::malloc(std::max<size_t>(size, 1))));
+  if (!copy) throw std::length_error("Llama::load: cannot allocate " + std::to_string(size) + " bytes");
+  if (size) std::memcpy(copy.get(), bytes, size);
+  return load(config_json, std::move(copy), size, format);
+}
+
+// ----------------------------------------------------------------------------- building blocks
+
+namespace {
+
+// out[r, :] = x[r, :] / sqrt(mean(x[r, :]^2) + eps) * w, rows r < n (the sum of squares in double)
+void rmsnorm(float* out, const float* x, const float* w, int64_t n, int64_t E, double eps) {
+  for (int64_t r = 0; r < n; ++r) {
+    const float* xr = x + r * E;
+    double ss = 0.0;
+    for (int64_t i = 0; i < E; ++i) ss += double(xr[i]) * double(xr[i]);
+    const float inv = float(1.0 / std::sqrt(ss / double(E) + eps));
+    for (int64_t i = 0; i < E; ++i) out[r * E + i] = w[i] * (xr[i] * inv);
+  }
+}
+
+// Rotates every head of rows x [L, heads, D] in place, row t by cos/sin [L, D/2] (HF's
+// rotate_half: element i pairs with i + D/2):
+//   x'[i]       = x[i] cos - x[i + D/2] sin
+//   x'[i + D/2] = x[i + D/2] cos + x[i] sin
+void rope(float* x, int64_t L, int64_t heads, int64_t D, const float* cos, const float* sin) {
+  const int64_t half = D / 2;
+  for (int64_t t = 0; t < L; ++t) {
+    const float* c = cos + t * half;
+    const float* s = sin + t * half;
+    for (int64_t h = 0; h < heads; ++h) {
+      float* v = x + (t * heads + h) * D;
+      for (int64_t i = 0; i < half; ++i) {
+        const float a = v[i], b = v[i + half];
+        v[i] = a * c[i] - b * s[i];
+        v[i + half] = b * c[i] + a * s[i];
+      }
+    }
+  }
+}
+
+// dst [heads, L, D] from src [L, heads, D]
+void split_heads(float* dst, const float* src, int64_t L, int64_t heads, int64_t D) {
+  for (int64_t t = 0; t < L; ++t) {
+    for (int64_t h = 0; h < heads; ++h) {
+      const float* s = src + (t * heads + h) * D;
+      std::copy(s, s + D, dst + (h * L + t) * D);
+    }
+  }
+}
+
+// dst [L, heads, D] from src [heads, L, D]
+void merge_heads(float* dst, const float* src, int64_t L, int64_t heads, int64_t D) {
+  for (int64_t h = 0; h < heads; ++h) {
+    for (int64_t t = 0; t < L; ++t) {
+      const float* s = src + (h * L + t) * D;
+      std::copy(s, s + D, dst + (t * heads + h) * D);
+    }
+  }
+}
+
+void ensure(std::vector<float>& v, size_t n) {
+  if (v.size() < n) v.resize(n);
+}
+
+}  // namespace
+
+// ----------------------------------------------------------------------------- forward
+
+void Llama::check_ids(const char* fn, const int32_t* ids, int64_t L, int64_t pos0) const {
+  if (L < 1) throw std::invalid_argument(std::string(fn) + ": ids is empty (need at least 1 token)");
+  if (pos0 + L > config_.max_position_embeddings) {
+    throw std::length_error(std::string(fn) + ": " + std::to_string(pos0 + L) + " positions (" + std::to_string(pos0) +
+                            " already + " + std::to_string(L) + " new) exceed max_position_embeddings = " +
+                            std::to_string(config_.max_position_embeddings));
+  }
+  for (int64_t i = 0; i < L; ++i) {
+    if (ids[i] < 0 || ids[i] >= config_.vocab_size) {
+      throw std::invalid_argument(std::string(fn) + ": ids[" + std::to_string(i) + "] = " + std::to_string(ids[i]) +
+                                  " is out of range [0, " + std::to_string(config_.vocab_size) + ")");
+    }
+  }
+}
+
+void Llama::forward(const int32_t* ids, int64_t L, float* logits, float* attentions, float* queries,
+                    float* keys) const {
+  check_ids("Llama::forward", ids, L, 0);
+  LlamaScratch scratch;
+  run(ids, L, 0, nullptr, scratch, logits, true, attentions, queries, keys);
+}
+
+void Llama::run(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache>* caches, LlamaScratch& s,
+                float* logits, bool all_logits, float* attentions, float* queries, float* keys) const {
+  const LlamaConfig& c = config_;
+  const LlamaWeights& W = store_.weights();
+  const int64_t E = c.hidden_size, H = c.num_attention_heads, Hkv = c.num_key_value_heads, D = c.head_dim;
+  const int64_t I = c.intermediate_size, half = D / 2;
+  const int64_t Lk = pos0 + L;  // keys visible to the last query
+  check_ids("Llama::run", ids, L, pos0);
+  if (pos0 < 0) throw std::invalid_argument("Llama::run: pos0 must be >= 0, got " + std::to_string(pos0));
+  if (!caches && pos0 != 0) throw std::invalid_argument("Llama::run: pos0 must be 0 without KV caches");
+  if (caches) {
+    if (int64_t(caches->size()) != c.num_hidden_layers) {
+      throw std::invalid_argument("Llama::run: " + std::to_string(caches->size()) + " KV caches, the model has " +
+                                  std::to_string(c.num_hidden_layers) + " layers");
+    }
+    for (const KVCache& cache : *caches) {
+      if (cache.length() != pos0 || cache.batch() != 1 || cache.kv_heads() != Hkv || cache.head_dim() != D ||
+          cache.value_dim() != D || cache.capacity() < Lk) {
+        throw std::invalid_argument("Llama::run: a KV cache of length " + std::to_string(cache.length()) +
+                                    " (capacity " + std::to_string(cache.capacity()) + ", " +
+                                    std::to_string(cache.kv_heads()) + " heads of " + std::to_string(cache.head_dim()) +
+                                    ") does not fit pos0 = " + std::to_string(pos0) + ", L = " + std::to_string(L));
+      }
+    }
+  }
+
+  const size_t n = size_t(L);
+  ensure(s.x, n * E);                    // x   [L, E]        the residual stream
+  ensure(s.xb, n * std::max(E, H * D));  // xb [L, E] normed input of a sub-block; [L, H*D] merged heads
+  ensure(s.xb2, n * E);                  // xb2 [L, E]        a sub-block's output before the residual add
+  ensure(s.q, n * H * D);                // q   [L, H, D]     q_proj output, rotated in place
+  ensure(s.k, n * Hkv * D);              // k   [L, Hkv, D]   k_proj output, rotated in place
+  ensure(s.v, n * Hkv * D);              // v   [L, Hkv, D]
+  ensure(s.qh, n * H * D);               // qh  [H, L, D]     as attention reads them
+  ensure(s.kh, n * Hkv * D);             // kh  [Hkv, L, D]
+  ensure(s.vh, n * Hkv * D);             // vh  [Hkv, L, D]
+  ensure(s.att, n * H * D);              // att [H, L, D]     attention output per head
+  ensure(s.hb, n * I);                   // hb  [L, I]        gate, then silu(gate) * up
+  ensure(s.hb2, n * I);                  // hb2 [L, I]        up
+  ensure(s.cos, n * half);               // cos [L, D/2]      rotary angles of positions pos0 .. pos0 + L - 1
+  ensure(s.sin, n * half);               // sin [L, D/2]
+  float *x = s.x.data(), *xb = s.xb.data(), *xb2 = s.xb2.data();
+  float *q = s.q.data(), *k = s.k.data(), *v = s.v.data(), *qh = s.qh.data(), *kh = s.kh.data(), *vh = s.vh.data();
+  float *att = s.att.data(), *hb = s.hb.data(), *hb2 = s.hb2.data();
+
+  // rotary angles: position p, frequency i -> p * inv_freq[i] (in double, rounded once)
+  for (int64_t t = 0; t < L; ++t) {
+    for (int64_t i = 0; i < half; ++i) {
+      const double angle = double(pos0 + t) * inv_freq_[size_t(i)];
+      s.cos[size_t(t * half + i)] = float(std::cos(angle));
+      s.sin[size_t(t * half + i)] = float(std::sin(angle));
+    }
+  }
+
+  // token embedding: x[t] = embed_tokens[ids[t]] (no position embedding: positions are rotations)
+  for (int64_t t = 0; t < L; ++t) read_column(W.embed_tokens, ids[t], x + t * E);
+
+  AttentionOptions opt;
+  opt.causal = true;       // query t sees keys j <= pos0 + t (bottom-right aligned)
+  opt.threads = threads_;  // scale: the default 1 / sqrt(D)
+
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+    const LlamaLayerWeights& w = W.layers[size_t(l)];
+
+    // xb [L, E] = rmsnorm(x) * input_layernorm
+    rmsnorm(xb, x, w.input_layernorm, L, E, c.rms_norm_eps);
+    // q [L, H*D], k [L, Hkv*D], v [L, Hkv*D] = xb @ W^T (+ bias: Qwen2, attention_bias)
+    matmul(w.q_proj, xb, L, w.q_bias, q, threads_);
+    matmul(w.k_proj, xb, L, w.k_bias, k, threads_);
+    matmul(w.v_proj, xb, L, w.v_bias, v, threads_);
+    // rotary embedding of q and k, every head, at positions pos0 + t
+    rope(q, L, H, D, s.cos.data(), s.sin.data());
+    rope(k, L, Hkv, D, s.cos.data(), s.sin.data());
+    // split heads: qh [H, L, D], kh / vh [Hkv, L, D] (K/V once per kv head: never repeated per query head)
+    split_heads(qh, q, L, H, D);
+    split_heads(kh, k, L, Hkv, D);
+    split_heads(vh, v, L, Hkv, D);
+    // queries [n_layer, H, L, D], keys [n_layer, Hkv, L, D] if asked: after rotation, q unscaled
+    if (queries) std::copy(qh, qh + H * L * D, queries + l * H * L * D);
+    if (keys) std::copy(kh, kh + Hkv * L * D, keys + l * Hkv * L * D);
+    // att [H, L, D] = softmax(qh kh^T / sqrt(D), causal, window) vh, query head h reading kv
+    // head h / (H / Hkv); probabilities [H, L, Lk] if asked
+    opt.window = c.window[size_t(l)];  // 0 = full causal; w: keys j > i + (Lk - Lq) - w
+    float* probs = attentions ? attentions + l * H * L * Lk : nullptr;
+    if (caches) {
+      KVCache& cache = (*caches)[size_t(l)];
+      cache.append(kh, vh, L);  // the cache now holds Lk positions [1, Hkv, Lk, D]
+      cache.attend(qh, H, L, opt, att, probs);
+    } else {
+      const AttentionShape shape{1, H, Hkv, L, L, D, D};
+      attention(shape, qh, kh, vh, opt, att, probs);
+    }
+    // merge heads: xb [L, H*D] from att [H, L, D]
+    merge_heads(xb, att, L, H, D);
+    // xb2 [L, E] = xb @ o_proj^T (+ bias); residual: x += xb2
+    matmul(w.o_proj, xb, L, w.o_bias, xb2, threads_);
+    for (size_t i = 0; i < n * size_t(E); ++i) x[i] += xb2[i];
+
+    // xb [L, E] = rmsnorm(x) * post_attention_layernorm
+    rmsnorm(xb, x, w.post_attention_layernorm, L, E, c.rms_norm_eps);
+    // SwiGLU: hb [L, I] = silu(xb @ gate^T) * (xb @ up^T), silu(g) = g / (1 + e^-g)
+    matmul(w.gate_proj, xb, L, nullptr, hb, threads_);
+    matmul(w.up_proj, xb, L, nullptr, hb2, threads_);
+    for (size_t i = 0; i < n * size_t(I); ++i) hb[i] = hb[i] / (1.0f + std::exp(-hb[i])) * hb2[i];
+    // xb2 [L, E] = hb @ down^T; residual: x += xb2
+    matmul(w.down_proj, hb, L, nullptr, xb2, threads_);
+    for (size_t i = 0; i < n * size_t(E); ++i) x[i] += xb2[i];
+  }
+
+  // final norm, only the rows whose logits are wanted: xb [rows, E] = rmsnorm(x[first..]) * norm
+  const int64_t first = all_logits ? 0 : L - 1;
+  const int64_t rows = L - first;
+  rmsnorm(xb, x + first * E, W.norm, rows, E, c.rms_norm_eps);
+  // logits [rows, V] = xb @ lm_head^T (embed_tokens when tied)
+  matmul(W.lm_head, xb, rows, nullptr, logits, threads_);
+}
+
+// ----------------------------------------------------------------------------- session
+
+LlamaSession::LlamaSession(const Llama& model) : model_(model) {}
+
+void LlamaSession::reserve(int64_t positions) {
+  const LlamaConfig& c = model_.config();
+  const int64_t cap = capacity();
+  if (!caches_.empty() && cap >= positions) return;
+  // double (at least 64 positions), never past the model's context
+  const int64_t want = std::min(c.max_position_embeddings, std::max({positions, 2 * cap, int64_t(64)}));
+  const int64_t Hkv = c.num_key_value_heads, D = c.head_dim;
+  std::vector<KVCache> grown;
+  grown.reserve(size_t(c.num_hidden_layers));
+  std::vector<float> k, v;
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+    grown.emplace_back(1, Hkv, want, D, D);
+    if (caches_.empty() || position_ == 0) continue;
+    // copy the cached [Hkv, position_, D] rows of each head out of [Hkv, cap, D] storage
+    const KVCache& old = caches_[size_t(l)];
+    k.resize(size_t(Hkv * position_ * D));
+    v.resize(k.size());
+    for (int64_t h = 0; h < Hkv; ++h) {
+      std::copy(old.keys() + h * cap * D, old.keys() + (h * cap + position_) * D, k.data() + h * position_ * D);
+      std::copy(old.values() + h * cap * D, old.values() + (h * cap + position_) * D, v.data() + h * position_ * D);
+    }
+    grown.back().append(k.data(), v.data(), position_);
+  }
+  caches_ = std::move(grown);
+}
+
+size_t LlamaSession::cache_bytes() const {
+  const LlamaConfig& c = model_.config();
+  return caches_.size() * 2 * size_t(c.num_key_value_heads) * size_t(capacity()) * size_t(c.head_dim) * sizeof(float);
+}
+
+void LlamaSession::reset() {
+  for (auto& cache : caches_) cache.clear();
+  position_ = 0;
+}
+
+void LlamaSession::prefill(const int32_t* ids, int64_t L, float* logits, float* attentions) {
+  const int64_t P = model_.config().max_position_embeddings;
+  if (L >= 1 && position_ + L > P) {
+    throw std::length_error("LlamaSession: " + std::to_string(position_) + " cached + " + std::to_string(L) +
+                            " new tokens exceed max_position_embeddings = " + std::to_string(P));
+  }
+  if (L >= 1) reserve(position_ + L);
+  model_.run(ids, L, position_, &caches_, scratch_, logits, false, attentions);
+  position_ += L;
+}
+
+void LlamaSession::step(int32_t id, float* logits, float* attentions) { prefill(&id, 1, logits, attentions); }
+
+// ----------------------------------------------------------------------------- generation
+
+std::vector<int32_t> generate(const Llama& model, const std::vector<int32_t>& prompt, int64_t n_new,
+                              const SamplingOptions& options, uint64_t seed, bool use_cache) {
+  const LlamaConfig& c = model.config();
+  if (prompt.empty()) throw std::invalid_argument("generate: the prompt is empty");
+  if (n_new < 0) throw std::invalid_argument("generate: n_new must be >= 0");
+  if (int64_t(prompt.size()) + n_new > c.max_position_embeddings) {
+    throw std::length_error("generate: prompt (" + std::to_string(prompt.size()) + ") + n_new (" +
+                            std::to_string(n_new) +
+                            ") exceed max_position_embeddings = " + std::to_string(c.max_position_embeddings));
+  }
+  Rng rng(seed);
+  std::vector<int32_t> ids = prompt;
+  std::vector<float> logits(size_t(c.vocab_size));
+  if (use_cache) {
+    LlamaSession session(model);
+    session.prefill(ids.data(), int64_t(ids.size()), logits.data());
+    for (int64_t i = 0; i < n_new; ++i) {
+      const int32_t next = sample(logits.data(), c.vocab_size, options, rng);
+      ids.push_back(next);
+      if (i + 1 < n_new) session.step(next, logits.data());
+    }
+  } else {
+    std::vector<float> all;
+    for (int64_t i = 0; i < n_new; ++i) {
+      const int64_t L = int64_t(ids.size());
+      all.resize(size_t(L * c.vocab_size));
+      model.forward(ids.data(), L, all.data());
+      ids.push_back(sample(all.data() + (L - 1) * c.vocab_size, c.vocab_size, options, rng));
+    }
+  }
+  return ids;
+}
+
+}  // namespace qkv

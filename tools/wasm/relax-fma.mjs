@@ -1,0 +1,48 @@
+#!/usr/bin/env node
+// Rewrites LLVM 14's pre-standard f32x4 fma (0xfd 0xaf 0x01, from __builtin_wasm_fma_f32x4)
+// to the final f32x4.relaxed_madd (0xfd 0x85 0x02), in place, after the link. Both compute
+// a * b + c from the operands in the order pushed; only the number changed. Instructions are
+// decoded (wasm-code.mjs), so bytes inside immediates (`i32.const 22525` = 41 fd af 01) are
+// never touched, and an opcode the decoder does not know stops the build.
+//
+//   node tools/wasm/relax-fma.mjs <file.wasm>...    prints how many it rewrote per file
+import { readFileSync, writeFileSync, renameSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
+import { walkCode, FD_LLVM14_FMA_F32X4, FD_RELAXED_MADD_F32X4 } from './wasm-code.mjs';
+
+/** Rewrites the pre-standard fma in `bytes` (a Uint8Array, changed in place); returns the count. */
+export function rewriteFma(bytes) {
+  const sites = [];
+  walkCode(bytes, ({ prefix, op, at, opEnd }) => {
+    if (prefix === 0xfd && op === FD_LLVM14_FMA_F32X4) sites.push({ at, opEnd });
+  }, new Map([[FD_LLVM14_FMA_F32X4, null]]));
+  for (const { at, opEnd } of sites) {
+    // The sub-opcode's LEB is re-encoded in the same number of bytes (0x105 needs 2; a padded
+    // encoding of 0xaf keeps its length), so no offset or size in the module moves.
+    const len = opEnd - at - 1;
+    if (len < 2) throw new Error(`relax-fma: fma sub-opcode at offset ${at} is ${len} byte(s); 0x105 needs 2`);
+    let v = FD_RELAXED_MADD_F32X4;
+    for (let i = 0; i < len; i++) {
+      bytes[at + 1 + i] = (v & 0x7f) | (i < len - 1 ? 0x80 : 0);
+      v >>>= 7;
+    }
+  }
+  return sites.length;
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  const files = process.argv.slice(2);
+  if (files.length === 0) {
+    console.error('usage: node tools/wasm/relax-fma.mjs <file.wasm>...');
+    process.exit(2);
+  }
+  for (const file of files) {
+    const bytes = new Uint8Array(readFileSync(file));
+    const n = rewriteFma(bytes);
+    if (n > 0) {
+      writeFileSync(file + '.tmp', bytes);
+      renameSync(file + '.tmp', file);
+    }
+    console.log(`relax-fma: ${file}: ${n} f32x4 fma -> f32x4.relaxed_madd`);
+  }
+}

@@ -1,0 +1,59 @@
+// The Embind boundary for the BERT-family encoders (src/model/bert.hpp): mapping only.
+//
+// Conventions as in bindings_model.cpp: arrays travel as byte addresses into the wasm heap (the
+// JS layer in web/lib/model/encoder.ts mallocs and copies); entry points return "" on success or
+// "<kind>|<message>"; the factory returns null and leaves its message in encoderLastError().
+#include <emscripten/bind.h>
+
+#include <cstdint>
+#include <string>
+
+#include "guarded.hpp"
+#include "model/bert.hpp"
+
+using namespace emscripten;
+using qkv::wasm::guarded;
+using qkv::wasm::ptr;
+
+namespace {
+
+std::string encoder_last_error;
+
+struct EncoderModel {
+  qkv::Encoder encoder;
+  qkv::EncoderScratch scratch;  // forward()'s buffers, kept between calls
+  explicit EncoderModel(qkv::Encoder e) : encoder(std::move(e)) {}
+};
+
+EncoderModel* encoder_create(const std::string& config_json, uintptr_t bytes, double size) {
+  EncoderModel* m = nullptr;
+  encoder_last_error = guarded([&] {
+    m = new EncoderModel(qkv::Encoder::load(config_json, ptr<const uint8_t>(bytes), static_cast<size_t>(size)));
+  });
+  return m;
+}
+
+// ids [B, L] int32; types [B, L] int32 or 0; mask [B, L] uint8 or 0 -> logits [B, L, V] or 0,
+// attentions [layers, B, H, L, L] or 0
+std::string encoder_forward(EncoderModel& m, uintptr_t ids, int B, int L, uintptr_t types, uintptr_t mask,
+                            uintptr_t logits, uintptr_t attentions) {
+  return guarded([&] {
+    m.encoder.forward(ptr<const int32_t>(ids), B, L, ptr<const int32_t>(types), ptr<const uint8_t>(mask), m.scratch,
+                      ptr<float>(logits), ptr<float>(attentions));
+  });
+}
+
+void encoder_set_threads(EncoderModel& m, int threads) { m.encoder.set_threads(threads); }
+std::string encoder_architecture(const EncoderModel& m) { return m.encoder.config().name(); }
+std::string get_encoder_last_error() { return encoder_last_error; }
+
+}  // namespace
+
+EMSCRIPTEN_BINDINGS(qkv_encoder) {
+  function("encoderLastError", &get_encoder_last_error);
+  class_<EncoderModel>("EncoderModel")
+      .class_function("create", &encoder_create, allow_raw_pointers())
+      .function("forward", &encoder_forward)
+      .function("setThreads", &encoder_set_threads)
+      .function("architecture", &encoder_architecture);
+}

@@ -1,0 +1,396 @@
+/**
+ * What every loaded decoder-only model shares, GPT-2 (gpt2.ts) and the Llama family (llama.ts):
+ * `forward` (logits and every head's attention, queries and keys) and `generate` (KV-cache
+ * decoding, one token per step, as an async iterator), over a model in the wasm module whose
+ * binding has the same methods (wasm/bindings_model.cpp, wasm/bindings_llama.cpp).
+ */
+import { describe, fmtShape } from '../errors.js';
+import { release, track, type Tracked } from '../lifetime.js';
+import { Tensor } from '../tensor.js';
+import { checkOptions, optBool, optInt } from '../validate.js';
+import { HeapScope, heapU8, wasmError } from '../wasm/heap.js';
+import { callThreads } from '../wasm/loader.js';
+import type { EmbindHandle, QkvModule } from '../wasm/module.js';
+import type { Tokenizer } from './tokenizer.js';
+
+export interface ForwardOptions {
+  /** Also return every layer's attention probabilities (default false). */
+  outputAttentions?: boolean;
+  /**
+   * Also return every layer's per-head query and key vectors (default false): exactly what
+   * attention consumes, the queries before the 1/sqrt(head_dim) scaling, so
+   * softmax(q k^T / sqrt(head_dim) + causal mask) reproduces `attentions`.
+   */
+  outputQueriesKeys?: boolean;
+  /**
+   * 'all' (default): logits for every position, [1, L, vocab]; 'last': for the last position
+   * only, [1, 1, vocab] (the LM head is the largest matmul: at L = 512 with GPT-2's vocab,
+   * 'all' is 103 MB of logits).
+   */
+  logits?: 'all' | 'last';
+}
+
+/** Where a model's bytes are (all in the wasm module's memory). */
+export interface ModelMemoryUsage {
+  /** The wasm module's whole linear memory (this model, anything else loaded, free space). */
+  wasmHeap: number;
+  /** The matrices and embedding tables as held, in `dtype` (they live in `file` or `converted`). */
+  weights: number;
+  /** The matmuls' weight type: 'F32', 'F16', 'BF16', 'Q8' (the 'int8' option) or 'mixed'. */
+  dtype: string;
+  /** The safetensors file's buffer, kept when the weights are read from it in place; else 0. */
+  file: number;
+  /** The buffer the weights were converted into ('f32', 'f16', 'int8' on another dtype); else 0. */
+  converted: number;
+  /** 1-D parameters (biases, layer norms) widened to float32 (the rest are read in place). */
+  vectors: number;
+  /** The KV caches of generate() (GPT-2: allocated for the whole context; Llama family: grown by doubling). */
+  kvCache: number;
+  /** forward()'s buffers, grown to the longest call so far. */
+  scratch: number;
+}
+
+/** One layer's per-head queries and keys (see {@link ForwardOptions.outputQueriesKeys}). */
+export interface QueriesKeys {
+  /** [1, n_head, L, head_dim], before the 1/sqrt(head_dim) scaling (Llama family: after the rotary embedding). */
+  queries: Tensor;
+  /**
+   * [1, n_head, L, head_dim]; with grouped-query attention [1, num_key_value_heads, L, head_dim]:
+   * each key head once, query head h reading key head floor(h / (n_head / num_key_value_heads)).
+   */
+  keys: Tensor;
+}
+
+export interface ForwardResult {
+  /** [1, L, vocab_size]; with logits: 'last', [1, 1, vocab_size] */
+  logits: Tensor;
+  /** One per layer, each [1, n_head, L, L] (softmax probabilities, causal), like HF output_attentions. */
+  attentions?: Tensor[];
+  /** With outputQueriesKeys: one entry per layer, each { queries, keys } of shape [1, n_head, L, head_dim]. */
+  queriesKeys?: QueriesKeys[];
+}
+
+export interface GenerateOptions {
+  /** Tokens to generate (default 64). prompt + maxNewTokens must fit in the context (n_positions, max_position_embeddings). */
+  maxNewTokens?: number;
+  /** Softmax temperature (default 1); 0 = greedy (argmax). */
+  temperature?: number;
+  /** Sample among the k most likely tokens only (default 0 = all). */
+  topK?: number;
+  /** Seed of the sampler (an integer in [0, 2^53)); the same seed gives the same tokens. Default: random. */
+  seed?: number;
+  /** Give each step the attention rows that produced its token (default false). */
+  outputAttentions?: boolean;
+}
+
+/** One generated token. */
+export interface GenerationStep {
+  /** The token id. */
+  token: number;
+  /**
+   * The text this token completes: UTF-8 is decoded as a stream, so a character split over
+   * several tokens appears with the token that completes it ('' before).
+   */
+  text: string;
+  /** 0 for the first generated token. */
+  index: number;
+  /** The position the token will occupy (prompt length + index). */
+  position: number;
+  /**
+   * With outputAttentions: one Tensor per layer, [n_head, position], the attention of the
+   * query that predicted this token (the last prompt token for the first step, then each
+   * generated token in turn) over every position up to and including itself.
+   */
+  attentions?: Tensor[];
+}
+
+/** A model binding (GPT2Model in wasm/bindings_model.cpp, LlamaModel in wasm/bindings_llama.cpp). */
+interface WasmMemory {
+  file: number;
+  matrices: number;
+  vectors: number;
+  converted: number;
+  kvCache: number;
+  scratch: number;
+  matrixType: string;
+}
+export interface WasmDecoder extends EmbindHandle {
+  forward(ids: number, L: number, logits: number, attentions: number, queries: number, keys: number, lastOnly: boolean): string;
+  memory(): WasmMemory;
+  prefill(ids: number, L: number, logits: number, attentions: number): string;
+  step(id: number, logits: number, attentions: number): string;
+  reset(): void;
+  position(): number;
+  setThreads(threads: number): void;
+}
+interface WasmSampler extends EmbindHandle {
+  sample(logits: number, n: number, temperature: number, topK: number): number;
+}
+export interface ModelModule {
+  /** Takes ownership of `bytes` (from modelFileAlloc), freed on error too. */
+  GPT2Model: { create(config: string, bytes: number, size: number, weights: string): WasmDecoder | null };
+  /** The Llama family (wasm/bindings_llama.cpp); absent from builds without it. */
+  LlamaModel?: { create(config: string, bytes: number, size: number, weights: string): WasmDecoder | null };
+  llamaLastError?(): string;
+  /** A buffer for the safetensors file, or 0 when the heap cannot grow to it. */
+  modelFileAlloc(size: number): number;
+  modelFileFree(bytes: number): void;
+  Sampler: { create(seed: number): WasmSampler };
+  modelLastError(): string;
+}
+
+export function modelModule(m: QkvModule): ModelModule {
+  const mm = m as unknown as Partial<ModelModule>;
+  if (!mm.GPT2Model || !mm.Sampler || !mm.modelFileAlloc) {
+    throw new Error('loadModel: this build of the wasm module lacks the model bindings (wasm/bindings_model.cpp)');
+  }
+  return mm as ModelModule;
+}
+
+/** The sizes a model's buffers are made from, read from its config.json. */
+export interface ModelDims {
+  layers: number;
+  /** Query heads. */
+  heads: number;
+  /** Key/value heads (= heads without grouped-query attention). */
+  kvHeads: number;
+  headDim: number;
+  vocab: number;
+  /** The context: positions the model accepts. */
+  positions: number;
+  /** The config.json key `positions` comes from, for messages. */
+  positionsKey: string;
+}
+
+/** The architectures loadModel knows (config.json's model_type). */
+export type Architecture = 'gpt2' | 'llama' | 'mistral' | 'qwen2';
+
+/** A loaded model. Holds wasm memory: call {@link DecoderModel.dispose} when done. */
+export class DecoderModel<C extends object = Record<string, unknown>> {
+  /** config.json as loaded (frozen), keys as Hugging Face writes them. */
+  readonly config: C;
+  /** Which architecture runs it (config.json's model_type). */
+  readonly architecture: Architecture;
+  /**
+   * The model's tokenizer, or null when its folder has none (forward and generate then take
+   * token ids, and generated steps carry text '').
+   */
+  readonly tokenizer: Tokenizer | null;
+  readonly #m: QkvModule;
+  readonly #mm: ModelModule;
+  readonly #tracked: Tracked<WasmDecoder>;
+  readonly #dims: ModelDims;
+  #generating = false;
+
+  /** @internal use {@link loadModel} */
+  constructor(m: QkvModule, handle: WasmDecoder, config: C, tokenizer: Tokenizer | null, dims: ModelDims, architecture: Architecture) {
+    this.#m = m;
+    this.#mm = modelModule(m);
+    this.#tracked = track(this, handle);
+    this.config = config;
+    this.tokenizer = tokenizer;
+    this.#dims = dims;
+    this.architecture = architecture;
+  }
+
+  /** True after {@link DecoderModel.dispose} (or the top-level dispose()). */
+  get disposed(): boolean {
+    return this.#tracked.released;
+  }
+
+  #handle(fn: string): WasmDecoder {
+    if (this.#tracked.released) throw new Error(`${fn}: the model has been disposed`);
+    const h = this.#tracked.handle;
+    h.setThreads(callThreads());
+    return h;
+  }
+
+  #ids(fn: string, ids: unknown, room = 0, what = 'ids'): Int32Array {
+    const { vocab: V, positions: P, positionsKey } = this.#dims;
+    if (!Array.isArray(ids) && !(ArrayBuffer.isView(ids) && !(ids instanceof DataView))) {
+      throw new TypeError(`${fn}: ${what} must be ${what === 'ids' ? '' : 'a string or '}an array of token ids, got ${describe(ids)}`);
+    }
+    const a = ids as ArrayLike<number>;
+    if (a.length === 0) throw new RangeError(`${fn}: ${what} is empty (need at least 1 token)`);
+    if (a.length + room > P) {
+      throw new RangeError(
+        room
+          ? `${fn}: the prompt (${a.length} tokens) + maxNewTokens (${room}) = ${a.length + room} exceed the context of ${positionsKey} = ${P}`
+          : `${fn}: ids has ${a.length} tokens, more than the model's context (${positionsKey} = ${P})`,
+      );
+    }
+    const out = new Int32Array(a.length);
+    for (let i = 0; i < a.length; i++) {
+      const id = Number(a[i]);
+      if (!Number.isInteger(id) || id < 0 || id >= V) {
+        throw new RangeError(`${fn}: ${what}[${i}] = ${String(a[i])} is not a token id in [0, ${V})`);
+      }
+      out[i] = id;
+    }
+    return out;
+  }
+
+  /**
+   * Runs the whole sequence (no cache): logits [1, L, vocab] (logits: 'last': [1, 1, vocab]);
+   * with outputAttentions, one [1, n_head, L, L] Tensor per layer; with outputQueriesKeys, per
+   * layer the heads' queries and keys, each [1, n_head, L, head_dim].
+   */
+  async forward(ids: ArrayLike<number>, options: ForwardOptions = {}): Promise<ForwardResult> {
+    const fn = 'model.forward';
+    const opts = checkOptions(fn, options, ['outputAttentions', 'outputQueriesKeys', 'logits']);
+    const want = optBool(fn, opts, 'outputAttentions', false);
+    const wantQK = optBool(fn, opts, 'outputQueriesKeys', false);
+    const which = opts.logits ?? 'all';
+    if (which !== 'all' && which !== 'last') {
+      throw new TypeError(`${fn}: options.logits must be 'all' or 'last', got ${describe(opts.logits)}`);
+    }
+    const h = this.#handle(fn);
+    const x = this.#ids(fn, ids);
+    const L = x.length;
+    const { vocab: V, heads: H, kvHeads: Hkv, layers: NL, headDim: D } = this.#dims;
+    const scope = new HeapScope(this.#m, fn);
+    try {
+      const pIds = scope.i32(x, `ids [${L}]`);
+      const rows = which === 'last' ? 1 : L;
+      const pLogits = scope.alloc(4 * rows * V, `logits ${fmtShape([1, rows, V])}`);
+      const pAtt = want ? scope.alloc(4 * NL * H * L * L, `attentions ${fmtShape([NL, 1, H, L, L])}`) : 0;
+      const pQ = wantQK ? scope.alloc(4 * NL * H * L * D, `queries ${fmtShape([NL, 1, H, L, D])}`) : 0;
+      const pK = wantQK ? scope.alloc(4 * NL * Hkv * L * D, `keys ${fmtShape([NL, 1, Hkv, L, D])}`) : 0;
+      const err = h.forward(pIds, L, pLogits, pAtt, pQ, pK, which === 'last');
+      if (err) throw wasmError(fn, err);
+      const result: ForwardResult = { logits: new Tensor(scope.read(pLogits, rows * V), [1, rows, V]) };
+      if (want) {
+        const per = H * L * L;
+        result.attentions = [];
+        for (let l = 0; l < NL; l++) result.attentions.push(new Tensor(scope.read(pAtt + 4 * l * per, per), [1, H, L, L]));
+      }
+      if (wantQK) {
+        const perQ = H * L * D;
+        const perK = Hkv * L * D;
+        result.queriesKeys = [];
+        for (let l = 0; l < NL; l++) {
+          result.queriesKeys.push({
+            queries: new Tensor(scope.read(pQ + 4 * l * perQ, perQ), [1, H, L, D]),
+            keys: new Tensor(scope.read(pK + 4 * l * perK, perK), [1, Hkv, L, D]),
+          });
+        }
+      }
+      return result;
+    } finally {
+      scope.free();
+    }
+  }
+
+  /**
+   * Generates tokens after `prompt` (text, tokenized with model.tokenizer, or token ids), one
+   * step per token through the KV cache: prefill once, then each token attends to the cached
+   * keys and values (nothing is recomputed). An async iterator of {@link GenerationStep}s;
+   * breaking out of the loop stops it. One generation per model at a time.
+   *
+   * Prompts that do not fit: prompt + maxNewTokens past the context is an Error (no rolling of the cache).
+   */
+  async *generate(prompt: string | ArrayLike<number>, options: GenerateOptions = {}): AsyncGenerator<GenerationStep, void, undefined> {
+    const fn = 'model.generate';
+    const opts = checkOptions(fn, options, ['maxNewTokens', 'temperature', 'topK', 'seed', 'outputAttentions']);
+    const maxNew = optInt(fn, opts, 'maxNewTokens', 64, 1, this.#dims.positions);
+    const temperature = opts.temperature === undefined ? 1 : opts.temperature;
+    if (typeof temperature !== 'number' || !Number.isFinite(temperature) || temperature < 0) {
+      throw new RangeError(`${fn}: options.temperature must be a finite number >= 0 (0 = greedy), got ${describe(opts.temperature)}`);
+    }
+    const topK = optInt(fn, opts, 'topK', 0, 0, this.#dims.vocab);
+    const seed = optInt(fn, opts, 'seed', Math.floor(Math.random() * 2 ** 32), 0, Number.MAX_SAFE_INTEGER);
+    const want = optBool(fn, opts, 'outputAttentions', false);
+    const tokenizer = this.tokenizer;
+    if (typeof prompt === 'string' && !tokenizer) {
+      throw new TypeError(`${fn}: this model has no tokenizer (its folder has no tokenizer files): give the prompt as token ids`);
+    }
+    const ids = typeof prompt === 'string' ? tokenizer!.encode(prompt) : prompt;
+    const x = this.#ids(fn, ids, maxNew, 'prompt');
+    const h = this.#handle(fn);
+    if (this.#generating) {
+      throw new Error(`${fn}: another generation is running on this model; finish it (or break out of its loop) first`);
+    }
+    this.#generating = true;
+    const L = x.length;
+    const { vocab: V, heads: H, layers: NL } = this.#dims;
+    const sampler = this.#mm.Sampler.create(seed);
+    const scope = new HeapScope(this.#m, fn);
+    const decoder = new TextDecoder('utf-8');
+    try {
+      const pIds = scope.i32(x, `ids [${L}]`);
+      const pLogits = scope.alloc(4 * V, `logits [${V}]`);
+      // prefill needs [NL, H, L, L]; each later step [NL, H, L + k]: the largest is the prefill's
+      const attFloats = want ? NL * H * Math.max(L * L, L + maxNew) : 0;
+      const pAtt = want ? scope.alloc(4 * attFloats, `attentions (${attFloats} floats)`) : 0;
+      h.reset();
+      let err = h.prefill(pIds, L, pLogits, pAtt);
+      if (err) throw wasmError(fn, err);
+      // rows[l] = [H, Lk] from the buffer: the last query row of each layer and head
+      const rows = (Lq: number, Lk: number): Tensor[] => {
+        const all = scope.read(pAtt, NL * H * Lq * Lk);
+        const out: Tensor[] = [];
+        for (let l = 0; l < NL; l++) {
+          const r = new Float32Array(H * Lk);
+          for (let hh = 0; hh < H; hh++) {
+            const src = ((l * H + hh) * Lq + (Lq - 1)) * Lk;
+            r.set(all.subarray(src, src + Lk), hh * Lk);
+          }
+          out.push(new Tensor(r, [H, Lk]));
+        }
+        return out;
+      };
+      let attentions = want ? rows(L, L) : undefined;
+      for (let k = 0; k < maxNew; k++) {
+        if (this.#tracked.released) throw new Error(`${fn}: the model was disposed during generation`);
+        const token = sampler.sample(pLogits, V, temperature, topK);
+        if (token < 0) throw wasmError(fn, this.#mm.modelLastError());
+        const last = k === maxNew - 1;
+        const text = tokenizer ? decoder.decode(tokenizer.decodeBytes([token]), { stream: !last }) : '';
+        const step: GenerationStep = { token, text, index: k, position: L + k };
+        if (attentions) step.attentions = attentions;
+        yield step;
+        if (last) break;
+        if (this.#tracked.released) throw new Error(`${fn}: the model was disposed during generation`);
+        err = this.#handle(fn).step(token, pLogits, pAtt);
+        if (err) throw wasmError(fn, err);
+        if (want) attentions = rows(1, L + k + 1);
+      }
+    } finally {
+      scope.free();
+      sampler.delete();
+      this.#generating = false;
+    }
+  }
+
+  /** Where the model's bytes are: its weights, caches and buffers, and the wasm heap they are in. */
+  memoryUsage(): ModelMemoryUsage {
+    if (this.#tracked.released) throw new Error('model.memoryUsage: the model has been disposed');
+    const w = this.#tracked.handle.memory();
+    return {
+      wasmHeap: heapU8(this.#m).byteLength,
+      weights: w.matrices,
+      dtype: w.matrixType,
+      file: w.file,
+      converted: w.converted,
+      vectors: w.vectors,
+      kvCache: w.kvCache,
+      scratch: w.scratch,
+    };
+  }
+
+  /** Frees the model's wasm memory (idempotent); using it afterwards is an Error. */
+  dispose(): void {
+    release(this.#tracked);
+  }
+
+  /** The sizes the model's buffers are made from. */
+  get dims(): Readonly<ModelDims> {
+    return this.#dims;
+  }
+
+  toString(): string {
+    const d = this.#dims;
+    const kv = d.kvHeads === d.heads ? '' : `, kv_heads ${d.kvHeads}`;
+    return `${this.constructor.name}(${this.architecture}, layers ${d.layers}, heads ${d.heads}${kv}, head_dim ${d.headDim}, ${d.positionsKey} ${d.positions}, vocab ${d.vocab}${this.disposed ? ', disposed' : ''})`;
+  }
+}

@@ -1,0 +1,250 @@
+/**
+ * A loaded BERT-family encoder (model_type `bert` or `distilbert`) with its masked-LM head:
+ * `forward` (MLM logits and every head's bidirectional attention) and `fillMask` (as Hugging
+ * Face's fill-mask pipeline), over the encoder in the wasm module (src/model/bert.hpp,
+ * wasm/bindings_encoder.cpp).
+ */
+import { describe, fmtShape } from '../errors.js';
+import { release, track, type Tracked } from '../lifetime.js';
+import { Tensor } from '../tensor.js';
+import { checkOptions, optBool, optInt } from '../validate.js';
+import { HeapScope, wasmError } from '../wasm/heap.js';
+import { callThreads } from '../wasm/loader.js';
+import type { EmbindHandle, QkvModule } from '../wasm/module.js';
+import type { Tokenizer } from './tokenizer.js';
+
+/** config.json of a BERT or DistilBERT checkpoint (Hugging Face keys); other keys are kept. */
+export interface EncoderConfig {
+  model_type: 'bert' | 'distilbert';
+  vocab_size: number;
+  max_position_embeddings: number;
+  /** BERT */
+  hidden_size?: number;
+  num_hidden_layers?: number;
+  num_attention_heads?: number;
+  type_vocab_size?: number;
+  /** DistilBERT */
+  dim?: number;
+  n_layers?: number;
+  n_heads?: number;
+  [key: string]: unknown;
+}
+
+export interface EncoderForwardOptions {
+  /** Also return every layer's attention probabilities (default false). */
+  outputAttentions?: boolean;
+  /** Segment of each token (0 = sentence A, 1 = B), as `tokenizer.encodePair` gives; default all 0. BERT only. */
+  tokenTypeIds?: ArrayLike<number>;
+  /** 1 = a real token, 0 = padding no token may attend to (its own outputs are still computed); default all 1. */
+  attentionMask?: ArrayLike<number>;
+}
+
+export interface EncoderForwardResult {
+  /** [1, L, vocab_size]: the masked-LM head's logits at every position. */
+  logits: Tensor;
+  /** One per layer, each [1, H, L, L] (softmax probabilities, bidirectional), like HF output_attentions. */
+  attentions?: Tensor[];
+}
+
+export interface FillMaskOptions {
+  /** How many predictions (default 5), as the pipeline's top_k. */
+  topK?: number;
+}
+
+/** One prediction for the [MASK], as Hugging Face's fill-mask pipeline (`token` is the string here). */
+export interface FillMaskPrediction {
+  /** The predicted token's vocabulary string (`light`, `##ness`). */
+  token: string;
+  tokenId: number;
+  /** Softmax probability at the masked position. */
+  score: number;
+  /** The input with the prediction in place of [MASK], decoded without special tokens. */
+  sequence: string;
+}
+
+/** The EncoderModel binding (wasm/bindings_encoder.cpp). */
+export interface WasmEncoder extends EmbindHandle {
+  forward(ids: number, B: number, L: number, types: number, mask: number, logits: number, attentions: number): string;
+  setThreads(threads: number): void;
+  architecture(): string;
+}
+export interface EncoderModule {
+  EncoderModel: { create(config: string, bytes: number, size: number): WasmEncoder | null };
+  encoderLastError(): string;
+}
+
+export function encoderModule(m: QkvModule): EncoderModule {
+  const mm = m as unknown as Partial<EncoderModule>;
+  if (!mm.EncoderModel) {
+    throw new Error('loadModel: this build of the wasm module lacks the encoder bindings (wasm/bindings_encoder.cpp)');
+  }
+  return mm as EncoderModule;
+}
+
+/** A BERT-family encoder. Holds wasm memory: call {@link EncoderModel.dispose} when done. */
+export class EncoderModel {
+  /** 'bert' or 'distilbert' (config.json's model_type). */
+  readonly architecture: 'bert' | 'distilbert';
+  /** config.json as loaded (frozen). */
+  readonly config: EncoderConfig;
+  /** The model's WordPiece tokenizer. */
+  readonly tokenizer: Tokenizer;
+  /** Layers, heads, hidden size, positions, whatever the layout calls them. */
+  readonly layers: number;
+  readonly heads: number;
+  readonly maxPositions: number;
+  readonly #m: QkvModule;
+  readonly #tracked: Tracked<WasmEncoder>;
+
+  /** @internal use {@link loadModel} */
+  constructor(m: QkvModule, handle: WasmEncoder, config: EncoderConfig, tokenizer: Tokenizer) {
+    this.#m = m;
+    this.#tracked = track(this, handle);
+    this.config = config;
+    this.tokenizer = tokenizer;
+    this.architecture = config.model_type;
+    const bert = config.model_type === 'bert';
+    this.layers = Number(bert ? config.num_hidden_layers : config.n_layers);
+    this.heads = Number(bert ? config.num_attention_heads : config.n_heads);
+    this.maxPositions = Number(config.max_position_embeddings);
+  }
+
+  /** True after {@link EncoderModel.dispose} (or the top-level dispose()). */
+  get disposed(): boolean {
+    return this.#tracked.released;
+  }
+
+  #handle(fn: string): WasmEncoder {
+    if (this.#tracked.released) throw new Error(`${fn}: the model has been disposed`);
+    const h = this.#tracked.handle;
+    h.setThreads(callThreads());
+    return h;
+  }
+
+  /** An array of L integers in [0, limit), copied; `what` names it in errors. */
+  #ints(fn: string, what: string, a: unknown, L: number | null, limit: number): Int32Array {
+    if (!Array.isArray(a) && !(ArrayBuffer.isView(a) && !(a instanceof DataView))) {
+      throw new TypeError(`${fn}: ${what} must be an array of integers, got ${describe(a)}`);
+    }
+    const v = a as ArrayLike<number>;
+    if (L === null) {
+      if (v.length === 0) throw new RangeError(`${fn}: ${what} is empty (need at least 1 token)`);
+      if (v.length > this.maxPositions) {
+        throw new RangeError(`${fn}: ${what} has ${v.length} tokens, more than max_position_embeddings = ${this.maxPositions}`);
+      }
+    } else if (v.length !== L) {
+      throw new RangeError(`${fn}: ${what} has ${v.length} entries, ids has ${L}`);
+    }
+    const out = new Int32Array(v.length);
+    for (let i = 0; i < v.length; i++) {
+      const x = Number(v[i]);
+      if (!Number.isInteger(x) || x < 0 || x >= limit) {
+        throw new RangeError(`${fn}: ${what}[${i}] = ${String(v[i])} is not an integer in [0, ${limit})`);
+      }
+      out[i] = x;
+    }
+    return out;
+  }
+
+  /**
+   * Runs one sequence through the encoder (every token sees every other: no causal mask):
+   * MLM logits [1, L, vocab]; with outputAttentions, one [1, H, L, L] Tensor per layer.
+   * `attentionMask` hides padding keys (the rows of padded queries are still computed, as HF).
+   */
+  async forward(ids: ArrayLike<number>, options: EncoderForwardOptions = {}): Promise<EncoderForwardResult> {
+    const fn = 'model.forward';
+    const opts = checkOptions(fn, options, ['outputAttentions', 'tokenTypeIds', 'attentionMask']);
+    const want = optBool(fn, opts, 'outputAttentions', false);
+    const h = this.#handle(fn);
+    const V = this.config.vocab_size;
+    const x = this.#ids(fn, ids);
+    const L = x.length;
+    let types: Int32Array | null = null;
+    if (opts.tokenTypeIds !== undefined) {
+      const T = this.architecture === 'bert' ? Number(this.config.type_vocab_size ?? 2) : 1;
+      types = this.#ints(fn, 'options.tokenTypeIds', opts.tokenTypeIds, L, T);
+    }
+    let mask: Uint8Array | null = null;
+    if (opts.attentionMask !== undefined) {
+      const m = this.#ints(fn, 'options.attentionMask', opts.attentionMask, L, 2);
+      if (!m.includes(1)) throw new RangeError(`${fn}: options.attentionMask hides every token (need at least one 1)`);
+      mask = new Uint8Array(m);
+    }
+    const NL = this.layers;
+    const H = this.heads;
+    const scope = new HeapScope(this.#m, fn);
+    try {
+      const pIds = scope.i32(x, `ids [${L}]`);
+      const pTypes = types ? scope.i32(types, `tokenTypeIds [${L}]`) : 0;
+      const pMask = mask ? scope.u8(mask, `attentionMask [${L}]`) : 0;
+      const pLogits = scope.alloc(4 * L * V, `logits ${fmtShape([1, L, V])}`);
+      const pAtt = want ? scope.alloc(4 * NL * H * L * L, `attentions ${fmtShape([NL, 1, H, L, L])}`) : 0;
+      const err = h.forward(pIds, 1, L, pTypes, pMask, pLogits, pAtt);
+      if (err) throw wasmError(fn, err);
+      const result: EncoderForwardResult = { logits: new Tensor(scope.read(pLogits, L * V), [1, L, V]) };
+      if (want) {
+        const per = H * L * L;
+        result.attentions = [];
+        for (let l = 0; l < NL; l++) result.attentions.push(new Tensor(scope.read(pAtt + 4 * l * per, per), [1, H, L, L]));
+      }
+      return result;
+    } finally {
+      scope.free();
+    }
+  }
+
+  #ids(fn: string, ids: unknown): Int32Array {
+    return this.#ints(fn, 'ids', ids, null, this.config.vocab_size);
+  }
+
+  /**
+   * Predicts the token at the one `[MASK]` in `text` (the tokenizer's mask token), as Hugging
+   * Face's fill-mask pipeline: the topK most probable tokens (softmax over the vocabulary at
+   * that position), best first, each with the sequence it completes.
+   */
+  async fillMask(text: string, options: FillMaskOptions = {}): Promise<FillMaskPrediction[]> {
+    const fn = 'model.fillMask';
+    if (typeof text !== 'string') throw new TypeError(`${fn}: text must be a string, got ${describe(text)}`);
+    const opts = checkOptions(fn, options, ['topK']);
+    const V = this.config.vocab_size;
+    const topK = optInt(fn, opts, 'topK', 5, 1, V);
+    const maskId = this.tokenizer.specialTokens.mask;
+    if (maskId === null) throw new Error(`${fn}: the tokenizer has no mask token`);
+    const ids = this.tokenizer.encode(text);
+    const at: number[] = [];
+    ids.forEach((id, i) => {
+      if (id === maskId) at.push(i);
+    });
+    const maskText = this.tokenizer.token(maskId);
+    if (at.length !== 1) {
+      throw new RangeError(`${fn}: text must hold exactly one ${maskText}, found ${at.length} in ${describe(text)}`);
+    }
+    const { logits } = await this.forward(ids);
+    const row = (logits.data as Float32Array).subarray(at[0] * V, (at[0] + 1) * V);
+    // softmax in double, max-shifted
+    let mx = -Infinity;
+    for (let v = 0; v < V; v++) mx = Math.max(mx, row[v]);
+    let sum = 0;
+    for (let v = 0; v < V; v++) sum += Math.exp(row[v] - mx);
+    const order = Array.from({ length: V }, (_, v) => v).sort((a, b) => row[b] - row[a] || a - b);
+    return order.slice(0, topK).map((tokenId) => {
+      const filled = ids.slice();
+      filled[at[0]] = tokenId;
+      return {
+        token: this.tokenizer.token(tokenId),
+        tokenId,
+        score: Math.exp(row[tokenId] - mx) / sum,
+        sequence: this.tokenizer.decode(filled, { skipSpecialTokens: true }),
+      };
+    });
+  }
+
+  /** Frees the model's wasm memory (idempotent); using it afterwards is an Error. */
+  dispose(): void {
+    release(this.#tracked);
+  }
+
+  toString(): string {
+    return `EncoderModel(${this.architecture}, ${this.layers} layers, ${this.heads} heads, vocab ${this.config.vocab_size}${this.disposed ? ', disposed' : ''})`;
+  }
+}
