@@ -151,9 +151,8 @@ TEST_CASE("matmul: every weight type and layout vs plain loops, odd sizes, both 
             detail::gemv(w, x.data() + m * s.K, bias.data(), yt.data() + m * s.N, threads);
           CHECK(yt == y2);
         }
-        // Conv1D float weights: decoding a row gives the bits the matrix product gives it (both
-        // add a column's products in k order after its bias)
-        if (type != WeightType::Q8 && layout == WeightLayout::InOut) CHECK(y2 == y1);
+        // (the two kernels are not compared bit for bit: whether the compiler fuses a multiply
+        // and an add differs between them and between build flags; both are checked above)
         // matmul() picks one of the two; without bias
         std::vector<float> y3(want.size()), want0(want.size());
         matmul(w, x.data(), s.M, nullptr, y3.data(), 2);
