@@ -9,7 +9,9 @@
 // Times: this machine is shared, so a 1-thread run is timed by the CPU time the process used
 // (what the code costs; wall time when other jobs take turns on the cores is not), a threaded
 // run by wall time; each figure is the best of several passes.
-// Usage: bench_matmul [threads] [out.json]. Prints a table; writes the JSON when asked.
+// Usage: bench_matmul [threads] [out.json | -] [limits]. Prints a table; writes the JSON when
+// asked. `limits`: only the bandwidth and the peak, as one line "LIMITS {json}" (for
+// bench/model/gpt2_small.mjs).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -56,68 +58,108 @@ double seconds_since(double t0) { return now_s() - t0; }
 
 // ------------------------------------------------------------------ machine limits
 
-double read_bandwidth_gbs() {
+// V8 runs a wasm function first as baseline (Liftoff) code, which keeps values on the stack,
+// and uses optimized (TurboFan) code from a later call on: there is no on-stack replacement.
+// So every measured loop below is its own function, called once per pass, and only passes
+// after the first few count (a loop inside main() would be measured in baseline code: 2-3x slower).
+#define QKV_NOINLINE __attribute__((noinline))
+
+// The sum of n floats read as `streams` interleaved sequential streams (the array's parts).
+QKV_NOINLINE float sum_pass(const float* p, size_t n, int streams) {
+#ifndef QKV_NO_SIMD
+  using F4 = qkv::halves::F4;
+  F4 a0(0.0f), a1(0.0f), a2(0.0f), a3(0.0f), a4(0.0f), a5(0.0f), a6(0.0f), a7(0.0f);
+  if (streams == 1) {
+    for (size_t i = 0; i + 32 <= n; i += 32) {
+      a0 += F4::load_aligned(p + i), a1 += F4::load_aligned(p + i + 4), a2 += F4::load_aligned(p + i + 8);
+      a3 += F4::load_aligned(p + i + 12), a4 += F4::load_aligned(p + i + 16), a5 += F4::load_aligned(p + i + 20);
+      a6 += F4::load_aligned(p + i + 24), a7 += F4::load_aligned(p + i + 28);
+    }
+  } else {  // 4 streams: the array's quarters
+    const size_t q = n / 4;
+    for (size_t i = 0; i + 8 <= q; i += 8) {
+      a0 += F4::load_aligned(p + i), a1 += F4::load_aligned(p + i + 4);
+      a2 += F4::load_aligned(p + q + i), a3 += F4::load_aligned(p + q + i + 4);
+      a4 += F4::load_aligned(p + 2 * q + i), a5 += F4::load_aligned(p + 2 * q + i + 4);
+      a6 += F4::load_aligned(p + 3 * q + i), a7 += F4::load_aligned(p + 3 * q + i + 4);
+    }
+  }
+  return xsimd::hadd(((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7)));
+#else
+  float s[8] = {};
+  for (size_t i = 0; i + 8 <= n; i += 8)
+    for (int j = 0; j < 8; ++j) s[j] += p[i + size_t(j)];
+  (void)streams;
+  return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+#endif
+}
+
+// Read bandwidth: sums over 512 MiB in 4 streams (2 f32x4 accumulators each) and in one. One
+// stream leaves the memory system idle part of the time; the kernels read several rows at
+// once, so the limit is the better of the two. Best of the passes after warm-up.
+struct Bandwidth {
+  double one_stream = 0.0, four_streams = 0.0;
+};
+
+Bandwidth read_bandwidth_gbs() {
   const size_t n = (size_t(512) << 20) / 4;  // 512 MiB of floats
   std::vector<float> buf(n, 1.0f);
   for (size_t i = 0; i < n; i += 1024) buf[i] = float(i & 7);
-  double best = 0.0;
+  Bandwidth best;
   float sink = 0.0f;
-  for (int pass = 0; pass < 4; ++pass) {
+  for (int i = 0; i < 8; ++i) sink += sum_pass(buf.data(), 1 << 16, i % 2 ? 4 : 1);  // tier up
+  for (int pass = 0; pass < 6; ++pass) {
+    const int streams = pass % 2 ? 4 : 1;
     const auto t0 = Clock::now();
-    float total = 0.0f;
-#ifndef QKV_NO_SIMD
-    using F4 = qkv::halves::F4;
-    F4 a0(0.0f), a1(0.0f), a2(0.0f), a3(0.0f), a4(0.0f), a5(0.0f), a6(0.0f), a7(0.0f);
-    for (size_t i = 0; i + 32 <= n; i += 32) {
-      const float* p = buf.data() + i;
-      a0 += F4::load_aligned(p), a1 += F4::load_aligned(p + 4), a2 += F4::load_aligned(p + 8);
-      a3 += F4::load_aligned(p + 12), a4 += F4::load_aligned(p + 16), a5 += F4::load_aligned(p + 20);
-      a6 += F4::load_aligned(p + 24), a7 += F4::load_aligned(p + 28);
-    }
-    total = xsimd::hadd(((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7)));
-#else
-    float s[8] = {};
-    for (size_t i = 0; i + 8 <= n; i += 8)
-      for (int j = 0; j < 8; ++j) s[j] += buf[i + size_t(j)];
-    for (float v : s) total += v;
-#endif
-    const double t = seconds_since(t0);
-    sink += total;
-    if (pass > 0) best = std::max(best, double(n) * 4 / t / 1e9);  // pass 0 warms up
+    sink += sum_pass(buf.data(), n, streams);
+    const double gbs = double(n) * 4 / seconds_since(t0) / 1e9;
+    double& b = streams == 1 ? best.one_stream : best.four_streams;
+    if (pass >= 2) b = std::max(b, gbs);
   }
   if (sink == 12345.0f) std::printf(" ");
   return best;
 }
 
-double mul_add_peak_gflops() {
-  double best = 0.0;
-  float sink = 0.0f;
-  for (int pass = 0; pass < 5; ++pass) {
-    const int64_t iters = 20000000;
-    const auto t0 = Clock::now();
+// iters x 12 independent chains acc = acc * m + c (f32x4): the mul+add peak (wasm SIMD has no FMA)
+QKV_NOINLINE float peak_pass(int64_t iters, float mv, float cv) {
 #ifndef QKV_NO_SIMD
-    using F4 = qkv::halves::F4;
-    volatile float mv = 0.999999f, cv = 1e-7f;  // not constants: V8 would rematerialise them every use
-    const F4 m(mv), c(cv);
-    F4 acc[12];
-    for (int i = 0; i < 12; ++i) acc[i] = F4(float(i));
-    for (int64_t it = 0; it < iters; ++it) {
-      QKV_UNROLL
-      for (int i = 0; i < 12; ++i) acc[i] = acc[i] * m + c;
-    }
-    F4 s(0.0f);
-    for (int i = 0; i < 12; ++i) s += acc[i];
-    sink += xsimd::hadd(s);
-    const double flops = double(iters) * 12 * 4 * 2;
+  using F4 = qkv::halves::F4;
+  const F4 m(mv), c(cv);
+  F4 acc[12];
+  for (int i = 0; i < 12; ++i) acc[i] = F4(float(i));
+  for (int64_t it = 0; it < iters; ++it) {
+    QKV_UNROLL
+    for (int i = 0; i < 12; ++i) acc[i] = acc[i] * m + c;
+  }
+  F4 s(0.0f);
+  for (int i = 0; i < 12; ++i) s += acc[i];
+  return xsimd::hadd(s);
 #else
-    float acc[12];
-    for (int i = 0; i < 12; ++i) acc[i] = float(i);
-    for (int64_t it = 0; it < iters; ++it)
-      for (int i = 0; i < 12; ++i) acc[i] = acc[i] * 0.999999f + 1e-7f;
-    for (float a : acc) sink += a;
+  float acc[12];
+  for (int i = 0; i < 12; ++i) acc[i] = float(i);
+  for (int64_t it = 0; it < iters; ++it)
+    for (int i = 0; i < 12; ++i) acc[i] = acc[i] * mv + cv;
+  float s = 0.0f;
+  for (float a : acc) s += a;
+  return s;
+#endif
+}
+
+double mul_add_peak_gflops() {
+  volatile float mv = 0.999999f, cv = 1e-7f;  // not compile-time constants
+  float sink = 0.0f;
+  for (int i = 0; i < 8; ++i) sink += peak_pass(100000, mv, cv);  // tier up
+  double best = 0.0;
+  const int64_t iters = 20000000;
+  for (int pass = 0; pass < 5; ++pass) {
+    const auto t0 = Clock::now();
+    sink += peak_pass(iters, mv, cv);
+#ifndef QKV_NO_SIMD
+    const double flops = double(iters) * 12 * 2 * 4;
+#else
     const double flops = double(iters) * 12 * 2;
 #endif
-    best = std::max(best, flops / seconds_since(t0) / 1e9);
+    if (pass >= 1) best = std::max(best, flops / seconds_since(t0) / 1e9);
   }
   if (sink == 12345.0f) std::printf(" ");
   return best;
@@ -160,6 +202,7 @@ Stored make(qkv::WeightType type, int64_t K, int64_t N, std::mt19937& rng) {
     auto* h = reinterpret_cast<uint16_t*>(s.bytes.data());
     for (size_t i = 0; i < f.size(); ++i)
       h[i] = type == qkv::WeightType::F16 ? qkv::halves::f32_to_f16(f[i]) : qkv::halves::f32_to_bf16(f[i]);
+    if (type == qkv::WeightType::F16) qkv::prepare_f16_weights(h, f.size(), "bench");  // as the model loads them
   }
   s.w.data = s.bytes.data();
   return s;
@@ -176,7 +219,9 @@ struct Result {
 int main(int argc, char** argv) {
   const int threads = argc > 1 ? std::max(1, std::atoi(argv[1])) : 1;
   g_cpu_clock = threads == 1;
-  const char* out = argc > 2 ? argv[2] : nullptr;
+  const char* out = argc > 2 && std::string(argv[2]) != "-" ? argv[2] : nullptr;
+  const std::string mode = argc > 3 ? argv[3] : "all";  // all | limits | gemv | gemm
+  const bool limits_only = mode == "limits";
 #ifdef __EMSCRIPTEN__
   const char* target = "wasm";
 #else
@@ -184,9 +229,18 @@ int main(int argc, char** argv) {
 #endif
   std::printf("matmul benchmark (%s, %d thread%s, %s time)\n", target, threads, threads > 1 ? "s" : "",
               g_cpu_clock ? "CPU" : "wall");
-  const double bw = read_bandwidth_gbs();
+  const Bandwidth bws = read_bandwidth_gbs();
+  const double bw = std::max(bws.one_stream, bws.four_streams);
   const double peak = mul_add_peak_gflops();
-  std::printf("read bandwidth (SIMD sum over 512 MiB, 1 thread): %.2f GB/s\n", bw);
+  if (limits_only) {
+    std::printf(
+        "LIMITS {\"read_bandwidth_gbs\": %.3f, \"read_bandwidth_one_stream_gbs\": %.3f, \"mul_add_peak_gflops\": %.3f, "
+        "\"clock\": \"%s\"}\n",
+        bw, bws.one_stream, peak, g_cpu_clock ? "process CPU time" : "wall");
+    return 0;
+  }
+  std::printf("read bandwidth (SIMD sum over 512 MiB, 1 thread): %.2f GB/s (4 streams; one stream: %.2f)\n", bw,
+              bws.one_stream);
   std::printf("mul+add peak (12 f32x4 chains, 1 thread):        %.2f GFLOP/s\n", peak);
   std::vector<Result> results;
   std::mt19937 rng(1);
@@ -199,7 +253,8 @@ int main(int argc, char** argv) {
     // matrix from memory, not from a cache
     std::vector<Stored> stack;
     size_t f32_bytes = 0, bytes = 0;
-    while (f32_bytes < (size_t(600) << 20)) {
+    const size_t want = mode == "gemm" ? 1 : size_t(600) << 20;
+    while (f32_bytes < want) {
       for (const Layer& l : kLayers) {
         stack.push_back(make(type, l.K, l.N, rng));
         f32_bytes += size_t(l.K * l.N * 4);
@@ -209,21 +264,22 @@ int main(int argc, char** argv) {
     std::vector<float> x(3072), y(3072);
     for (auto& v : x) v = std::normal_distribution<float>(0.0f, 1.0f)(rng);
     double best = 1e30;
-    for (int pass = 0; pass < 6; ++pass) {
+    for (int pass = 0; pass < (mode == "gemm" ? 0 : 6); ++pass) {
       const auto t0 = Clock::now();
       for (const Stored& s : stack) qkv::detail::gemv(s.w, x.data(), nullptr, y.data(), threads);
       if (pass > 0) best = std::min(best, seconds_since(t0));
     }
     const double gbs = double(bytes) / best / 1e9;
-    results.push_back({"gemv", tn, "GPT-2 layers, weights from memory", 1, gbs, gbs / bw});
-    // the same per weight: F32-equivalent rate
-    std::printf("gemv %-4s: %6.2f GB/s of weights = %.2f of the bandwidth; %.2f Gweights/s\n", tn, gbs, gbs / bw,
-                double(bytes) /
-                    double(type == qkv::WeightType::F32  ? 4
-                           : type == qkv::WeightType::Q8 ? 1.125
-                                                         : 2) /
-                    best / 1e9);
+    if (mode != "gemm") results.push_back({"gemv", tn, "GPT-2 layers, weights from memory", 1, gbs, gbs / bw});
+    if (mode != "gemm")
+      std::printf("gemv %-4s: %6.2f GB/s of weights = %.2f of the bandwidth; %.2f Gweights/s\n", tn, gbs, gbs / bw,
+                  double(bytes) /
+                      double(type == qkv::WeightType::F32  ? 4
+                             : type == qkv::WeightType::Q8 ? 1.125
+                                                           : 2) /
+                      best / 1e9);
     stack.resize(4);  // GEMM: one copy of each shape is enough (compute-bound)
+    if (mode == "gemv") continue;
 
     for (int64_t M : {32, 128, 512}) {
       std::vector<float> xm(size_t(M * 3072), 0.5f), ym(size_t(M * 3072));
@@ -254,7 +310,9 @@ int main(int argc, char** argv) {
     std::fprintf(f,
                  "{\n  \"benchmark\": \"matmul\",\n  \"target\": \"%s\",\n  \"threads\": %d,\n  \"clock\": \"%s\",\n",
                  target, threads, g_cpu_clock ? "process CPU time" : "wall");
-    std::fprintf(f, "  \"read_bandwidth_gbs\": %.3f,\n  \"mul_add_peak_gflops\": %.3f,\n  \"results\": [\n", bw, peak);
+    std::fprintf(f, "  \"read_bandwidth_gbs\": %.3f,\n  \"read_bandwidth_one_stream_gbs\": %.3f,\n", bw,
+                 bws.one_stream);
+    std::fprintf(f, "  \"mul_add_peak_gflops\": %.3f,\n  \"results\": [\n", peak);
     for (size_t i = 0; i < results.size(); ++i) {
       const Result& r = results[i];
       std::fprintf(

@@ -3,12 +3,15 @@
 # with 1 and 2 threads (bench/matmul/bench_matmul.cpp; README.md there). Builds its own two
 # small wasm programs with em++ into build/bench-matmul/ (SIMD; SIMD + pthreads), then runs
 # them; writes bench/results/matmul-wasm-1t.json and matmul-wasm-2t.json.
-# QKV_BENCH_NATIVE=1 also runs the native build (build/native/qkv_bench_matmul).
+# QKV_BENCH_NATIVE=1 also runs the native build (build/native/qkv_bench_matmul); --build-only
+# builds and stops.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export NODE_PATH=${NODE_PATH:-/usr/share/nodejs}   # Debian's emcc needs Debian's acorn
 out=build/bench-matmul
 mkdir -p "$out/xsimd-include" bench/results
+# the pthread worker Emscripten writes is CommonJS (<name>.worker.js): not this package's ESM
+echo '{ "type": "commonjs" }' > "$out/package.json"
 ln -sfn /usr/include/xsimd "$out/xsimd-include/xsimd"   # xsimd alone (not the host's libc headers)
 srcs=(bench/matmul/bench_matmul.cpp src/matmul/*.cpp src/thread_pool.cpp)
 flags=(-O3 -std=c++17 -Isrc -I"$out/xsimd-include" -msimd128 -msse4.2 -sALLOW_MEMORY_GROWTH=1
@@ -20,6 +23,7 @@ fi
 if newer "$out/bench-threads.cjs"; then
   em++ "${flags[@]}" -pthread -sPTHREAD_POOL_SIZE=2 -Wno-pthreads-mem-growth "${srcs[@]}" -o "$out/bench-threads.cjs"
 fi
+[ "${1:-}" = --build-only ] && exit 0
 node "$out/bench-simd.cjs" 1 bench/results/matmul-wasm-1t.json
 node "$out/bench-threads.cjs" 2 bench/results/matmul-wasm-2t.json
 if [ "${QKV_BENCH_NATIVE:-0}" = 1 ] && [ -x build/native/qkv_bench_matmul ]; then

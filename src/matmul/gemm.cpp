@@ -174,7 +174,27 @@ void pack_w(const WeightMatrix& w, int64_t k0, int64_t k1, int64_t j0, int64_t j
     std::fill(last, last + kc * kNR, 0.0f);
   }
   if (w.type == WeightType::Q8) return pack_q8(w, k0, k1, j0, j1, panels);
-  if (w.layout == WeightLayout::InOut) {
+  if (w.layout == WeightLayout::InOut && w.type == WeightType::F32) {
+    // 8 rows at a time: 8 reads in flight (one row at a time left the memory system half idle,
+    // which at M = 32 cost ~12% of the whole product)
+    const float* W = static_cast<const float*>(w.data);
+    int64_t k = k0;
+    for (; k + 8 <= k1; k += 8) {
+      const float* rows = W + k * w.N + j0;
+      for (int64_t p = 0; p < count; ++p) {
+        const int64_t n = std::min<int64_t>(kNR, cols - p * kNR);
+        float* dst = panels + (p * kc + (k - k0)) * kNR;
+        QKV_UNROLL
+        for (int r = 0; r < 8; ++r) std::memcpy(dst + r * kNR, rows + r * w.N + p * kNR, size_t(n) * 4);
+      }
+    }
+    for (; k < k1; ++k) {
+      for (int64_t p = 0; p < count; ++p) {
+        const int64_t n = std::min<int64_t>(kNR, cols - p * kNR);
+        std::memcpy(panels + (p * kc + (k - k0)) * kNR, W + k * w.N + j0 + p * kNR, size_t(n) * 4);
+      }
+    }
+  } else if (w.layout == WeightLayout::InOut) {
     line.resize(size_t(cols));
     for (int64_t k = k0; k < k1; ++k) {
       row_inout(w, k, j0, j1, line.data());

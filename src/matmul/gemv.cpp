@@ -51,39 +51,74 @@ float load_f32(const float* p) {
 
 // ------------------------------------------------------------------ F32, InOut [K, N]
 
-// y[n0:n1] = bias + sum_k x[k] W[k, n0:n1]
+#ifndef QKV_NO_SIMD
+// y[columns] += rows r < R of W (starting at w, N apart) times xs[r], in row order; columns in
+// runs of 8 from y up to end. Pointers, not 64-bit indices (wasm32 pays for i64 arithmetic).
+template <int R>
+void f32_rows(const float* w, int64_t N, const float* xs, float* y, float* end) {
+  F4 v[R];
+  const float* p[R];
+  QKV_UNROLL
+  for (int r = 0; r < R; ++r) v[r] = F4(xs[r]), p[r] = w + r * N;
+  for (; y < end; y += 8) {
+    F4 lo = F4::load_unaligned(y), hi = F4::load_unaligned(y + 4);
+    QKV_UNROLL
+    for (int r = 0; r < R; ++r) {
+      lo += v[r] * F4::load_unaligned(p[r]);
+      hi += v[r] * F4::load_unaligned(p[r] + 4);
+      p[r] += 8;
+    }
+    lo.store_unaligned(y);
+    hi.store_unaligned(y + 4);
+  }
+}
+#endif
+
+// y[n0:n1] = bias + sum_k x[k] W[k, n0:n1]: 8 rows of W stream past y at a time (8 reads in
+// flight keep the memory system busier than 4: 10% here), each y element adding its products
+// in k order
 void gemv_f32_inout(const WeightMatrix& w, const float* x, const float* bias, float* y, int64_t n0, int64_t n1) {
   const int64_t K = w.K, N = w.N;
   const float* W = static_cast<const float*>(w.data);
   for (int64_t n = n0; n < n1; ++n) y[n] = bias ? bias[n] : 0.0f;
-  int64_t k = 0;
-  for (; k + 4 <= K; k += 4) {
-    // 4 rows of W stream past y: y[n] = (((y[n] + x0 w0[n]) + x1 w1[n]) + x2 w2[n]) + x3 w3[n]
-    const float *w0 = W + k * N, *w1 = w0 + N, *w2 = w1 + N, *w3 = w2 + N;
-    const float x0 = x[k], x1 = x[k + 1], x2 = x[k + 2], x3 = x[k + 3];
-    int64_t n = n0;
+  int64_t vectors_end = n0;
 #ifndef QKV_NO_SIMD
-    const F4 v0(x0), v1(x1), v2(x2), v3(x3);
-    for (; n + 8 <= n1; n += 8) {
-      QKV_UNROLL
-      for (int h = 0; h < 8; h += 4) {
-        F4 acc = F4::load_unaligned(y + n + h) + v0 * F4::load_unaligned(w0 + n + h);
-        acc += v1 * F4::load_unaligned(w1 + n + h);
-        acc += v2 * F4::load_unaligned(w2 + n + h);
-        acc += v3 * F4::load_unaligned(w3 + n + h);
-        acc.store_unaligned(y + n + h);
-      }
-    }
+  vectors_end = n0 + (n1 - n0) / 8 * 8;
+  int64_t k = 0;
+  for (; k + 8 <= K; k += 8) f32_rows<8>(W + k * N + n0, N, x + k, y + n0, y + vectors_end);
+  for (; k < K; ++k) f32_rows<1>(W + k * N + n0, N, x + k, y + n0, y + vectors_end);
 #endif
-    for (; n < n1; ++n) y[n] = (((y[n] + x0 * w0[n]) + x1 * w1[n]) + x2 * w2[n]) + x3 * w3[n];
-  }
-  for (; k < K; ++k) {
-    const float* wk = W + k * N;
-    for (int64_t n = n0; n < n1; ++n) y[n] += x[k] * wk[n];
+  for (int64_t n = vectors_end; n < n1; ++n) {
+    for (int64_t k = 0; k < K; ++k) y[n] += x[k] * W[k * N + n];
   }
 }
 
 // ------------------------------------------------------------------ F16 / BF16, InOut [K, N]
+
+#ifndef QKV_NO_SIMD
+// acc[groups of 8] += rows r < R of a 16-bit W (from w, N apart) times xs[r], in row order;
+// acc holds each group as [even 4][odd 4] (halves.hpp)
+template <bool kF16, int R>
+void half_rows(const uint16_t* w, int64_t N, const float* xs, float* acc, float* end) {
+  const auto wide = [](I4 h) { return kF16 ? halves::f16_high_scaled(h) : halves::bf16_high(h); };
+  F4 v[R];
+  const uint16_t* p[R];
+  QKV_UNROLL
+  for (int r = 0; r < R; ++r) v[r] = F4(xs[r]), p[r] = w + r * N;
+  for (; acc < end; acc += 8) {
+    F4 even = F4::load_unaligned(acc), odd = F4::load_unaligned(acc + 4);
+    QKV_UNROLL
+    for (int r = 0; r < R; ++r) {
+      const I4 u = halves::load_pairs(p[r]);
+      even += v[r] * wide(halves::even_high(u));
+      odd += v[r] * wide(halves::odd_high(u));
+      p[r] += 8;
+    }
+    even.store_unaligned(acc);
+    odd.store_unaligned(acc + 4);
+  }
+}
+#endif
 
 // y[n0:n1] = bias + sum_k x[k] W[k, n0:n1], W 16-bit. Columns in groups of 8: each 16-byte load
 // of a row gives the group's even columns in one vector and its odd ones in another
@@ -104,7 +139,6 @@ void gemv_half_inout(const WeightMatrix& w, const GemvInput& in, const float* bi
 #ifndef QKV_NO_SIMD
   grouped = n0 + (n1 - n0) / 8 * 8;
   const float* xs = kF16 ? in.scaled.data() : x;  // F16: x * 2^56
-  const auto wide = [](I4 h) { return kF16 ? halves::f16_high_scaled(h) : halves::bf16_high(h); };
 #endif
   for (int64_t n = n0; n < grouped; n += 8) {
     for (int64_t i = 0; i < 4; ++i) {
@@ -113,42 +147,14 @@ void gemv_half_inout(const WeightMatrix& w, const GemvInput& in, const float* bi
     }
   }
   for (int64_t n = grouped; n < n1; ++n) acc[n] = bias ? bias[n] : 0.0f;
+#ifndef QKV_NO_SIMD
   int64_t k = 0;
-  for (; k + 4 <= K; k += 4) {
-    const uint16_t *w0 = W + k * N, *w1 = w0 + N, *w2 = w1 + N, *w3 = w2 + N;
-#ifndef QKV_NO_SIMD
-    const F4 v0(xs[k]), v1(xs[k + 1]), v2(xs[k + 2]), v3(xs[k + 3]);
-    for (int64_t n = n0; n < grouped; n += 8) {
-      const I4 u0 = halves::load_pairs(w0 + n), u1 = halves::load_pairs(w1 + n), u2 = halves::load_pairs(w2 + n),
-               u3 = halves::load_pairs(w3 + n);
-      F4 even = F4::load_unaligned(acc + n) + v0 * wide(halves::even_high(u0));
-      F4 odd = F4::load_unaligned(acc + n + 4) + v0 * wide(halves::odd_high(u0));
-      even += v1 * wide(halves::even_high(u1));
-      odd += v1 * wide(halves::odd_high(u1));
-      even += v2 * wide(halves::even_high(u2));
-      odd += v2 * wide(halves::odd_high(u2));
-      even += v3 * wide(halves::even_high(u3));
-      odd += v3 * wide(halves::odd_high(u3));
-      even.store_unaligned(acc + n);
-      odd.store_unaligned(acc + n + 4);
-    }
+  for (; k + 16 <= K; k += 16) half_rows<kF16, 16>(W + k * N + n0, N, xs + k, acc + n0, acc + grouped);
+  for (; k + 8 <= K; k += 8) half_rows<kF16, 8>(W + k * N + n0, N, xs + k, acc + n0, acc + grouped);
+  for (; k < K; ++k) half_rows<kF16, 1>(W + k * N + n0, N, xs + k, acc + n0, acc + grouped);
 #endif
-    const float x0 = x[k], x1 = x[k + 1], x2 = x[k + 2], x3 = x[k + 3];
-    for (int64_t n = grouped; n < n1; ++n) {
-      acc[n] = (((acc[n] + x0 * widen(w0[n])) + x1 * widen(w1[n])) + x2 * widen(w2[n])) + x3 * widen(w3[n]);
-    }
-  }
-  for (; k < K; ++k) {
-    const uint16_t* wk = W + k * N;
-#ifndef QKV_NO_SIMD
-    const F4 vk(xs[k]);
-    for (int64_t n = n0; n < grouped; n += 8) {
-      const I4 u = halves::load_pairs(wk + n);
-      (F4::load_unaligned(acc + n) + vk * wide(halves::even_high(u))).store_unaligned(acc + n);
-      (F4::load_unaligned(acc + n + 4) + vk * wide(halves::odd_high(u))).store_unaligned(acc + n + 4);
-    }
-#endif
-    for (int64_t n = grouped; n < n1; ++n) acc[n] += x[k] * widen(wk[n]);
+  for (int64_t n = grouped; n < n1; ++n) {
+    for (int64_t k = 0; k < K; ++k) acc[n] += x[k] * widen(W[k * N + n]);
   }
   // back to natural order (F16: undo the 2^-56)
   for (int64_t n = n0; n < grouped; n += 8) {
@@ -162,46 +168,74 @@ void gemv_half_inout(const WeightMatrix& w, const GemvInput& in, const float* bi
 
 // ------------------------------------------------------------------ F32 / F16 / BF16, OutIn [N, K]
 
-// y[n] = bias[n] + x . W[n, :], one column (a contiguous row of storage) at a time in 4 lanes
-template <WeightType T>
-float dot_column(const WeightMatrix& w, const GemvInput& in, int64_t n) {
+// sum[c] = x . W[n + c, :] for C columns (contiguous rows of storage) side by side: C streams of
+// weights in flight (the tied LM head is the largest matrix of a step: with 1-2 columns at a
+// time it ran at 60% of the memory speed the other matrices get), each column summed in 4
+// lanes, in the same order whatever C
+template <WeightType T, int C>
+void dot_columns(const WeightMatrix& w, const GemvInput& in, int64_t n, float* sum) {
   const int64_t K = w.K;
   const float* x = in.x;
   int64_t k = 0;
-  float sum = 0.0f;
+  QKV_UNROLL
+  for (int c = 0; c < C; ++c) sum[c] = 0.0f;
+#ifndef QKV_NO_SIMD
+  F4 acc[C];
+  QKV_UNROLL
+  for (int c = 0; c < C; ++c) acc[c] = F4(0.0f);
+#endif
   if constexpr (T == WeightType::F32) {
     const float* row = static_cast<const float*>(w.data) + n * K;
 #ifndef QKV_NO_SIMD
-    F4 a0(0.0f), a1(0.0f);
-    for (; k + 8 <= K; k += 8) {
-      a0 += F4::load_unaligned(x + k) * F4::load_unaligned(row + k);
-      a1 += F4::load_unaligned(x + k + 4) * F4::load_unaligned(row + k + 4);
+    for (; k + 4 <= K; k += 4) {
+      const F4 xk = F4::load_unaligned(x + k);
+      QKV_UNROLL
+      for (int c = 0; c < C; ++c) acc[c] += xk * F4::load_unaligned(row + c * K + k);
     }
-    sum = xsimd::hadd(a0 + a1);
+    QKV_UNROLL
+    for (int c = 0; c < C; ++c) sum[c] = xsimd::hadd(acc[c]);
 #endif
-    for (; k < K; ++k) sum += x[k] * load_f32(row + k);
+    for (; k < K; ++k) {
+      QKV_UNROLL
+      for (int c = 0; c < C; ++c) sum[c] += x[k] * load_f32(row + c * K + k);
+    }
   } else {
     constexpr bool kF16 = T == WeightType::F16;
     const uint16_t* row = static_cast<const uint16_t*>(w.data) + n * K;
 #ifndef QKV_NO_SIMD
     const auto wide = [](I4 h) { return kF16 ? halves::f16_high_scaled(h) : halves::bf16_high(h); };
     const float *xe = in.even.data(), *xo = in.odd.data();
-    F4 ae(0.0f), ao(0.0f);
     for (; k + 8 <= K; k += 8) {
-      const I4 u = halves::load_pairs(row + k);
-      ae += F4::load_unaligned(xe + k / 2) * wide(halves::even_high(u));
-      ao += F4::load_unaligned(xo + k / 2) * wide(halves::odd_high(u));
+      const F4 e = F4::load_unaligned(xe + k / 2), o = F4::load_unaligned(xo + k / 2);
+      QKV_UNROLL
+      for (int c = 0; c < C; ++c) {
+        const I4 u = halves::load_pairs(row + c * K + k);
+        acc[c] += e * wide(halves::even_high(u));
+        acc[c] += o * wide(halves::odd_high(u));
+      }
     }
-    sum = xsimd::hadd(ae + ao) * (kF16 ? halves::kF16Half : 1.0f);
+    QKV_UNROLL
+    for (int c = 0; c < C; ++c) sum[c] = xsimd::hadd(acc[c]) * (kF16 ? halves::kF16Half : 1.0f);
 #endif
-    for (; k < K; ++k) sum += x[k] * (kF16 ? halves::f16_to_f32(row[k]) : halves::bf16_to_f32(row[k]));
+    for (; k < K; ++k) {
+      QKV_UNROLL
+      for (int c = 0; c < C; ++c) {
+        const uint16_t h = row[c * K + k];
+        sum[c] += x[k] * (kF16 ? halves::f16_to_f32(h) : halves::bf16_to_f32(h));
+      }
+    }
   }
-  return sum;
 }
 
+// y[n0:n1] = bias + x W, W [N, K]: 8 columns at a time
 template <WeightType T>
 void gemv_outin(const WeightMatrix& w, const GemvInput& in, const float* bias, float* y, int64_t n0, int64_t n1) {
-  for (int64_t n = n0; n < n1; ++n) y[n] = dot_column<T>(w, in, n) + (bias ? bias[n] : 0.0f);
+  int64_t n = n0;
+  for (; n + 8 <= n1; n += 8) dot_columns<T, 8>(w, in, n, y + n);
+  for (; n < n1; ++n) dot_columns<T, 1>(w, in, n, y + n);
+  if (bias) {
+    for (n = n0; n < n1; ++n) y[n] += bias[n];
+  }
 }
 
 // ------------------------------------------------------------------ Q8
@@ -225,49 +259,83 @@ void prepare_q8(const float* x, int64_t K, GemvInput& in) {
   }
 }
 
+#ifndef QKV_NO_SIMD
+// out[g][4] = x W for G groups of 4 columns side by side (G streams of weights in flight; the
+// activation pairs loaded once for all G): per block, sum (int32, exact) the 16 k-pairs' int16
+// dot products (8 bytes widened in the load, pmovsxbw / v128.load8x8_s; pmaddwd /
+// i32x4.dot_i16x8_s), then acc += sum * d_w * d_x in float
+template <int G>
+void q8_groups(const int8_t* data, const float* scales, int64_t blocks, const int16_t* xp, const float* sx,
+               float* out) {
+  F4 acc[G];
+  QKV_UNROLL
+  for (int g = 0; g < G; ++g) acc[g] = F4(0.0f);
+  for (int64_t b = 0; b < blocks; ++b) {
+    __m128i sum[G];
+    QKV_UNROLL
+    for (int g = 0; g < G; ++g) sum[g] = _mm_setzero_si128();
+    const int8_t* wb = data + b * 128;
+    const int16_t* xb = xp + b * 16 * 8;
+    QKV_UNROLL
+    for (int p = 0; p < 16; ++p) {  // k-pair p: (x[2p], x[2p+1]) x 4 against 8 bytes of each group
+      const __m128i xv = _mm_loadu_si128(reinterpret_cast<const __m128i*>(xb + p * 8));
+      QKV_UNROLL
+      for (int g = 0; g < G; ++g) {
+        const __m128i wv =
+            _mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(wb + g * blocks * 128 + p * 8)));
+        sum[g] = _mm_add_epi32(sum[g], _mm_madd_epi16(wv, xv));
+      }
+    }
+    const F4 dx(sx[b]);
+    QKV_UNROLL
+    for (int g = 0; g < G; ++g) {
+      acc[g] += F4(_mm_cvtepi32_ps(sum[g])) * (F4::load_unaligned(scales + (g * blocks + b) * 4) * dx);
+    }
+  }
+  QKV_UNROLL
+  for (int g = 0; g < G; ++g) acc[g].store_unaligned(out + g * 4);
+}
+#endif
+
 // y[4 g0 .. 4 g1) (clipped to N) = bias + x W for the Q8 groups [g0, g1)
 void gemv_q8(const WeightMatrix& w, const GemvInput& in, const float* bias, float* y, int64_t g0, int64_t g1) {
   const Q8Layout q = Q8Layout::of(w.K, w.N);
   const int8_t* data = static_cast<const int8_t*>(w.data);
   const int16_t* xp = in.pairs.data();
   const float* sx = in.block_scale.data();
-  for (int64_t g = g0; g < g1; ++g) {
+  constexpr int64_t kGroups = 8;
+  for (int64_t g = g0; g < g1;) {
+    const int64_t count = std::min(kGroups, g1 - g);
+    float out[kGroups * 4];
+#ifndef QKV_NO_SIMD
     const int8_t* wg = data + g * q.blocks * 128;
     const float* dg = w.scales + g * q.blocks * 4;
-    float out[4];
-#ifndef QKV_NO_SIMD
-    // acc (4 columns) += (sum over the block's 16 k-pairs of int16 products) * d_w * d_x
-    F4 acc(0.0f);
-    for (int64_t b = 0; b < q.blocks; ++b) {
-      const int8_t* wb = wg + b * 128;
-      const int16_t* xb = xp + b * 16 * 8;
-      __m128i sum = _mm_setzero_si128();
-      QKV_UNROLL
-      for (int i = 0; i < 8; ++i) {  // 16 bytes = k-pairs 2i and 2i+1 of the 4 columns
-        const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb + i * 16));
-        const __m128i lo = _mm_cvtepi8_epi16(v), hi = _mm_cvtepi8_epi16(_mm_srli_si128(v, 8));
-        const __m128i x0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(xb + (2 * i) * 8));
-        const __m128i x1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(xb + (2 * i + 1) * 8));
-        sum = _mm_add_epi32(sum, _mm_add_epi32(_mm_madd_epi16(lo, x0), _mm_madd_epi16(hi, x1)));
-      }
-      acc += F4(_mm_cvtepi32_ps(sum)) * (F4::load_unaligned(dg + b * 4) * F4(sx[b]));
+    if (count == kGroups) {
+      q8_groups<8>(wg, dg, q.blocks, xp, sx, out);
+    } else {
+      for (int64_t i = 0; i < count; ++i)
+        q8_groups<1>(wg + i * q.blocks * 128, dg + i * q.blocks * 4, q.blocks, xp, sx, out + i * 4);
     }
-    acc.store_unaligned(out);
 #else
-    for (int c = 0; c < 4; ++c) out[c] = 0.0f;
-    for (int64_t b = 0; b < q.blocks; ++b) {
-      for (int c = 0; c < 4; ++c) {
-        int32_t sum = 0;
-        for (int p = 0; p < 16; ++p) {
-          const int8_t* wp = wg + b * 128 + p * 8 + c * 2;
-          const int16_t* xq = xp + (b * 16 + p) * 8 + c * 2;
-          sum += int32_t(wp[0]) * xq[0] + int32_t(wp[1]) * xq[1];
+    for (int64_t i = 0; i < count; ++i) {
+      const int8_t* wg = data + (g + i) * q.blocks * 128;
+      const float* dg = w.scales + (g + i) * q.blocks * 4;
+      for (int c = 0; c < 4; ++c) out[i * 4 + c] = 0.0f;
+      for (int64_t b = 0; b < q.blocks; ++b) {
+        for (int c = 0; c < 4; ++c) {
+          int32_t sum = 0;
+          for (int p = 0; p < 16; ++p) {
+            const int8_t* wp = wg + b * 128 + p * 8 + c * 2;
+            const int16_t* xq = xp + (b * 16 + p) * 8 + c * 2;
+            sum += int32_t(wp[0]) * xq[0] + int32_t(wp[1]) * xq[1];
+          }
+          out[i * 4 + c] += float(sum) * (dg[b * 4 + c] * sx[b]);
         }
-        out[c] += float(sum) * (dg[b * 4 + c] * sx[b]);
       }
     }
 #endif
-    for (int64_t c = 0; c < 4 && g * 4 + c < w.N; ++c) y[g * 4 + c] = out[c] + (bias ? bias[g * 4 + c] : 0.0f);
+    for (int64_t c = 0; c < count * 4 && g * 4 + c < w.N; ++c) y[g * 4 + c] = out[c] + (bias ? bias[g * 4 + c] : 0.0f);
+    g += count;
   }
 }
 

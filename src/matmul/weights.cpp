@@ -167,13 +167,20 @@ void quantize_q8(const WeightMatrix& src, int8_t* data, float* scales) {
   }
 }
 
-void check_finite_f16(const uint16_t* p, size_t n, const char* what) {
+size_t prepare_f16_weights(uint16_t* p, size_t n, const char* what) {
+  size_t flushed = 0;
   for (size_t i = 0; i < n; ++i) {
-    if ((p[i] & 0x7C00u) == 0x7C00u) {
-      throw std::invalid_argument(std::string(what) + ": F16 weights hold " + ((p[i] & 0x3FFu) ? "NaN" : "inf") +
+    const uint16_t exponent = p[i] & 0x7C00u, mantissa = p[i] & 0x3FFu;
+    if (exponent == 0x7C00u) {
+      throw std::invalid_argument(std::string(what) + ": F16 weights hold " + (mantissa ? "NaN" : "inf") +
                                   " at element " + std::to_string(i) + " (of " + std::to_string(n) + ")");
     }
+    if (exponent == 0 && mantissa != 0) {
+      p[i] &= 0x8000u;  // a subnormal half: to zero, keeping its sign
+      ++flushed;
+    }
   }
+  return flushed;
 }
 
 }  // namespace qkv

@@ -207,9 +207,10 @@ LlamaWeightStore LlamaWeightStore::load(const LlamaConfig& c, MallocBytes file, 
     if (m.to == WeightType::Q8)
       m.dst->scales = reinterpret_cast<const float*>(at + Q8Layout::of(m.K, m.N).data_bytes());
     if (m.to == WeightType::F16) {
-      // the kernels' widening does not special-case inf and NaN (halves.hpp)
+      // finite (the kernels' widening does not special-case inf and NaN); subnormals to zero
+      // (matmul/weights.hpp: prepare_f16_weights), in the file's buffer or the converted one
       const std::string what = "Llama: tensor \"" + m.src.name + "\"";
-      check_finite_f16(static_cast<const uint16_t*>(m.dst->data), size_t(m.K * m.N), what.c_str());
+      prepare_f16_weights(reinterpret_cast<uint16_t*>(at), size_t(m.K * m.N), what.c_str());
     }
     store.bytes_.matrices += m.dst->bytes();
   }

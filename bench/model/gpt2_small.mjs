@@ -1,0 +1,273 @@
+// GPT-2 small (124M, random weights of its shape: make_gpt2_small.mjs) in Node: qkv's wasm model
+// with its weights as F32, F16 and int8, against onnxruntime-web on the same weights with past
+// key/values (export_onnx_kv.py --last-logits), 1 and 2 threads, each runtime and setting in a
+// process of its own. Measured per process:
+//  - load: loadModel / InferenceSession.create, seconds, and the process's peak RSS after it;
+//  - prefill: a forward of 32 / 128 / 512 tokens to the last position's logits (what a
+//    generation's prefill computes; ORT's export slices the last position before its LM head);
+//  - decode: greedy tokens/s after an 8- and a 512-token prompt (KV cache, one token per step);
+//  - peak RSS at the end.
+// Decode is also given as a fraction of this machine's limit: read bandwidth (a SIMD sum over
+// 512 MiB in wasm, bench/matmul/) / bytes read per token (the matrices as held, wte included,
+// plus the KV cache read at that context).
+// 1 thread: timed by the process's CPU time (the machine is shared; CPU time is what the code
+// costs); 2 threads: wall time. Each figure is the best of a few runs (noise only slows).
+//
+//   node bench/model/gpt2_small.mjs [--dir build/gpt2-small] [--reps 3] [--tokens 24]
+//
+// Writes bench/results/model-gpt2-small-node.json and prints a table.
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const args = process.argv.slice(2);
+const arg = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback);
+const DIR = path.resolve(ROOT, arg('--dir', 'build/gpt2-small'));
+const REPS = Number(arg('--reps', 3));
+const TOKENS = Number(arg('--tokens', 24));
+const ONNX = path.join(DIR, 'gpt2-small-kv-last.onnx');
+const DIST = process.env.QKV_DIST ? path.resolve(process.env.QKV_DIST) : path.join(ROOT, 'dist');
+const PREFILL = [32, 128, 512];
+const CONTEXTS = [8, 512];
+
+// ---- child: one runtime, one setting ----------------------------------------------------
+
+// Both clocks at once: { cpu, wall } in seconds. 1-thread figures are reported on CPU time,
+// threaded ones on wall time; 1-thread wall times are kept too, so that 2 threads compare with
+// 1 on the same clock.
+function now() {
+  const u = process.cpuUsage();
+  return { cpu: (u.user + u.system) / 1e6, wall: performance.now() / 1000 };
+}
+const since = (t0) => {
+  const t = now();
+  return { cpu: t.cpu - t0.cpu, wall: t.wall - t0.wall };
+};
+// keeps the best (smallest) duration per clock
+const best = (a, b) => (a ? { cpu: Math.min(a.cpu, b.cpu), wall: Math.min(a.wall, b.wall) } : b);
+// out[key][k] on the run's clock (CPU time with 1 thread, wall with more), out[key + '_wall'][k] on wall time
+function record(out, key, k, cpu, wall, threads) {
+  (out[key] ??= {})[k] = threads > 1 ? wall : cpu;
+  (out[key + '_wall'] ??= {})[k] = wall;
+}
+const rssMB = () => process.resourceUsage().maxRSS / 1024;  // peak so far (maxRSS is in KiB)
+const idsOf = (L, V) => Array.from({ length: L }, (_, i) => (i * 7919 + 13) % V);
+
+async function qkvChild(weights, threads) {
+  const qkv = await import(pathToFileURL(path.join(DIST, 'index.js')).href);
+  qkv.env.variant = threads > 1 ? 'simd-threads' : 'simd';
+  qkv.env.numThreads = threads;
+  await qkv.init();
+  const folder = path.join(DIR, weights === 'f16' ? 'f16' : 'f32');
+  const w0 = performance.now();
+  const model = await qkv.loadModel(folder, { weights: weights === 'f16' ? 'auto' : weights });
+  const load_s = (performance.now() - w0) / 1000;
+  const load_rss_mb = rssMB();
+  const mem = model.memoryUsage();
+  const V = model.config.vocab_size;
+  const out = { runtime: 'qkv', weights, threads, variant: qkv.env.loadedVariant, load_s, load_rss_mb, memory: mem, prefill_ms: {}, decode: {} };
+  await model.forward(idsOf(32, V), { logits: 'last' });  // warm-up: V8 tiers the wasm up
+  for (const L of PREFILL) {
+    let b;
+    for (let r = 0; r < (L >= 512 ? Math.max(1, REPS - 1) : REPS); r++) {
+      const t0 = now();
+      await model.forward(idsOf(L, V), { logits: 'last' });
+      b = best(b, since(t0));
+    }
+    record(out, 'prefill_ms', L, b.cpu * 1000, b.wall * 1000, threads);
+  }
+  for (const ctx of CONTEXTS) {
+    let b, n = 0;
+    for (let r = 0; r < REPS; r++) {
+      let t0;
+      n = 0;
+      for await (const s of model.generate(idsOf(ctx, V), { maxNewTokens: TOKENS, temperature: 0 })) {
+        if (s.index === 0) t0 = now();  // the prefill is done; time the steps after it
+        else n++;
+      }
+      b = best(b, since(t0));
+    }
+    record(out, 'decode', ctx, n / b.cpu, n / b.wall, threads);
+  }
+  out.end_rss_mb = rssMB();
+  model.dispose();
+  return out;
+}
+
+async function ortChild(threads) {
+  const ort = await import('onnxruntime-web');
+  ort.env.wasm.numThreads = threads;
+  ort.env.wasm.simd = true;
+  const w0 = performance.now();
+  const sess = await ort.InferenceSession.create(ONNX, { executionProviders: ['wasm'], graphOptimizationLevel: 'all' });
+  const load_s = (performance.now() - w0) / 1000;
+  const load_rss_mb = rssMB();
+  const cfg = JSON.parse(readFileSync(path.join(DIR, 'f32', 'config.json'), 'utf8'));
+  const { vocab_size: V, n_layer: NL, n_head: H, n_embd: E } = cfg;
+  const D = E / H;
+  const ids = (a) => new ort.Tensor('int64', BigInt64Array.from(a, BigInt), [1, a.length]);
+  const empty = () => new ort.Tensor('float32', new Float32Array(0), [NL, 2, 1, H, 0, D]);
+  const out = { runtime: 'onnxruntime-web', threads, load_s, load_rss_mb, prefill_ms: {}, decode: {} };
+  await sess.run({ input_ids: ids(idsOf(32, V)), past: empty() });
+  for (const L of PREFILL) {
+    let b;
+    for (let r = 0; r < (L >= 512 ? Math.max(1, REPS - 1) : REPS); r++) {
+      const t0 = now();
+      await sess.run({ input_ids: ids(idsOf(L, V)), past: empty() });
+      b = best(b, since(t0));
+    }
+    record(out, 'prefill_ms', L, b.cpu * 1000, b.wall * 1000, threads);
+  }
+  const argmax = (a) => {
+    let b = 0;
+    for (let i = 1; i < a.length; i++) if (a[i] > a[b]) b = i;
+    return b;
+  };
+  for (const ctx of CONTEXTS) {
+    let b;
+    for (let r = 0; r < REPS; r++) {
+      let res = await sess.run({ input_ids: ids(idsOf(ctx, V)), past: empty() });
+      let tok = argmax(res.logits.data);
+      const t0 = now();
+      for (let k = 1; k < TOKENS; k++) {
+        res = await sess.run({ input_ids: ids([tok]), past: res.present });
+        tok = argmax(res.logits.data);
+      }
+      b = best(b, since(t0));
+    }
+    record(out, 'decode', ctx, (TOKENS - 1) / b.cpu, (TOKENS - 1) / b.wall, threads);
+  }
+  out.end_rss_mb = rssMB();
+  await sess.release();
+  return out;
+}
+
+// ---- parent -------------------------------------------------------------------------------
+
+function prepare() {
+  if (!existsSync(path.join(DIR, 'f32', 'done')) || !existsSync(path.join(DIR, 'f16', 'done'))) {
+    execFileSync(process.execPath, [path.join(ROOT, 'bench/model/make_gpt2_small.mjs'), '--out', DIR], { stdio: 'inherit' });
+  }
+  const weights = path.join(DIR, 'f32', 'model.safetensors');
+  if (!existsSync(ONNX) || statSync(ONNX).mtimeMs < statSync(weights).mtimeMs) {
+    execFileSync('/usr/bin/python3', [path.join(ROOT, 'bench/model/export_onnx_kv.py'), '--model', path.join(DIR, 'f32'),
+      '--out', ONNX, '--last-logits'], { stdio: 'inherit' });
+  }
+  // this machine's read bandwidth and mul+add peak, in wasm (bench/matmul/)
+  execFileSync('bash', [path.join(ROOT, 'bench/matmul/run.sh'), '--build-only'], { stdio: 'inherit' });
+  const r = spawnSync(process.execPath, [path.join(ROOT, 'build/bench-matmul/bench-simd.cjs'), '1', '-', 'limits'], { encoding: 'utf8' });
+  const line = r.stdout.split('\n').find((l) => l.startsWith('LIMITS '));
+  if (!line) throw new Error(`gpt2_small: the bandwidth measurement failed:\n${r.stdout}${r.stderr}`);
+  return JSON.parse(line.slice(7));
+}
+
+function child(spec) {
+  const t0 = performance.now();
+  const r = spawnSync(process.execPath, [fileURLToPath(import.meta.url), '--child', JSON.stringify(spec), ...args], {
+    encoding: 'utf8', maxBuffer: 1 << 24,
+  });
+  const line = (r.stdout || '').split('\n').find((l) => l.startsWith('RESULT '));
+  if (r.status !== 0 || !line) {
+    process.stderr.write(r.stdout + r.stderr);
+    throw new Error(`gpt2_small: the run ${JSON.stringify(spec)} failed (exit ${r.status})`);
+  }
+  const res = JSON.parse(line.slice(7));
+  res.process_s = (performance.now() - t0) / 1000;
+  console.error(`  ${spec.runtime} ${spec.weights ?? ''} ${spec.threads}t: ${res.process_s.toFixed(0)} s`);
+  return res;
+}
+
+function parent() {
+  const t0 = performance.now();
+  const limits = prepare();
+  const cfg = JSON.parse(readFileSync(path.join(DIR, 'f32', 'config.json'), 'utf8'));
+  const specs = [
+    ...['f32', 'f16', 'int8'].map((weights) => ({ runtime: 'qkv', weights, threads: 1 })),
+    { runtime: 'ort', threads: 1 },
+    ...['f32', 'f16', 'int8'].map((weights) => ({ runtime: 'qkv', weights, threads: 2 })),
+    { runtime: 'ort', threads: 2 },
+  ];
+  console.error(`gpt2_small: ${specs.length} runs, one process each`);
+  const runs = specs.map(child);
+  // bytes read per decoded token: the matmuls' matrices (wte is the LM head; wpe gives one row)
+  // plus the KV cache up to the context
+  const { n_layer: NL, n_embd: E, n_positions: P, vocab_size: V } = cfg;
+  const kvBytes = (ctx) => NL * 2 * ctx * E * 4;
+  for (const r of runs.filter((x) => x.runtime === 'qkv')) {
+    const wpe = r.weights === 'f16' ? P * E * 2 : P * E * 4;
+    r.bytes_per_token = r.memory.weights - wpe;
+    r.decode_fraction_of_bandwidth = {};
+    for (const ctx of CONTEXTS) {
+      const limit = (limits.read_bandwidth_gbs * 1e9) / (r.bytes_per_token + kvBytes(ctx));
+      r.decode_fraction_of_bandwidth[ctx] = r.decode[ctx] / limit;
+    }
+  }
+  const find = (rt, w, t) => runs.find((x) => x.runtime === rt && (w === undefined || x.weights === w) && x.threads === t);
+  const ort1 = find('onnxruntime-web', undefined, 1), ort2 = find('onnxruntime-web', undefined, 2);
+  const q = (w, t) => find('qkv', w, t);
+  // matmul FLOPs of a prefill of L tokens (2 per multiply-add; the LM head for one position)
+  const flops = (L) => 2 * L * NL * (E * 3 * E + E * E + 2 * E * 4 * E) + 2 * E * V + 4 * NL * E * (L * (L + 1)) / 2;
+  const targets = {
+    decode_f32_fraction_of_bandwidth: { target: 0.85, got: q('f32', 1).decode_fraction_of_bandwidth[8] },
+    decode_f32_vs_ort: { target: 1.1, got: q('f32', 1).decode[8] / ort1.decode[8] },
+    decode_f16_vs_f32: { target: 1.8, got: q('f16', 1).decode[8] / q('f32', 1).decode[8] },
+    decode_int8_vs_f32: { target: 3.0, got: q('int8', 1).decode[8] / q('f32', 1).decode[8] },
+    prefill_32_vs_ort: { target: 1.1, got: ort1.prefill_ms[32] / q('f32', 1).prefill_ms[32] },
+    prefill_128_vs_ort: { target: 1.1, got: ort1.prefill_ms[128] / q('f32', 1).prefill_ms[128] },
+    // threads against one thread on the same clock (wall)
+    decode_2t_vs_1t: { target: 1.6, got: q('f32', 2).decode_wall[8] / q('f32', 1).decode_wall[8] },
+    prefill_128_2t_vs_1t: { target: 1.8, got: q('f32', 1).prefill_ms_wall[128] / q('f32', 2).prefill_ms_wall[128] },
+    peak_rss_mb_limit: { target: (1.3 * statSync(path.join(DIR, 'f32', 'model.safetensors')).size) / 2 ** 20 + 200, got: q('f32', 1).end_rss_mb },
+  };
+  const out = {
+    benchmark: 'model-gpt2-small',
+    date: new Date().toISOString(),
+    machine: { cpu: os.cpus()[0]?.model, cores: os.availableParallelism?.() ?? os.cpus().length, load_average: os.loadavg(), node: process.version },
+    model: { ...cfg, qkv: undefined, file_mb: statSync(path.join(DIR, 'f32', 'model.safetensors')).size / 2 ** 20 },
+    onnxruntime_web: JSON.parse(readFileSync(path.join(ROOT, 'node_modules/onnxruntime-web/package.json'), 'utf8')).version,
+    limits,
+    method: '1 thread: process CPU time (wall time too, in *_wall); 2 threads: wall time; 2t vs 1t on wall time; best of runs; one process per runtime and setting; ' +
+      `prefill = forward to the last position's logits; decode = greedy, ${TOKENS} tokens after the prompt, steps only`,
+    runs,
+    prefill_gflops_qkv_1t: Object.fromEntries(PREFILL.map((L) => [L, flops(L) / (q('f32', 1).prefill_ms[L] / 1000) / 1e9])),
+    targets,
+    total_s: (performance.now() - t0) / 1000,
+  };
+  mkdirSync(path.join(ROOT, 'bench', 'results'), { recursive: true });
+  const file = path.join(ROOT, 'bench', 'results', 'model-gpt2-small-node.json');
+  writeFileSync(file, JSON.stringify(out, null, 2) + '\n');
+
+  const rows = [];
+  const fmt = (x, d = 1) => (x === undefined ? '' : x.toFixed(d));
+  for (const r of runs) {
+    const name = r.runtime === 'qkv' ? `qkv ${r.weights}` : 'onnxruntime-web';
+    rows.push([`${name}, ${r.threads}t`, fmt(r.load_s, 2), fmt(r.load_rss_mb, 0), ...PREFILL.map((L) => fmt(r.prefill_ms[L], 0)),
+      ...CONTEXTS.map((c) => fmt(r.decode[c], 1)), r.decode_fraction_of_bandwidth ? fmt(r.decode_fraction_of_bandwidth[8], 2) : '', fmt(r.end_rss_mb, 0)]);
+  }
+  const head = ['run', 'load s', 'RSS after load MB', 'prefill 32 ms', '128 ms', '512 ms', 'decode tok/s @8', '@512', 'of bandwidth @8', 'peak RSS MB'];
+  const w = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const line = (r) => '| ' + r.map((c, i) => c.padEnd(w[i])).join(' | ') + ' |';
+  console.log(`GPT-2 small (random weights), Node ${process.version}, ${out.machine.cores} cores, load ${os.loadavg()[0].toFixed(1)}; ` +
+    `read bandwidth ${limits.read_bandwidth_gbs.toFixed(2)} GB/s, mul+add peak ${limits.mul_add_peak_gflops.toFixed(1)} GFLOP/s (wasm, 1 thread)`);
+  console.log(line(head));
+  console.log('|' + w.map((x) => '-'.repeat(x + 2)).join('|') + '|');
+  for (const r of rows) console.log(line(r));
+  console.log(`qkv f32 1t prefill GFLOP/s: ${PREFILL.map((L) => `${L}: ${out.prefill_gflops_qkv_1t[L].toFixed(1)}`).join(', ')}`);
+  for (const [k, t] of Object.entries(targets)) {
+    const ok = k.startsWith('peak') ? t.got <= t.target : t.got >= t.target;
+    console.log(`target ${k}: ${k.startsWith('peak') ? '<=' : '>='} ${t.target.toFixed(2)}: ${t.got.toFixed(2)} ${ok ? 'MET' : 'NOT MET'}`);
+  }
+  console.log(`wrote ${path.relative(ROOT, file)} (${out.total_s.toFixed(0)} s)`);
+}
+
+if (args[0] === '--child') {
+  const spec = JSON.parse(args[1]);
+  const res = spec.runtime === 'qkv' ? await qkvChild(spec.weights, spec.threads) : await ortChild(spec.threads);
+  process.stdout.write('RESULT ' + JSON.stringify(res) + '\n');
+  process.exit(0);  // ORT's and the pool's threads would keep the process alive
+} else {
+  parent();
+}
