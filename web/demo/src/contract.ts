@@ -20,6 +20,44 @@ export interface AttnData {
   scale: number;
   /** an encoder's attention: every query sees every key (both triangles), not only j <= q */
   bidirectional?: boolean;
+  /**
+   * key/value heads (grouped-query attention): query heads h with floor(h / (nHead / kvHeads)) = g
+   * share key head g. Absent or nHead: one key head per query head.
+   */
+  kvHeads?: number;
+  /** each layer's sliding window over token positions (0 = none): query i sees keys i - w < j <= i */
+  windows?: readonly number[];
+  /** q and k are after the rotary position embedding (the Llama family) */
+  rotary?: boolean;
+}
+
+/** The query heads that share key/value head g: [first, last]. */
+export function kvGroup(d: AttnData, g: number): [number, number] {
+  const per = d.nHead / (d.kvHeads ?? d.nHead);
+  return [g * per, (g + 1) * per - 1];
+}
+
+/** The key/value head that query head h reads. */
+export const kvHeadOf = (d: AttnData, h: number): number => Math.floor(h / (d.nHead / (d.kvHeads ?? d.nHead)));
+
+/** Readable GQA groups, e.g. "heads 0-2 share KV head 0; heads 3-5 share KV head 1" ('' without GQA). */
+export function kvGroupsText(d: AttnData): string {
+  const G = d.kvHeads ?? d.nHead;
+  if (G === d.nHead) return '';
+  return Array.from({ length: G }, (_v, g) => {
+    const [a, b] = kvGroup(d, g);
+    return a === b ? `head ${a} has KV head ${g}` : `heads ${a}-${b} share KV head ${g}`;
+  }).join('; ');
+}
+
+/** The layer's sliding window (0 = none). */
+export const windowOf = (d: AttnData, layer: number): number => d.windows?.[layer] ?? 0;
+
+/** Whether key j is hidden from query i in that layer: after it (causal) or outside its window. */
+export function hidden(d: AttnData, layer: number, i: number, j: number): boolean {
+  if (d.bidirectional) return false;
+  const w = windowOf(d, layer);
+  return j > i || (w > 0 && j <= i - w);
 }
 
 export const seqLen = (d: AttnData): number => d.tokens.length;

@@ -5,8 +5,9 @@
 // redraws the links on a <canvas> under the labels (one draw call per line, no DOM node per
 // line, so 12 heads x 512 tokens stay responsive where BertViz's SVG lines stall) and restyles.
 // Long sequences keep, per query and head, only the TOP_K strongest links (stated on the page).
+// A layer with a sliding window says so over the keys; a focused query's hidden keys are greyed.
 import * as d3 from 'd3';
-import type { AttnData } from './contract';
+import { hidden, windowOf, type AttnData } from './contract';
 import { headColor, showToken } from './ui';
 
 export interface HeadViewState {
@@ -66,8 +67,9 @@ export class HeadView {
       .attr('font-family', 'ui-monospace, DejaVu Sans Mono, monospace').attr('font-size', 13)
       .style('position', 'absolute').style('left', '0').style('top', '0');
     svg.append('text').attr('x', 4).attr('y', 14).attr('font-size', 11).attr('fill', '#666').attr('font-family', 'system-ui, sans-serif').text('query');
-    svg.append('text').attr('x', xR + 4).attr('y', 14).attr('font-size', 11).attr('fill', '#666').attr('font-family', 'system-ui, sans-serif')
-      .text(L > LONG ? `key (the ${TOP_K} strongest lines per query and head)` : 'key');
+    const win = windowOf(data, state.layer);
+    svg.append('text').attr('class', 'key-title').attr('x', xR + 4).attr('y', 14).attr('font-size', 11).attr('fill', '#666').attr('font-family', 'system-ui, sans-serif')
+      .text(`key${win ? ` · window ${win}` : ''}${L > LONG ? ` (the ${TOP_K} strongest lines per query and head)` : ''}`);
     const canvas = document.createElement('canvas');
     const dpr = Math.min(window.devicePixelRatio || 1, Math.max(1, Math.sqrt(MAX_CANVAS_PIXELS / (width * height))));
     canvas.width = Math.round(width * dpr); canvas.height = Math.round(height * dpr);
@@ -103,7 +105,8 @@ export class HeadView {
       d3.select(this).on('mouseenter', () => view.setHover({ side: 'k', index: j })).on('mouseleave', () => view.setHover(null));
     });
     this.svg = svg as unknown as d3.Selection<SVGSVGElement, unknown, null, undefined>;
-    this.svg.attr('data-xr', xR);
+    // the geometry, for tests that read the canvas: line i -> j runs from (xL + 4, y(i)) to (xR - 4, y(j))
+    this.svg.attr('data-xr', xR).attr('data-xl', xL).attr('data-top', top).attr('data-row-h', rowH).attr('data-dpr', dpr);
     const stack = document.createElement('div');
     Object.assign(stack.style, { position: 'relative', width: `${width}px`, height: `${height}px`, background: '#fff' });
     stack.append(canvas, svg.node()!);
@@ -163,8 +166,11 @@ export class HeadView {
     this.svg.attr('data-visible-lines', visible);
     this.svg.selectAll<SVGGElement, string>('.tokens-q > g').select('rect.bg')
       .attr('fill', (_t, i) => (focus?.side === 'q' && focus.index === i ? '#ffe9b8' : state.query === i ? '#e7eefc' : 'transparent'));
+    // keys the focused query cannot see in this layer (causal, window) are grey
+    const data = this.data;
     this.svg.selectAll<SVGGElement, string>('.tokens-k > g').select('rect.bg')
-      .attr('fill', (_t, j) => (focus?.side === 'k' && focus.index === j ? '#ffe9b8' : 'transparent'));
+      .attr('fill', (_t, j) => (focus?.side === 'k' && focus.index === j ? '#ffe9b8'
+        : focus?.side === 'q' && windowOf(data, state.layer) && hidden(data, state.layer, focus.index, j) ? '#eeeeee' : 'transparent'));
     // weight boxes: one small square per selected head next to each key, for the focused query
     const boxes = this.svg.select<SVGGElement>('g.boxes');
     boxes.selectAll('*').remove();
@@ -177,6 +183,7 @@ export class HeadView {
         if (!state.heads[h]) continue;
         const r = A[h][focus.index];
         for (let j = 0; j <= (this.data.bidirectional ? r.length - 1 : focus.index); j++) {
+          if (hidden(this.data, state.layer, focus.index, j)) continue;
           boxes.append('rect').attr('x', xR + labelW - 2 + h * 7).attr('y', top + j * rowH + 4).attr('width', 6).attr('height', Math.max(1, rowH - 8))
             .attr('fill', headColor(h)).attr('fill-opacity', Math.max(0.04, r[j] ?? 0))
             .append('title').text(`head ${h}: ${(r[j] ?? 0).toFixed(3)}`);

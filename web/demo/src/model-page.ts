@@ -4,14 +4,14 @@
 import './style.css';
 import { $, download, headColor, message, progress, showToken, yieldToEvents } from './ui';
 import { CheckpointError, loadModelFromFiles, loadModelFromHub, loadModelFromUrl, readDroppedFiles, type DemoModel } from './api';
-import { maxRowSumError, toJSON, type AttnData } from './contract';
+import { kvGroupsText, maxRowSumError, toJSON, windowOf, type AttnData } from './contract';
 import { allHeadStats, badgeClass, CAVEAT, type HeadStats } from './patterns';
 import { HeadView } from './headview';
 import { ModelView } from './modelview';
 import { renderNeuron } from './neuronview';
 import { elementToPng } from './export';
 import { DEFAULT_MODEL, HUB, fillModelSelect, showDropped } from './models';
-import { clearCheckpointCache, fetchCheckpoint, HUB_GPT2 } from './hub';
+import { clearCheckpointCache, fetchCheckpoint, HUB_GPT2, hubName } from './hub';
 import { Shown } from './shown';
 import { WORD_RULE } from './words';
 
@@ -50,7 +50,7 @@ $('#caveat').textContent = `How to read these maps: ${CAVEAT}`;
 function renderControls(): void {
   const v = view(), d = v?.data, m = st.model;
   const layerSel = $<HTMLSelectElement>('#layer'), headSel = $<HTMLSelectElement>('#head'), qSel = $<HTMLSelectElement>('#query');
-  const nL = m?.config.n_layer ?? 0, nH = m?.config.n_head ?? 0;
+  const nL = m?.dims.layers ?? 0, nH = m?.dims.heads ?? 0;
   if (layerSel.options.length !== nL) layerSel.replaceChildren(...Array.from({ length: nL }, (_v, l) => new Option(String(l), String(l))));
   layerSel.value = String(st.layer);
   if (headSel.options.length !== nH) headSel.replaceChildren(...Array.from({ length: nH }, (_v, h) => new Option(String(h), String(h))));
@@ -61,13 +61,18 @@ function renderControls(): void {
     if (qSel.dataset.key !== key) { qSel.replaceChildren(...d.tokens.map((t, i) => new Option(`${i}: ${showToken(t)}`, String(i)))); qSel.dataset.key = key; }
     qSel.value = String(st.query < 0 ? L - 1 : st.query);
   }
-  // head chips: colour, pattern label, toggle
+  // head chips: colour, pattern label, toggle; with GQA each says its key/value head
   const chips = $('#chips');
-  if (chips.childElementCount !== nH) {
+  const gqa = !!m && m.dims.kvHeads !== m.dims.heads;
+  const chipKey = `${nH}/${m?.dims.kvHeads ?? 0}`;
+  if (chips.dataset.key !== chipKey) {
+    chips.dataset.key = chipKey;
+    const group = m ? nH / m.dims.kvHeads : 1;
     chips.replaceChildren(...Array.from({ length: nH }, (_v, h) => {
       const b = document.createElement('button');
       b.type = 'button'; b.className = 'chip'; b.dataset.head = String(h);
-      b.innerHTML = `<span class="dot" style="background:${headColor(h)}"></span><span class="name">head ${h}</span> <span class="badge"></span>`;
+      const kv = gqa ? ` <span class="kv muted">· KV ${Math.floor(h / group)}</span>` : '';
+      b.innerHTML = `<span class="dot" style="background:${headColor(h)}"></span><span class="name">head ${h}</span>${kv} <span class="badge"></span>`;
       b.addEventListener('click', () => { st.heads[h] = !st.heads[h]; renderControls(); headView.update(viewState()); });
       return b;
     }));
@@ -80,11 +85,29 @@ function renderControls(): void {
     badge.className = `badge ${s ? badgeClass(s.label) : ''}`;
     b.setAttribute('title', s ? `head ${h}: ${s.label}; mean row entropy ${s.entropy.toFixed(2)} bits` : `head ${h}`);
   });
+  renderNotes(d);
   document.querySelectorAll<HTMLElement>('.neuron-only').forEach((e) => { e.hidden = st.tab !== 'neuron'; });
   document.querySelectorAll<HTMLElement>('.head-only').forEach((e) => { e.hidden = st.tab !== 'head'; });
   $<HTMLSelectElement>('#model').disabled = st.generating;
   $<HTMLButtonElement>('#export-png').disabled = !d;
   $<HTMLButtonElement>('#export-json').disabled = !d;
+}
+
+/**
+ * The model's grouped-query attention (which query heads share a key/value head) and the shown
+ * layer's sliding window, in words, above the views.
+ */
+function renderNotes(d: AttnData | undefined): void {
+  const gqa = $('#gqa'), win = $('#window-note');
+  const groups = d ? kvGroupsText(d) : '';
+  gqa.hidden = !groups;
+  gqa.textContent = groups ? `Grouped-query attention, ${d!.nHead} query heads over ${d!.kvHeads} key/value heads: ${groups}.` : '';
+  const w = d ? windowOf(d, st.layer) : 0;
+  win.hidden = !w;
+  win.dataset.window = String(w);
+  win.textContent = w
+    ? `Layer ${st.layer}: window ${w}. Each query sees itself and the ${w - 1} tokens before it; keys further back are hidden (no lines, grey in the maps).`
+    : '';
 }
 
 function render(): void {
@@ -156,8 +179,8 @@ function setData(ids: number[], promptLength: number, attn: Float32Array[][][]):
   const m = st.model!;
   st.data = {
     tokens: ids.map((id) => m.tokenizer.tokenText(id)), ids: ids.slice(), promptLength,
-    nLayer: m.config.n_layer, nHead: m.config.n_head, attn, headDim: m.headDim,
-    scale: m.config.scale_attn_weights === false ? 1 : 1 / Math.sqrt(m.headDim), // GPT-2's attention scale
+    nLayer: m.dims.layers, nHead: m.dims.heads, attn, headDim: m.headDim, scale: m.scale,
+    kvHeads: m.dims.kvHeads, windows: m.dims.windows, rotary: m.rotary,
   };
   st.stats = allHeadStats(st.data);
   document.body.dataset.tokens = String(ids.length);
@@ -167,7 +190,9 @@ function renderOutput(ids: number[], promptLength: number): void {
   const m = st.model!;
   const out = $('#output');
   const p = document.createElement('span'); p.className = 'prompt'; p.textContent = m.tokenizer.decode(ids.slice(0, promptLength));
-  const n = document.createElement('span'); n.className = 'new'; n.textContent = m.tokenizer.decode(ids.slice(promptLength));
+  const n = document.createElement('span'); n.className = 'new';
+  // ids without a tokenizer: "1 2 3" then " 4 5"
+  n.textContent = (m.hasTokenizer || promptLength === 0 || ids.length === promptLength ? '' : ' ') + m.tokenizer.decode(ids.slice(promptLength));
   out.replaceChildren(p, n);
   out.scrollTop = out.scrollHeight;
 }
@@ -178,9 +203,15 @@ async function useModel(model: DemoModel): Promise<void> {
   st.model = model;
   st.data = null;
   st.layer = 0; st.sel = { layer: 0, head: 0 }; st.query = -1; st.neuronKey = -1;
-  st.heads = Array.from({ length: model.config.n_head }, () => true);
-  const c = model.config;
-  $('#model-info').textContent = `${model.name}: ${c.n_layer} layers × ${c.n_head} heads, d_model ${c.n_embd}, context ${c.n_positions}, vocab ${c.vocab_size}.`;
+  st.heads = Array.from({ length: model.dims.heads }, () => true);
+  $('#model-info').textContent = model.info;
+  // a checkpoint without a tokenizer takes token ids as its prompt
+  const note = $('#prompt-note'), prompt = $<HTMLTextAreaElement>('#prompt');
+  note.hidden = model.hasTokenizer;
+  note.textContent = model.hasTokenizer ? '' : `This checkpoint has no tokenizer: type token ids in [0, ${model.dims.vocab}) separated by spaces, e.g. "1 2 3".`;
+  if (!model.hasTokenizer) {
+    try { model.tokenizer.encode(prompt.value); } catch { prompt.value = '1 2 3'; }
+  }
   $('#backend').textContent = model.engine;
   $<HTMLButtonElement>('#generate').disabled = false;
   render();
@@ -191,7 +222,14 @@ async function useModel(model: DemoModel): Promise<void> {
 async function analysePrompt(): Promise<void> {
   const m = st.model;
   if (!m || st.generating) return;
-  const ids = m.tokenizer.encode($<HTMLTextAreaElement>('#prompt').value).slice(-m.config.n_positions);
+  let ids: number[];
+  try {
+    ids = m.tokenizer.encode($<HTMLTextAreaElement>('#prompt').value).slice(-m.dims.positions);
+  } catch (e) {
+    message($('#gen-msg'), `The prompt: ${(e as Error).message}`, 'error');
+    return;
+  }
+  if ($('#gen-msg').textContent?.startsWith('The prompt:')) message($('#gen-msg'), '');
   if (!ids.length) return;
   const epoch = st.epoch;
   const { attn } = await m.run(ids, true);
@@ -214,10 +252,17 @@ async function generate(): Promise<void> {
   const maxNew = Math.max(1, Math.min(1000, Math.floor(Number($<HTMLInputElement>('#max-new').value) || 20)));
   const temperature = Number($<HTMLInputElement>('#temperature').value);
   const topK = Math.max(0, Math.floor(Number($<HTMLInputElement>('#top-k').value) || 0));
-  let ids = m.tokenizer.encode($<HTMLTextAreaElement>('#prompt').value);
-  if (!ids.length) { message(msg, 'Type a prompt first.', 'error'); return; }
-  const room = m.config.n_positions - maxNew;
-  if (room < 1) { message(msg, `At most ${m.config.n_positions - 1} new tokens fit in this model's context.`, 'error'); return; }
+  let ids: number[];
+  try {
+    ids = m.tokenizer.encode($<HTMLTextAreaElement>('#prompt').value);
+  } catch (e) {
+    message(msg, `The prompt: ${(e as Error).message}`, 'error');
+    return;
+  }
+  if (!ids.length) { message(msg, m.hasTokenizer ? 'Type a prompt first.' : 'Type token ids first, e.g. "1 2 3".', 'error'); return; }
+  const P = m.dims.positions;
+  const room = P - maxNew;
+  if (room < 1) { message(msg, `At most ${P - 1} new tokens fit in this model's context.`, 'error'); return; }
   if (ids.length > room) { ids = ids.slice(-room); message(msg, `The prompt was cut to its last ${room} tokens to leave room for ${maxNew} new ones.`, 'info'); }
   const promptLength = ids.length;
   st.generating = true; st.stopRequested = false; st.query = -1; st.neuronKey = -1;
@@ -334,8 +379,8 @@ async function loadHub(): Promise<void> {
   bar.hidden = false;
   const onProgress = (f: number | null, what: string) => progress(bar, f, what, text);
   try {
-    const { files, fromCache } = await fetchCheckpoint(url, abort.signal, onProgress);
-    const model = await loadModelFromHub(files, 'gpt2 (Hub)', {
+    const { files, fromCache, fetched } = await fetchCheckpoint(url, abort.signal, onProgress);
+    const model = await loadModelFromHub(files, `${hubName(url)} (Hub)`, {
       weights, signal: abort.signal,
       onProgress: (p) => onProgress(p.total ? p.loaded / p.total : null, `into qkv (${weights === 'int8' ? '8-bit' : 'as stored'}): ${(p.loaded / 1048576).toFixed(0)} MiB`),
     });
@@ -343,7 +388,7 @@ async function loadHub(): Promise<void> {
     const sel = $<HTMLSelectElement>('#model');
     sel.value = HUB;
     text.textContent = '';
-    message(msg, fromCache === 4 ? 'Loaded from this browser\'s cache (no download).' : `Downloaded${fromCache ? ` (${fromCache} of 4 files from the cache)` : ''} and cached for the next visit.`, 'ok');
+    message(msg, fromCache === fetched ? 'Loaded from this browser\'s cache (no download).' : `Downloaded${fromCache ? ` (${fromCache} of ${fetched} files from the cache)` : ''} and cached for the next visit.`, 'ok');
   } catch (e) {
     text.textContent = '';
     message(msg, abort.signal.aborted ? 'Cancelled.' : `Could not load the checkpoint: ${(e as Error).message}`, abort.signal.aborted ? 'info' : 'error');

@@ -1,7 +1,10 @@
 // Model view: every layer x head as a thumbnail heat map (canvas, coloured with d3's scale),
 // with its entropy and pattern label; choosing one opens a labelled heat map of that head.
+// Keys a query cannot see (after it; outside a layer's sliding window) are grey when their weight
+// is 0, so a window shows as a band; a layer with a window and a head's key/value head (GQA) are
+// written on the grid's labels.
 import * as d3 from 'd3';
-import type { AttnData } from './contract';
+import { hidden, kvHeadOf, windowOf, type AttnData } from './contract';
 import { badgeClass, PATTERN_NOTE, type HeadStats } from './patterns';
 import { renderHeatmap } from './heatmap';
 import { showToken } from './ui';
@@ -9,16 +12,21 @@ import { showToken } from './ui';
 export interface Selected { layer: number; head: number }
 
 const colorCache = d3.range(256).map((i) => d3.color(d3.interpolateBlues(i / 255))!.rgb());
+/** A hidden key with weight 0 (the heat map's masked grey). */
+export const HIDDEN_RGB = d3.rgb('#eeeeee');
 
-/** Paints one head's L x L weights into a canvas, one pixel per weight. */
-export function paintThumb(canvas: HTMLCanvasElement, rows: Float32Array[]): void {
+/**
+ * Paints one head's L x L weights into a canvas, one pixel per weight; a key hidden from its
+ * query (isHidden) is grey when its weight is 0 (a weight there, which would be a bug, is drawn).
+ */
+export function paintThumb(canvas: HTMLCanvasElement, rows: Float32Array[], isHidden: (i: number, j: number) => boolean = () => false): void {
   const L = rows.length;
   canvas.width = L; canvas.height = L;
   const ctx = canvas.getContext('2d')!;
   const img = ctx.createImageData(L, L);
   for (let i = 0; i < L; i++) for (let j = 0; j < L; j++) {
     const w = j < rows[i].length ? rows[i][j] : 0;
-    const c = colorCache[Math.max(0, Math.min(255, Math.round(Math.sqrt(w) * 255)))];
+    const c = w === 0 && isHidden(i, j) ? HIDDEN_RGB : colorCache[Math.max(0, Math.min(255, Math.round(Math.sqrt(w) * 255)))];
     const o = (i * L + j) * 4;
     img.data[o] = c.r; img.data[o + 1] = c.g; img.data[o + 2] = c.b; img.data[o + 3] = 255;
   }
@@ -33,18 +41,18 @@ export class ModelView {
 
   /** Builds the grid when the model shape changes; repaints thumbnails and labels otherwise. */
   render(data: AttnData, stats: HeadStats[][], sel: Selected): void {
-    const shape = `${data.nLayer}x${data.nHead}`;
+    const shape = `${data.nLayer}x${data.nHead}/${data.kvHeads ?? data.nHead}/${data.windows?.join(',') ?? ''}`;
     if (shape !== this.shape) {
       this.shape = shape;
       this.grid.replaceChildren();
       this.grid.style.gridTemplateColumns = `auto repeat(${data.nHead}, minmax(0, 1fr))`;
       const corner = document.createElement('span');
       this.grid.append(corner);
-      for (let h = 0; h < data.nHead; h++) { const s = document.createElement('span'); s.className = 'small muted export-text'; s.style.textAlign = 'center'; s.textContent = `head ${h}`; this.grid.append(s); }
+      for (let h = 0; h < data.nHead; h++) { const s = document.createElement('span'); s.className = 'small muted export-text'; s.style.textAlign = 'center'; s.textContent = (data.kvHeads ?? data.nHead) !== data.nHead ? `head ${h} · KV ${kvHeadOf(data, h)}` : `head ${h}`; this.grid.append(s); }
       this.buttons = [];
       for (let l = 0; l < data.nLayer; l++) {
         const lab = document.createElement('span');
-        lab.className = 'small muted export-text'; lab.style.alignSelf = 'center'; lab.textContent = `layer ${l}`;
+        lab.className = 'small muted export-text'; lab.style.alignSelf = 'center'; lab.textContent = windowOf(data, l) ? `layer ${l} · window ${windowOf(data, l)}` : `layer ${l}`;
         this.grid.append(lab);
         const row: HTMLButtonElement[] = [];
         for (let h = 0; h < data.nHead; h++) {
@@ -61,7 +69,7 @@ export class ModelView {
     }
     for (let l = 0; l < data.nLayer; l++) for (let h = 0; h < data.nHead; h++) {
       const b = this.buttons[l][h], s = stats[l][h];
-      paintThumb(b.querySelector('canvas')!, data.attn[l][h]);
+      paintThumb(b.querySelector('canvas')!, data.attn[l][h], (i, j) => hidden(data, l, i, j));
       const tag = b.querySelector<HTMLElement>('.tag')!;
       tag.textContent = s.label;
       tag.className = `tag badge ${badgeClass(s.label)}`;
@@ -77,9 +85,10 @@ export class ModelView {
     const rows = data.attn[sel.layer][sel.head], s = stats[sel.layer][sel.head];
     const labels = data.tokens.map((t) => { const x = showToken(t); return x.length > 10 ? x.slice(0, 9) + '…' : x; });
     renderHeatmap(this.detail, {
-      rows: labels, cols: labels, value: (i, j) => rows[i][j] ?? 0, masked: (i, j) => j > i,
+      rows: labels, cols: labels, value: (i, j) => rows[i][j] ?? 0, masked: (i, j) => hidden(data, sel.layer, i, j),
       numbers: true, rowSums: true, maxCell: 34, width: Math.min(760, this.detail.clientWidth || 700),
-      title: `layer ${sel.layer} · head ${sel.head} · ${s.label} · mean entropy ${s.entropy.toFixed(2)} bits`,
+      title: `layer ${sel.layer} · head ${sel.head}${(data.kvHeads ?? data.nHead) !== data.nHead ? ` (KV head ${kvHeadOf(data, sel.head)})` : ''}` +
+        `${windowOf(data, sel.layer) ? ` · window ${windowOf(data, sel.layer)}` : ''} · ${s.label} · mean entropy ${s.entropy.toFixed(2)} bits`,
     });
   }
 }

@@ -4,9 +4,11 @@
 // forward with outputQueriesKeys); the page renders this view only once it has them. Bars drawn
 // with Observable Plot. With the word toggle on, a word row comes first (the merged weights of
 // the query's word, words.ts); the arithmetic below stays per token, since q·k exists only
-// between tokens: it is drawn for the word's last token.
+// between tokens: it is drawn for the word's last token. Llama-family q and k are after the
+// rotary position embedding (what attention multiplies); with GQA, k is the key head the query
+// head shares with its group; a sliding window limits the visible keys.
 import * as Plot from '@observablehq/plot';
-import type { AttnData } from './contract';
+import { kvGroup, kvHeadOf, windowOf, type AttnData } from './contract';
 import { showToken } from './ui';
 
 export interface NeuronState { layer: number; head: number; query: number; key: number }
@@ -19,7 +21,10 @@ export function renderNeuron(container: HTMLElement, data: AttnData, st: NeuronS
   const i = Math.max(0, Math.min(L - 1, st.query < 0 ? L - 1 : st.query));
   const weights = data.attn[st.layer][st.head][i];
   const label = (j: number) => `${j}:${showToken(data.tokens[j]).slice(0, 8)}`;
-  const keys = Array.from({ length: i + 1 }, (_v, j) => j);
+  // the visible keys: 0..i, or the last `window` of them
+  const win = words ? 0 : windowOf(data, st.layer);
+  const first = win ? Math.max(0, i - win + 1) : 0;
+  const keys = Array.from({ length: i + 1 - first }, (_v, n) => first + n);
   if (!data.q || !data.k) throw new Error('renderNeuron: the queries and keys are not known yet');
   const Dh = data.headDim;
   const q = data.q[st.layer][st.head].subarray(i * Dh, (i + 1) * Dh);
@@ -31,7 +36,7 @@ export function renderNeuron(container: HTMLElement, data: AttnData, st: NeuronS
     return { key: label(j), j, raw, scaled: raw * data.scale, p };
   });
   const argmax = rows.reduce((a, b) => (b.p > a.p ? b : a), rows[0]).j;
-  const kj = st.key >= 0 && st.key <= i ? st.key : argmax;
+  const kj = st.key >= first && st.key <= i ? st.key : argmax;
   const width = container.clientWidth || 900;
   const narrow = width < 640;
   const barW = narrow ? width - 10 : Math.max(180, Math.floor((width - 30) / 3));
@@ -54,6 +59,17 @@ export function renderNeuron(container: HTMLElement, data: AttnData, st: NeuronS
   head.innerHTML = `Layer ${st.layer}, head ${st.head}, query <b class="mono">${i}: ${escapeHtml(showToken(data.tokens[i]))}</b>. ` +
     `Scale 1/√${Dh} = ${data.scale.toFixed(4)}. Orange: key ${kj}.`;
   figs.push(head);
+  const gqa = (data.kvHeads ?? data.nHead) !== data.nHead;
+  if (data.rotary || gqa) {
+    const note = document.createElement('p');
+    note.className = 'small muted rope-note';
+    const g = kvHeadOf(data, st.head), [a, b] = kvGroup(data, g);
+    note.textContent = [
+      data.rotary ? 'q and k are shown after the rotary position embedding (RoPE), as attention multiplies them: q · k depends on the distance between the tokens.' : '',
+      gqa ? `k comes from KV head ${g}, which heads ${a}-${b} share (grouped-query attention).` : '',
+    ].filter(Boolean).join(' ');
+    figs.push(note);
+  }
   const k = kAll.subarray(kj * Dh, (kj + 1) * Dh);
   const vec = Array.from({ length: Dh }, (_v, d) => ({ d, q: q[d], k: k[d], qk: q[d] * k[d] }));
   const vw = narrow ? width - 10 : Math.max(180, Math.floor((width - 30) / 3));
@@ -64,7 +80,8 @@ export function renderNeuron(container: HTMLElement, data: AttnData, st: NeuronS
   });
   const vrow = document.createElement('div');
   vrow.className = 'ncols';
-  vrow.append(vplot('q', `q (query ${i})`, '#2456c8'), vplot('k', `k (key ${kj})`, '#59a14f'), vplot('qk', `q ⊙ k  (Σ = ${rows[kj].raw.toFixed(3)})`, '#b07aa1'));
+  const rot = data.rotary ? ' after RoPE' : '';
+  vrow.append(vplot('q', `q (query ${i})${rot}`, '#2456c8'), vplot('k', `k (key ${kj})${rot}`, '#59a14f'), vplot('qk', `q ⊙ k  (Σ = ${rows[kj].raw.toFixed(3)})`, '#b07aa1'));
   figs.push(vrow);
   const brow = document.createElement('div');
   brow.className = 'ncols';
@@ -73,7 +90,8 @@ export function renderNeuron(container: HTMLElement, data: AttnData, st: NeuronS
   const sum = rows.reduce((a, r) => a + r.p, 0);
   const foot = document.createElement('p');
   foot.className = 'small muted';
-  foot.textContent = `Σ softmax = ${sum.toFixed(4)} over ${keys.length} visible keys (keys after ${i} are masked: causal).`;
+  foot.textContent = `Σ softmax = ${sum.toFixed(4)} over ${keys.length} visible keys (keys after ${i} are masked: causal` +
+    `${first > 0 ? `; keys before ${first} are outside layer ${st.layer}'s window of ${win}` : ''}).`;
   figs.push(foot);
   container.replaceChildren(...figs);
 }

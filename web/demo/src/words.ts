@@ -107,7 +107,8 @@ export function wordData(d: AttnData, words: Words): AttnData {
     tokens: words.text.slice(),
     ids: Array.from({ length: W }, (_v, w) => d.ids[words.start[w + 1] - 1]),
     promptLength: d.promptLength > 0 ? words.wordOf[Math.min(d.promptLength, d.tokens.length) - 1] + 1 : 0,
-    nLayer: d.nLayer, nHead: d.nHead, headDim: d.headDim, scale: d.scale,
+    nLayer: d.nLayer, nHead: d.nHead, headDim: d.headDim, scale: d.scale, kvHeads: d.kvHeads, rotary: d.rotary,
+    // windows count token positions, not words: left out (the merged rows carry the window's effect)
     attn: d.attn.map((layer) => layer.map((rows) => mergeRows(rows, words))),
   };
 }

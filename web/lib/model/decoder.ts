@@ -160,6 +160,11 @@ export interface ModelDims {
   positions: number;
   /** The config.json key `positions` comes from, for messages. */
   positionsKey: string;
+  /**
+   * Each layer's sliding window (0 = full causal attention): query i sees keys j with
+   * i - window < j <= i. GPT-2: all 0; the Llama family: {@link LlamaModel.slidingWindows}.
+   */
+  windows: readonly number[];
 }
 
 /** The architectures loadModel knows (config.json's model_type). */
@@ -383,7 +388,11 @@ export class DecoderModel<C extends object = Record<string, unknown>> {
     release(this.#tracked);
   }
 
-  /** The sizes the model's buffers are made from. */
+  /**
+   * The model's shape in one place for either family: layers, query heads, key/value heads
+   * (query head h reads key/value head floor(h / (heads / kvHeads))), head_dim, vocab,
+   * context and each layer's sliding window.
+   */
   get dims(): Readonly<ModelDims> {
     return this.#dims;
   }

@@ -14,6 +14,7 @@ export class GPT2Model extends DecoderModel<GPT2Config> {
     const dims = {
       layers: config.n_layer, heads: config.n_head, kvHeads: config.n_head, headDim: config.n_embd / config.n_head,
       vocab: config.vocab_size, positions: config.n_positions, positionsKey: 'n_positions',
+      windows: Object.freeze(new Array<number>(config.n_layer).fill(0)),
     };
     super(m, handle, config, tokenizer, dims, 'gpt2');
   }

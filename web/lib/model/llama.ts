@@ -40,6 +40,7 @@ export class LlamaModel extends DecoderModel<LlamaConfig> {
       layers: config.num_hidden_layers, heads, kvHeads: config.num_key_value_heads ?? heads,
       headDim: config.head_dim ?? config.hidden_size / heads, vocab: config.vocab_size,
       positions: config.max_position_embeddings, positionsKey: 'max_position_embeddings',
+      windows: Object.freeze(windowsOf(config)),
     };
     super(m, handle, config, tokenizer, dims, config.model_type as Architecture);
   }
@@ -47,20 +48,24 @@ export class LlamaModel extends DecoderModel<LlamaConfig> {
   /**
    * The sliding window of each layer (0 = full causal attention), as transformers decides it:
    * Mistral's sliding_window on every layer (absent: 4096, null: none); Qwen2's on layers
-   * >= max_window_layers when use_sliding_window; none for Llama.
+   * >= max_window_layers when use_sliding_window; none for Llama. (Also `dims.windows`.)
    */
   get slidingWindows(): number[] {
-    const c = this.config;
-    const n = c.num_hidden_layers;
-    if (c.model_type === 'mistral') {
-      const w = c.sliding_window === undefined ? 4096 : c.sliding_window ?? 0;
-      return new Array<number>(n).fill(w);
-    }
-    if (c.model_type === 'qwen2' && c.use_sliding_window) {
-      const w = c.sliding_window ?? 4096;
-      const first = c.max_window_layers ?? 28;
-      return Array.from({ length: n }, (_, l) => (l >= first ? w : 0));
-    }
-    return new Array<number>(n).fill(0);
+    return [...this.dims.windows];
   }
+}
+
+/** The sliding window of each layer, as {@link LlamaModel.slidingWindows} describes. */
+function windowsOf(c: LlamaConfig): number[] {
+  const n = c.num_hidden_layers;
+  if (c.model_type === 'mistral') {
+    const w = c.sliding_window === undefined ? 4096 : c.sliding_window ?? 0;
+    return new Array<number>(n).fill(w);
+  }
+  if (c.model_type === 'qwen2' && c.use_sliding_window) {
+    const w = c.sliding_window ?? 4096;
+    const first = c.max_window_layers ?? 28;
+    return Array.from({ length: n }, (_, l) => (l >= first ? w : 0));
+  }
+  return new Array<number>(n).fill(0);
 }
