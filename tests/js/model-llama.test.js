@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, test } from 'node:test';
 
-import { ROOT, api, argmax, buildSafetensors, llamaConfig, maxAbsErr, randomLlamaTensors } from './model-helpers.js';
+import { ROOT, api, argmax, buildSafetensors, gpt2Config, llamaConfig, maxAbsErr, randomGpt2Tensors, randomLlamaTensors } from './model-helpers.js';
 import { packageFile, referenceTokenizer } from './model-tokenizer-shared.js';
 
 const qkv = await api();
@@ -99,6 +99,24 @@ test('the sliding windows and GQA groups a model runs with', async () => {
     q.dispose();
     m.dispose();
     l.dispose();
+  }
+});
+
+test('dims: one shape for both decoder families (what the model page of the demo reads)', async () => {
+  const cfg = gpt2Config({ n_layer: 3, n_head: 2, n_embd: 16, vocab_size: 256 });
+  const g = await qkv.loadModel({ config: cfg, weights: buildSafetensors(randomGpt2Tensors(cfg, 2)) });
+  const q = await qkv.loadModel(files('qwen2-bias'));
+  try {
+    assert.ok(g instanceof qkv.DecoderModel && q instanceof qkv.DecoderModel);
+    assert.deepEqual({ ...g.dims, windows: [...g.dims.windows] },
+      { layers: 3, heads: 2, kvHeads: 2, headDim: 8, vocab: 256, positions: 32, positionsKey: 'n_positions', windows: [0, 0, 0] });
+    const c = q.config;
+    assert.deepEqual([q.dims.layers, q.dims.heads, q.dims.kvHeads, q.dims.vocab, q.dims.positions],
+      [c.num_hidden_layers, c.num_attention_heads, c.num_key_value_heads, c.vocab_size, c.max_position_embeddings]);
+    assert.ok(Object.isFrozen(q.dims.windows));
+  } finally {
+    g.dispose();
+    q.dispose();
   }
 });
 

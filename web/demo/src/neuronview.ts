@@ -22,7 +22,7 @@ export function renderNeuron(container: HTMLElement, data: AttnData, st: NeuronS
   const weights = data.attn[st.layer][st.head][i];
   const label = (j: number) => `${j}:${showToken(data.tokens[j]).slice(0, 8)}`;
   // the visible keys: 0..i, or the last `window` of them
-  const win = words ? 0 : windowOf(data, st.layer);
+  const win = windowOf(data, st.layer); // data is per token (the word row is apart)
   const first = win ? Math.max(0, i - win + 1) : 0;
   const keys = Array.from({ length: i + 1 - first }, (_v, n) => first + n);
   if (!data.q || !data.k) throw new Error('renderNeuron: the queries and keys are not known yet');
