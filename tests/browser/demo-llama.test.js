@@ -60,6 +60,17 @@ after(async () => { await browser?.close(); demo?.server.close(); hub?.server.cl
 
 async function openModelPage(query = '') {
   const page = await openPage(browser, `${demo.url}index.html${query}`, { viewport: { width: 1280, height: 900 } });
+  // the tests read canvases through a copy made for reading (reading the page's own canvases
+  // again and again makes Chromium warn on the console)
+  await page.evaluate(() => {
+    window.readable = (canvas) => {
+      const copy = document.createElement('canvas');
+      copy.width = canvas.width; copy.height = canvas.height;
+      const ctx = copy.getContext('2d', { willReadFrequently: true });
+      ctx.drawImage(canvas, 0, 0);
+      return ctx;
+    };
+  });
   await page.waitForSelector('body[data-ready=true]', { timeout: 60_000 });
   return page;
 }
@@ -83,7 +94,7 @@ function inkAtKeys(page, i) {
     const canvas = document.querySelector('#headview canvas');
     const [xL, xR, top, rowH, dpr] = ['data-xl', 'data-xr', 'data-top', 'data-row-h', 'data-dpr'].map((a) => Number(svg.getAttribute(a)));
     const L = svg.querySelectorAll('.tokens-k > g').length;
-    const ctx = canvas.getContext('2d');
+    const ctx = readable(canvas);
     const y = (k) => top + k * rowH + rowH / 2;
     const x0 = xL + 4, x1 = xR - 4, x = x1 - 10;
     return Array.from({ length: L }, (_v, j) => {
@@ -100,7 +111,7 @@ function inkAtKeys(page, i) {
 function greyCells(page, layer, head) {
   return page.evaluate(([layer, head]) => {
     const c = document.querySelector(`#thumbs .thumb[data-layer="${layer}"][data-head="${head}"] canvas`);
-    const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    const d = readable(c).getImageData(0, 0, c.width, c.height).data;
     return Array.from({ length: c.height }, (_v, i) => Array.from({ length: c.width }, (_w, j) => {
       const o = (i * c.width + j) * 4;
       return d[o] === 238 && d[o + 1] === 238 && d[o + 2] === 238;
@@ -180,7 +191,8 @@ test('a dropped Qwen2 checkpoint without a tokenizer: ids in and out, GQA groups
 
   // the neuron view: q and k after RoPE, the shared key head, the window's visible keys
   await page.click('#tab-neuron');
-  await page.waitForSelector('#neuron svg', { timeout: 60_000 });
+  await page.waitForSelector('#neuron svg', { timeout: 60_000 })
+    .catch(async (e) => assert.fail(`neuron view: ${await page.innerText('#neuron')} ${page.problems.join('; ')} (${e.message})`));
   await page.selectOption('#head', '4');
   const neuron = await page.innerText('#neuron');
   assert.match(neuron, /q and k are shown after the rotary position embedding \(RoPE\)/);

@@ -81,7 +81,7 @@ export function renderNeuron(container: HTMLElement, data: AttnData, st: NeuronS
   const vrow = document.createElement('div');
   vrow.className = 'ncols';
   const rot = data.rotary ? ' after RoPE' : '';
-  vrow.append(vplot('q', `q (query ${i})${rot}`, '#2456c8'), vplot('k', `k (key ${kj})${rot}`, '#59a14f'), vplot('qk', `q ⊙ k  (Σ = ${rows[kj].raw.toFixed(3)})`, '#b07aa1'));
+  vrow.append(vplot('q', `q (query ${i})${rot}`, '#2456c8'), vplot('k', `k (key ${kj})${rot}`, '#59a14f'), vplot('qk', `q ⊙ k  (Σ = ${rows[kj - first].raw.toFixed(3)})`, '#b07aa1'));
   figs.push(vrow);
   const brow = document.createElement('div');
   brow.className = 'ncols';
