@@ -130,7 +130,7 @@ test('a dropped Qwen2 checkpoint without a tokenizer: ids in and out, GQA groups
   await page.setInputFiles('#files', ['config.json', 'model.safetensors'].map((f) => join(dir, f)));
   await page.waitForSelector('#drop-msg[data-tone=ok]:not([hidden])', { timeout: 60_000 });
   assert.match(await page.innerText('#model-info'),
-    /^dropped checkpoint \(qwen2\): 2 layers × 6 heads sharing 2 key\/value heads \(grouped-query attention\), head_dim 4, hidden 24, context 64, vocab 64; sliding window 4 on layers 1;/);
+    /^dropped checkpoint \(qwen2\): 2 layers × 6 heads sharing 2 key\/value heads \(grouped-query attention\), head_dim 4, hidden 24, context 64, vocab 64; sliding window 4 on layer 1;/);
   assert.match(await page.innerText('#prompt-note'), /This checkpoint has no tokenizer: type token ids in \[0, 64\) separated by spaces/);
 
   // a word is not an id: the page says so instead of breaking
@@ -160,7 +160,7 @@ test('a dropped Qwen2 checkpoint without a tokenizer: ids in and out, GQA groups
   assert.ok(ink0.slice(0, last - 3).some((a) => a > 0), `layer 0 draws lines to keys before the window's: ${ink0}`);
   await page.selectOption('#layer', '1');
   assert.match(await page.innerText('#window-note'), /^Layer 1: window 4\. Each query sees itself and the 3 tokens before it/);
-  assert.match(await page.textContent('#headview .key-title'), /window 4/);
+  assert.equal(await page.textContent('#headview .window-title'), 'window 4: each query sees its last 4 keys');
   assert.equal(await page.inputValue('#query'), String(last)); // still pinned in the new layer
   await page.waitForFunction(() => Number(document.querySelector('#headview svg').getAttribute('data-visible-lines')) > 0);
   const ink1 = await inkAtKeys(page, last);

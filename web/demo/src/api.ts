@@ -265,7 +265,7 @@ function describeModel(name: string, arch: string, config: Record<string, unknow
   const windowed = d.windows.flatMap((w, l) => (w ? [l] : []));
   const win = windowed.length === 0 ? '' : windowed.length === d.layers
     ? `; sliding window ${d.windows[0]} on every layer`
-    : `; sliding window ${d.windows[windowed[0]]} on layers ${windowed.join(', ')}`;
+    : `; sliding window ${d.windows[windowed[0]]} on layer${windowed.length > 1 ? 's' : ''} ${windowed.join(', ')}`;
   return `${name} (${arch}): ${d.layers} layers × ${d.heads} heads${gqa}, head_dim ${d.headDim}, ` +
     `hidden ${String(config.hidden_size)}, context ${d.positions}, vocab ${d.vocab}${win}; q and k after the rotary embedding.`;
 }

@@ -67,9 +67,15 @@ export class HeadView {
       .attr('font-family', 'ui-monospace, DejaVu Sans Mono, monospace').attr('font-size', 13)
       .style('position', 'absolute').style('left', '0').style('top', '0');
     svg.append('text').attr('x', 4).attr('y', 14).attr('font-size', 11).attr('fill', '#666').attr('font-family', 'system-ui, sans-serif').text('query');
+    svg.append('text').attr('x', xR + 4).attr('y', 14).attr('font-size', 11).attr('fill', '#666').attr('font-family', 'system-ui, sans-serif')
+      .text(L > LONG ? `key (the ${TOP_K} strongest lines per query and head)` : 'key');
+    // a sliding window: said over the lines (a query's hidden keys are grey when it is focused)
     const win = windowOf(data, state.layer);
-    svg.append('text').attr('class', 'key-title').attr('x', xR + 4).attr('y', 14).attr('font-size', 11).attr('fill', '#666').attr('font-family', 'system-ui, sans-serif')
-      .text(`key${win ? ` · window ${win}` : ''}${L > LONG ? ` (the ${TOP_K} strongest lines per query and head)` : ''}`);
+    if (win) {
+      svg.append('text').attr('class', 'window-title').attr('x', (xL + xR) / 2).attr('y', 14).attr('text-anchor', 'middle')
+        .attr('font-size', 11).attr('fill', '#666').attr('font-family', 'system-ui, sans-serif')
+        .text(`window ${win}: each query sees its last ${win} keys`);
+    }
     const canvas = document.createElement('canvas');
     const dpr = Math.min(window.devicePixelRatio || 1, Math.max(1, Math.sqrt(MAX_CANVAS_PIXELS / (width * height))));
     canvas.width = Math.round(width * dpr); canvas.height = Math.round(height * dpr);
