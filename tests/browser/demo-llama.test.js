@@ -8,7 +8,8 @@
 // - a Llama checkpoint with Llama 3's real tokenizer.json (vocab 128256, hidden 16: 8 MB tied),
 //   fetched from a local "Hub" that counts requests (config.json first, then tokenizer.json and
 //   tokenizer_config.json, no vocab.json): a typed prompt generates, and the text the page shows
-//   is what @lenml/tokenizers decodes from the ids the page exports.
+//   is what @lenml/tokenizers decodes from the ids the page exports; the same files dropped on
+//   the page tokenize a typed prompt as the reference does.
 // Checkpoints are generated here (tests/js/model-helpers.js). Run after the Vite build
 // (tools/stages/60-demo.sh); screenshots in build/artifacts/demo/.
 import { test, before, after } from 'node:test';
@@ -230,6 +231,16 @@ test('a Llama checkpoint with Llama 3\'s tokenizer.json from the Hub: the shown 
   assert.equal(json.text, ref.decode(json.ids, clean));
   assert.ok((await page.innerText('#output')).startsWith(prompt));
   await page.screenshot({ path: join(ART, 'llama3-tokenizer-hub.png') });
+
+  // the same folder dropped (tokenizer_config.json is not taken for config.json): the prompt
+  // is analysed in the real tokenizer's tokens
+  await page.setInputFiles('#files', ['tokenizer_config.json', 'config.json', 'tokenizer.json', 'model.safetensors'].map((f) => join(DIR, f)));
+  await page.waitForSelector('#drop-msg[data-tone=ok]:not([hidden])', { timeout: 60_000 });
+  assert.match(await page.innerText('#model-info'), /^dropped checkpoint \(llama\): 2 layers × 4 heads/);
+  await page.fill('#prompt', '');
+  await page.locator('#prompt').pressSequentially('Hello, world!', { delay: 40 });
+  await page.waitForFunction((n) => document.body.dataset.tokens === String(n), ref.encode('Hello, world!').length, { timeout: 60_000 });
+  assert.equal(await page.textContent('#output'), 'Hello, world!');
   assert.deepEqual(page.problems, []);
   await page.close();
 });
