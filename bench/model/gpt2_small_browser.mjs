@@ -2,14 +2,15 @@
 // the companion of gpt2_small.mjs (Node). One command:
 //
 //   node bench/model/gpt2_small_browser.mjs [--dir /tmp/qkv-gpt2-small] [--reps 3] [--tokens 16]
-//        [--weights f32,f16,int8] [--threads 1,2] [--variant simd|simd-relaxed] [--prefill 32,128] [--contexts 8]
+//        [--weights f32,f16,int8] [--threads 1,2] [--variant simd[,simd-relaxed]] [--prefill 32,128] [--contexts 8]
 //
 // The checkpoint is made on first use in --dir (~725 MB: F32 and F16 folders; never in the
 // repository). A local server streams it (Content-Length, so loadModel reports progress) with
 // COOP/COEP, so the page is crossOriginIsolated and the threads build runs. Each setting
 // (weights x threads) runs in a browser of its own, in one page (gpt2_small_page.js):
 //  - load: loadModel(url) from the server (fetch body streamed into wasm memory; int8 quantizes
-//    the F32 file on load, F16 is read as stored), seconds, and the renderer's RSS after it;
+//    the F32 file on load, F16 is read as stored), seconds, and the renderer's RSS after it and
+//    after a full GC (Chromium runs with --expose-gc: what the load left as garbage);
 //  - prefill: a forward of 32 / 128 tokens to the last position's logits;
 //  - decode: greedy tokens/s after an 8-token prompt (KV cache, one token per step);
 //  - peak RSS of the renderer (VmHWM) at the end.
@@ -35,7 +36,8 @@ const REPS = Number(arg('--reps', 3));
 const TOKENS = Number(arg('--tokens', 16));
 const WEIGHTS = list('--weights', 'f32,f16,int8');
 const THREADS = list('--threads', '1,2').map(Number);
-const VARIANT = arg('--variant', 'simd');
+// the builds: plain SIMD (as the Node benchmark) and/or its relaxed-SIMD twin (what 'auto' loads in Chromium)
+const VARIANTS = list('--variant', 'simd');
 const PREFILL = list('--prefill', '32,128').map(Number);
 const CONTEXTS = list('--contexts', '8').map(Number);
 const FLAG = '--qkv-gpt2-small-bench';
@@ -119,6 +121,7 @@ function resolve(r) {
     ...r,
     load: { ...r.load, cpu: cpu(r.load) },
     rssAfterLoadMB: marks[r.afterLoad][pid].rssMB,
+    rssAfterGcMB: r.afterGc === null ? null : marks[r.afterGc][pid].rssMB,
     peakRssMB: marks[r.end][pid].peakRssMB,
     prefill: Object.fromEntries(Object.entries(r.prefill).map(([L, runs]) => [L, { ...best(runs, (s, ms) => ms, Math.min), runs }])),
     decode: Object.fromEntries(Object.entries(r.decode).map(([c, runs]) => [c, { ...best(runs, (s, ms) => (1000 * s.tokens) / ms, Math.max), runs }])),
@@ -127,7 +130,7 @@ function resolve(r) {
 
 async function runOne(origin, spec) {
   marks = [];
-  const browser = await launch(['--renderer-process-limit=1', FLAG]);
+  const browser = await launch(['--renderer-process-limit=1', '--js-flags=--expose-gc', FLAG]);
   const t0 = performance.now();
   try {
     const q = new URLSearchParams({ ...spec, prefill: PREFILL.join(','), contexts: CONTEXTS.join(','), reps: REPS, tokens: TOKENS });
@@ -153,12 +156,14 @@ await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
 const origin = `http://127.0.0.1:${server.address().port}`;
 const runs = [];
 try {
-  for (const threads of THREADS) {
-    for (const weights of WEIGHTS) {
-      const variant = threads > 1 ? `${VARIANT}-threads` : VARIANT;
-      const r = await runOne(origin, { weights, variant, threads });
-      console.error(`  ${weights} ${r.variant} ${r.threads}t: ${r.run_s.toFixed(0)} s`);
-      runs.push(r);
+  for (const base of VARIANTS) {
+    for (const threads of THREADS) {
+      for (const weights of WEIGHTS) {
+        const variant = threads > 1 ? `${base}-threads` : base;
+        const r = await runOne(origin, { weights, variant, threads });
+        console.error(`  ${weights} ${r.variant} ${r.threads}t: ${r.run_s.toFixed(0)} s`);
+        runs.push(r);
+      }
     }
   }
 } finally {
@@ -176,7 +181,7 @@ const out = {
   model: { n_layer: cfg.n_layer, n_embd: cfg.n_embd, vocab_size: cfg.vocab_size, file_mb: statSync(path.join(DIR, 'f32', 'model.safetensors')).size / 2 ** 20 },
   method: 'one browser per setting, loadModel(url) from a local server (streamed, no-store); 1 thread: the renderer\'s CPU time (all its threads, ' +
     '/proc schedstat), 2 threads: wall time (both clocks in each run); best of reps; prefill = forward to the last position\'s logits; ' +
-    `decode = greedy, ${TOKENS} tokens after the prompt, steps only; RSS = the renderer's (VmRSS after load, VmHWM at the end)`,
+    `decode = greedy, ${TOKENS} tokens after the prompt, steps only; RSS = the renderer's (VmRSS after load and after a full GC, VmHWM at the end)`,
   reps: REPS,
   runs,
   total_s: (performance.now() - t0) / 1000,
@@ -186,9 +191,9 @@ const file = path.join(ROOT, 'bench', 'results', 'model-gpt2-small-chromium.json
 writeFileSync(file, JSON.stringify(out, null, 2) + '\n');
 
 const fmt = (x, d = 1) => (x === undefined || x === null || Number.isNaN(x) ? '' : x.toFixed(d));
-const head = ['run', 'clock', 'load s', 'RSS after load MB', ...PREFILL.map((L) => `prefill ${L} ms`), ...CONTEXTS.map((c) => `decode tok/s @${c}`), 'peak RSS MB'];
+const head = ['run', 'clock', 'load s', 'RSS after load MB', 'after GC MB', ...PREFILL.map((L) => `prefill ${L} ms`), ...CONTEXTS.map((c) => `decode tok/s @${c}`), 'peak RSS MB'];
 const rows = runs.map((r) => [
-  `qkv ${r.weights}, ${r.variant}, ${r.threads}t`, clock(r), fmt(r.load.wall / 1000, 2), fmt(r.rssAfterLoadMB, 0),
+  `qkv ${r.weights}, ${r.variant}, ${r.threads}t`, clock(r), fmt(r.load.wall / 1000, 2), fmt(r.rssAfterLoadMB, 0), fmt(r.rssAfterGcMB, 0),
   ...PREFILL.map((L) => fmt(r.prefill[L][clock(r)], 0)), ...CONTEXTS.map((c) => fmt(r.decode[c][clock(r)], 1)), fmt(r.peakRssMB, 0),
 ]);
 const w = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
@@ -198,8 +203,8 @@ console.log(`GPT-2 small (random weights), ${out.browser} (headless), ${out.mach
 console.log(line(head));
 console.log('|' + w.map((x) => '-'.repeat(x + 2)).join('|') + '|');
 for (const r of rows) console.log(line(r));
-const one = (wt) => runs.find((r) => r.weights === wt && r.threads === 1);
-const two = (wt) => runs.find((r) => r.weights === wt && r.threads > 1);
+const one = (wt) => runs.find((r) => r.weights === wt && r.threads === 1 && r.variant === VARIANTS[0]);
+const two = (wt) => runs.find((r) => r.weights === wt && r.threads > 1 && r.variant === `${VARIANTS[0]}-threads`);
 for (const wt of WEIGHTS) {
   const a = one(wt), b = two(wt);
   if (a && b) console.log(`${wt}: 2t/1t on wall time: decode @${CONTEXTS[0]} ${(b.decode[CONTEXTS[0]].wall / a.decode[CONTEXTS[0]].wall).toFixed(2)}x, prefill ${PREFILL.at(-1)} ${(a.prefill[PREFILL.at(-1)].wall / b.prefill[PREFILL.at(-1)].wall).toFixed(2)}x`);
@@ -207,6 +212,12 @@ for (const wt of WEIGHTS) {
 if (one('f32')) {
   for (const wt of WEIGHTS.filter((x) => x !== 'f32' && one(x))) {
     console.log(`${wt} / f32 decode @${CONTEXTS[0]}, 1 thread: ${(one(wt).decode[CONTEXTS[0]].cpu / one('f32').decode[CONTEXTS[0]].cpu).toFixed(2)}x`);
+  }
+}
+for (const other of VARIANTS.slice(1)) {
+  for (const wt of WEIGHTS) {
+    const a = one(wt), b = runs.find((r) => r.weights === wt && r.threads === 1 && r.variant === other);
+    if (a && b) console.log(`${wt}, 1 thread, ${other} / ${VARIANTS[0]} on CPU time: prefill ${PREFILL.at(-1)} ${(a.prefill[PREFILL.at(-1)].cpu / b.prefill[PREFILL.at(-1)].cpu).toFixed(2)}x, decode @${CONTEXTS[0]} ${(b.decode[CONTEXTS[0]].cpu / a.decode[CONTEXTS[0]].cpu).toFixed(2)}x`);
   }
 }
 console.log(`wrote ${path.relative(ROOT, file)} (${out.total_s.toFixed(0)} s)`);

@@ -35,10 +35,13 @@ async function run() {
     onProgress: (e) => { progress++; total = e.total; },
   });
   const m1 = await mark();
+  // a full GC (the runner launches Chromium with --expose-gc): what the load left as garbage
+  globalThis.gc?.();
+  const m2 = await mark();
   const V = model.config.vocab_size;
   const out = {
     weights, variant: qkv.env.loadedVariant, threads: qkv.env.threads, crossOriginIsolated,
-    load: { ...span(m0, m1), progressEvents: progress, bytes: total }, afterLoad: m1.id,
+    load: { ...span(m0, m1), progressEvents: progress, bytes: total }, afterLoad: m1.id, afterGc: globalThis.gc ? m2.id : null,
     memory: model.memoryUsage(), prefill: {}, decode: {},
   };
   await model.forward(idsOf(32, V), { logits: 'last' }); // warm-up: V8 tiers the wasm up
