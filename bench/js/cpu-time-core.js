@@ -2,10 +2,11 @@
 // (bench/js/peak.js) and qkv on 1 thread (simd) and 2 threads (simd-threads), B=1 H=8 D=64,
 // causal and not: each through the public API (scaledDotProductAttentionSync: inputs copied
 // into the wasm heap, one call into wasm, the output copied out) and as the bare call into
-// wasm on inputs copied in once (`kernel` rows: what the API adds is the difference). mark() snapshots the threads of the process running them (Node: read
-// directly; page: the server reads the renderer's) before and after a batch of calls (~200
-// ms, so the marks' own work is small beside it); per measurement the batch with the median
-// wall time is kept, with its snapshots and its number of calls.
+// wasm on inputs copied in once (`kernel` rows: what the API adds is the difference).
+// mark() snapshots the threads of the process running them (Node: read directly; page: the
+// server reads the renderer's) before and after a batch of calls (~200 ms, so the marks' own
+// work is small beside it); per measurement the batch with the median wall time is kept, with
+// its snapshots and its number of calls.
 import { peakKernels } from './peak.js';
 // the module the package loaded (the same module instance as dist/index.js's, in Node and in the page)
 import { callThreads, getModule } from '../../dist/wasm/loader.js';

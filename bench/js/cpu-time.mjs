@@ -4,7 +4,9 @@
 // on-CPU time does not. Per call: the wall time and, per thread that ran, its on-CPU time and
 // its run-queue wait. The limit's loops (bench/js/peak.js) are timed the same way, so "of limit"
 // compares on-CPU rates; 2 threads are compared by wall time and by the busiest thread's
-// on-CPU time (what two free cores would give).
+// on-CPU time (what two free cores would give). Each public call is followed by its `kernel`
+// row, the same call into wasm on inputs copied in once: "API adds" is the share of the public
+// call's on-CPU time that goes to the copies in and out and the rest of the JS around it.
 //   node bench/js/cpu-time.mjs [--sizes 1024,2048] [--reps 7] [--runtimes node,chromium]
 // Prints a table; writes bench/results/cpu-time.json.
 import { readFileSync, readdirSync, mkdirSync, writeFileSync } from 'node:fs';
