@@ -19,7 +19,8 @@ if [ -r /proc/self/schedstat ]; then node bench/js/cpu-time.mjs; fi
 node bench/webgpu/run.mjs ${QKV_BENCH_QUICK:+--Ls=128,256,512 --budget=5 --matmul=256,512}   # WebGPU vs wasm (bench/webgpu/README.md)
 node bench/model/run.mjs ${QKV_BENCH_QUICK:+--reps 5 --tokens 100}   # GPT-2 model: prefill + KV-cache generation vs onnxruntime-web (bench/model/README.md)
 bash bench/matmul/run.sh   # the model's matmul kernels vs the machine's bandwidth and mul+add peak (bench/matmul/README.md)
-if [ "${QKV_BENCH_GPT2:-0}" = 1 ]; then   # GPT-2 small: 750 MB generated into build/, ~10 minutes
+if [ "${QKV_BENCH_GPT2:-0}" = 1 ]; then   # GPT-2 small: 750 MB generated into build/ (Node) and /tmp (Chromium), ~15 minutes
   node bench/model/gpt2_small.mjs
+  node bench/model/gpt2_small_browser.mjs
   node bench/model/int8_accuracy.mjs
 fi

@@ -1,10 +1,15 @@
 // The calls bench/js/cpu-time.mjs times, in Node and in a page alike: the limit's loops
 // (bench/js/peak.js) and qkv on 1 thread (simd) and 2 threads (simd-threads), B=1 H=8 D=64,
-// causal and not. mark() snapshots the threads of the process running them (Node: read
-// directly; page: the server reads the renderer's) before and after a batch of calls (~200
-// ms, so the marks' own work is small beside it); per measurement the batch with the median
-// wall time is kept, with its snapshots and its number of calls.
+// causal and not: each through the public API (scaledDotProductAttentionSync: inputs copied
+// into the wasm heap, one call into wasm, the output copied out) and as the bare call into
+// wasm on inputs copied in once (`kernel` rows: what the API adds is the difference).
+// mark() snapshots the threads of the process running them (Node: read directly; page: the
+// server reads the renderer's) before and after a batch of calls (~200 ms, so the marks' own
+// work is small beside it); per measurement the batch with the median wall time is kept, with
+// its snapshots and its number of calls.
 import { peakKernels } from './peak.js';
+// the module the package loaded (the same module instance as dist/index.js's, in Node and in the page)
+import { callThreads, getModule } from '../../dist/wasm/loader.js';
 
 const H = 8, D = 64;
 
@@ -47,9 +52,39 @@ export async function runCpuTimed(qkv, { sizes, reps, mark }) {
         for (const t0 = performance.now(); performance.now() - t0 < 500; ) call(); // every thread tiers up
         const flops = causal ? 4 * H * D * (L * (L + 1)) / 2 : 4 * H * D * L * L; // the FLOPs the call needs
         rows.push({ impl: `qkv-${variant}`, L, causal, threadCount, flops, ...(await measure(call, reps, mark)) });
+        const kernel = bareCall(q.data, k.data, v.data, L, causal);
+        for (const t0 = performance.now(); performance.now() - t0 < 200; ) kernel.call();
+        rows.push({ impl: `qkv-${variant} kernel`, L, causal, threadCount, flops, ...(await measure(kernel.call, reps, mark)) });
+        kernel.free();
       }
     }
   }
   qkv.dispose();
   return rows;
+}
+
+/**
+ * The call into wasm that scaledDotProductAttentionSync makes, alone: q, k, v copied into the
+ * heap once, an output buffer allocated once; call() runs the kernel, free() releases them.
+ */
+function bareCall(q, k, v, L, causal) {
+  const m = getModule();
+  const bytes = q.byteLength;
+  const [pq, pk, pv, po] = [0, 1, 2, 3].map(() => m._malloc(bytes) >>> 0);
+  const heap = new Float32Array(m.qkvMemory().buffer);
+  heap.set(q, pq >>> 2);
+  heap.set(k, pk >>> 2);
+  heap.set(v, pv >>> 2);
+  const args = {
+    B: 1, H, Hkv: H, Lq: L, Lk: L, D, Dv: D, query: pq, key: pk, value: pv, output: po, weights: 0,
+    scale: 1 / Math.sqrt(D), causal, window: 0, boolMask: 0, boolMaskDims: [1, 1, 1, 1],
+    floatMask: 0, floatMaskDims: [1, 1, 1, 1], threads: callThreads(), reference: false,
+  };
+  return {
+    call: () => {
+      const err = m.attention(args);
+      if (err) throw new Error(`cpu-time: the kernel call failed: ${err}`);
+    },
+    free: () => [pq, pk, pv, po].forEach((ptr) => m._free(ptr)),
+  };
 }

@@ -4,8 +4,10 @@
 // on-CPU time does not. Per call: the wall time and, per thread that ran, its on-CPU time and
 // its run-queue wait. The limit's loops (bench/js/peak.js) are timed the same way, so "of limit"
 // compares on-CPU rates; 2 threads are compared by wall time and by the busiest thread's
-// on-CPU time (what two free cores would give).
-//   node bench/js/cpu-time.mjs [--sizes 1024,2048] [--reps 7]
+// on-CPU time (what two free cores would give). Each public call is followed by its `kernel`
+// row, the same call into wasm on inputs copied in once: "API adds" is the share of the public
+// call's on-CPU time that goes to the copies in and out and the rest of the JS around it.
+//   node bench/js/cpu-time.mjs [--sizes 1024,2048] [--reps 7] [--runtimes node,chromium]
 // Prints a table; writes bench/results/cpu-time.json.
 import { readFileSync, readdirSync, mkdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -18,6 +20,7 @@ const args = process.argv.slice(2);
 const opt = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback);
 const sizes = opt('--sizes', '1024,2048').split(',').map(Number);
 const reps = Number(opt('--reps', '7'));
+const runtimes = opt('--runtimes', 'node,chromium').split(',');
 
 /** schedstat of every thread of a process: { threads: { tid: { name, cpuMs, waitMs } } }. */
 function threads(pid) {
@@ -138,21 +141,29 @@ const result = {
   date: new Date().toISOString(), shape: { B: 1, H: 8, D: 64 }, reps,
   method: 'per measurement: the rep with the median wall time; on-CPU and run-queue wait per thread from /proc schedstat; ' +
     'cpu GFLOP/s = the FLOPs the call needs (causal: L(L+1)/2 scores) over the busiest thread\'s on-CPU time; ' +
-    'of limit = cpu GFLOP/s over threads x the fastest peak loop\'s cpu GFLOP/s',
-  node: { version: process.version, rows: await node() },
-  chromium: await chromium(),
+    'of limit = cpu GFLOP/s over threads x the fastest peak loop\'s cpu GFLOP/s; ' +
+    '`kernel` rows: the bare call into wasm on inputs copied in once; apiAdds = 1 - the API call\'s cpu GFLOP/s over its kernel row\'s',
+  ...(runtimes.includes('node') ? { node: { version: process.version, rows: await node() } } : {}),
+  ...(runtimes.includes('chromium') ? { chromium: await chromium() } : {}),
 };
 
-console.log('runtime                impl              L causal thr  wall ms  GFLOP/s  cpu GFLOP/s  of limit  2t/1t wall  cpu   threads (on-CPU ms / run-queue wait ms)');
-for (const [runtime, rows] of [[`node ${process.version}`, result.node.rows], [`chromium ${result.chromium.version}`, result.chromium.rows]]) {
+console.log('runtime                impl                     L causal thr  wall ms  GFLOP/s  cpu GFLOP/s  of limit  API adds  2t/1t wall  cpu   threads (on-CPU ms / run-queue wait ms)');
+const measured = [result.node && [`node ${process.version}`, result.node.rows], result.chromium && [`chromium ${result.chromium.version}`, result.chromium.rows]];
+for (const [runtime, rows] of measured.filter(Boolean)) {
   const limit = Math.max(...rows.filter((r) => r.impl.startsWith('peak')).map((r) => r.cpuGflops));
+  const kind = (r) => r.impl.endsWith(' kernel');
   for (const r of rows) {
     r.ofLimit = +(r.cpuGflops / (r.threadCount * limit)).toFixed(3);
-    const one = rows.find((x) => x.L === r.L && x.causal === r.causal && x.threadCount === 1 && !x.impl.startsWith('peak'));
+    const qkv = !r.impl.startsWith('peak');
+    // the same call's 1-thread row (API or kernel alike), and for an API row its bare kernel call
+    const one = rows.find((x) => x.L === r.L && x.causal === r.causal && x.threadCount === 1 && !x.impl.startsWith('peak') && kind(x) === kind(r));
+    const bare = qkv && !kind(r) ? rows.find((x) => x.impl === `${r.impl} kernel` && x.L === r.L && x.causal === r.causal) : null;
+    // what the public API adds to the kernel, as a share of the API call's on-CPU time (busiest thread)
+    if (bare) r.apiAdds = +(1 - r.cpuGflops / bare.cpuGflops).toFixed(3);
     const two = r.threadCount === 2;
     if (two) Object.assign(r, { wallSpeedup: +(one.ms / r.ms).toFixed(2), cpuSpeedup: +(r.cpuGflops / one.cpuGflops).toFixed(2) });
     const t = r.threads.slice(0, 2).map((x) => `${x.name} ${x.cpuMs.toFixed(1)}/${x.waitMs.toFixed(1)}`).join(', ');
-    console.log(`${runtime.slice(0, 22).padEnd(22)} ${r.impl.padEnd(16)} ${String(r.L ?? '').padStart(5)} ${String(r.causal ?? '').padStart(6)} ${String(r.threadCount).padStart(3)} ${r.ms.toFixed(1).padStart(8)} ${r.gflops.toFixed(2).padStart(8)} ${r.cpuGflops.toFixed(2).padStart(12)} ${(100 * r.ofLimit).toFixed(1).padStart(8)}%  ${two ? r.wallSpeedup.toFixed(2).padStart(10) : '          '} ${two ? r.cpuSpeedup.toFixed(2).padStart(5) : '     '}   ${t}`);
+    console.log(`${runtime.slice(0, 22).padEnd(22)} ${r.impl.padEnd(23)} ${String(r.L ?? '').padStart(5)} ${String(r.causal ?? '').padStart(6)} ${String(r.threadCount).padStart(3)} ${r.ms.toFixed(1).padStart(8)} ${r.gflops.toFixed(2).padStart(8)} ${r.cpuGflops.toFixed(2).padStart(12)} ${(100 * r.ofLimit).toFixed(1).padStart(8)}%  ${bare ? `${(100 * r.apiAdds).toFixed(1).padStart(7)}%` : '        '}  ${two ? r.wallSpeedup.toFixed(2).padStart(10) : '          '} ${two ? r.cpuSpeedup.toFixed(2).padStart(5) : '     '}   ${t}`);
   }
 }
 mkdirSync(new URL('../results/', import.meta.url), { recursive: true });
