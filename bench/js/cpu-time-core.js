@@ -2,7 +2,8 @@
 // (bench/js/peak.js) and qkv on 1 thread (simd) and 2 threads (simd-threads), B=1 H=8 D=64,
 // causal and not: each through the public API (scaledDotProductAttentionSync: inputs copied
 // into the wasm heap, one call into wasm, the output copied out) and as the bare call into
-// wasm on inputs copied in once (`kernel` rows: what the API adds is the difference).
+// wasm on inputs copied in once (`kernel` rows: what the API adds is the difference); `out` rows
+// are the public call writing into one output array reused across calls (options.out).
 // mark() snapshots the threads of the process running them (Node: read directly; page: the
 // server reads the renderer's) before and after a batch of calls (~200 ms, so the marks' own
 // work is small beside it); per measurement the batch with the median wall time is kept, with
@@ -52,6 +53,11 @@ export async function runCpuTimed(qkv, { sizes, reps, mark }) {
         for (const t0 = performance.now(); performance.now() - t0 < 500; ) call(); // every thread tiers up
         const flops = causal ? 4 * H * D * (L * (L + 1)) / 2 : 4 * H * D * L * L; // the FLOPs the call needs
         rows.push({ impl: `qkv-${variant}`, L, causal, threadCount, flops, ...(await measure(call, reps, mark)) });
+        // the same call writing into one output array reused across calls (options.out)
+        const out = new Float32Array(n);
+        const callOut = () => qkv.scaledDotProductAttentionSync(q, k, v, { isCausal: causal, out });
+        for (const t0 = performance.now(); performance.now() - t0 < 200; ) callOut();
+        rows.push({ impl: `qkv-${variant} out`, L, causal, threadCount, flops, ...(await measure(callOut, reps, mark)) });
         const kernel = bareCall(q.data, k.data, v.data, L, causal);
         for (const t0 = performance.now(); performance.now() - t0 < 200; ) kernel.call();
         rows.push({ impl: `qkv-${variant} kernel`, L, causal, threadCount, flops, ...(await measure(kernel.call, reps, mark)) });

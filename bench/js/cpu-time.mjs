@@ -142,7 +142,7 @@ const result = {
   method: 'per measurement: the rep with the median wall time; on-CPU and run-queue wait per thread from /proc schedstat; ' +
     'cpu GFLOP/s = the FLOPs the call needs (causal: L(L+1)/2 scores) over the busiest thread\'s on-CPU time; ' +
     'of limit = cpu GFLOP/s over threads x the fastest peak loop\'s cpu GFLOP/s; ' +
-    '`kernel` rows: the bare call into wasm on inputs copied in once; apiAdds = 1 - the API call\'s cpu GFLOP/s over its kernel row\'s',
+    '`kernel` rows: the bare call into wasm on inputs copied in once; `out` rows: the public call with options.out (one output array reused); apiAdds = 1 - the API call\'s cpu GFLOP/s over its kernel row\'s',
   ...(runtimes.includes('node') ? { node: { version: process.version, rows: await node() } } : {}),
   ...(runtimes.includes('chromium') ? { chromium: await chromium() } : {}),
 };
@@ -151,13 +151,15 @@ console.log('runtime                impl                     L causal thr  wall 
 const measured = [result.node && [`node ${process.version}`, result.node.rows], result.chromium && [`chromium ${result.chromium.version}`, result.chromium.rows]];
 for (const [runtime, rows] of measured.filter(Boolean)) {
   const limit = Math.max(...rows.filter((r) => r.impl.startsWith('peak')).map((r) => r.cpuGflops));
-  const kind = (r) => r.impl.endsWith(' kernel');
+  // 'kernel' (the bare call), 'out' (the API writing into a reused output array) or '' (the API)
+  const kind = (r) => r.impl.split(' ')[1] ?? '';
+  const base = (r) => r.impl.split(' ')[0];
   for (const r of rows) {
     r.ofLimit = +(r.cpuGflops / (r.threadCount * limit)).toFixed(3);
     const qkv = !r.impl.startsWith('peak');
-    // the same call's 1-thread row (API or kernel alike), and for an API row its bare kernel call
+    // the same call's 1-thread row (of the same kind), and for an API row its bare kernel call
     const one = rows.find((x) => x.L === r.L && x.causal === r.causal && x.threadCount === 1 && !x.impl.startsWith('peak') && kind(x) === kind(r));
-    const bare = qkv && !kind(r) ? rows.find((x) => x.impl === `${r.impl} kernel` && x.L === r.L && x.causal === r.causal) : null;
+    const bare = qkv && kind(r) !== 'kernel' ? rows.find((x) => x.impl === `${base(r)} kernel` && x.L === r.L && x.causal === r.causal) : null;
     // what the public API adds to the kernel, as a share of the API call's on-CPU time (busiest thread)
     if (bare) r.apiAdds = +(1 - r.cpuGflops / bare.cpuGflops).toFixed(3);
     const two = r.threadCount === 2;

@@ -96,6 +96,36 @@ test('shapes: rank 2 and 3 inputs keep their rank; weights follow', async () => 
   assert.equal(r3.weights, undefined);
 });
 
+test('options.out: the output is written into the caller\'s array, bit for bit what a fresh one holds', async () => {
+  const rand = (shape, seed) => {
+    const n = shape.reduce((a, b) => a * b, 1), d = new Float32Array(n);
+    for (let i = 0; i < n; i++) d[i] = Math.sin(seed * 7.1 + i * 1.3);
+    return new Tensor(d, shape);
+  };
+  const q = rand([1, 2, 5, 8], 1), k = rand([1, 2, 7, 8], 2), v = rand([1, 2, 7, 8], 3);
+  const fresh = await qkv.scaledDotProductAttention(q, k, v, { isCausal: true });
+  const out = new Float32Array(2 * 5 * 8).fill(NaN);
+  const r = await qkv.scaledDotProductAttention(q, k, v, { isCausal: true, out });
+  assert.equal(r.output.data, out, 'the result wraps the caller\'s array');
+  assert.deepEqual(r.output.shape, [1, 2, 5, 8]);
+  assert.deepEqual(out, fresh.output.data);
+  const s = qkv.scaledDotProductAttentionSync(q, k, v, { isCausal: true, out: new Float32Array(80) });
+  assert.deepEqual(s.output.data, fresh.output.data);
+  // the query's own array as out: inputs are read before the output is written
+  const q2 = new Tensor(q.data.slice(), q.shape);
+  const alias = await qkv.scaledDotProductAttention(q2, k, v, { isCausal: true, out: q2.data });
+  assert.equal(alias.output.data, q2.data);
+  assert.deepEqual(q2.data, fresh.output.data);
+  // KVCache.attend takes it too
+  const cache = await qkv.KVCache.create({ numKvHeads: 2, maxLength: 8, headDim: 8 });
+  cache.append(k, v);
+  const cached = new Float32Array(80);
+  const c = await cache.attend(q, { isCausal: true, out: cached });
+  assert.equal(c.output.data, cached);
+  assert.deepEqual(cached, fresh.output.data);
+  cache.dispose();
+});
+
 test('fully masked rows give output 0 and weights 0, never NaN', async () => {
   const mask = new Tensor(new Uint8Array([0, 0, 0, 1, 1, 1]), [2, 3]);
   const r = await qkv.scaledDotProductAttention(f([2, 4], 1), f([3, 4]), f([3, 4], 2), { attnMask: mask, returnWeights: true });

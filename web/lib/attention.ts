@@ -27,6 +27,12 @@ export interface AttentionOptions {
   returnWeights?: boolean;
   /** 'auto' (default), 'wasm' or 'webgpu'. */
   backend?: Backend;
+  /**
+   * Write the output into this array (B·H·Lq·Dv floats, row-major [B, H, Lq, Dv]) instead of a
+   * new one; the result's `output` Tensor wraps it. Saves an allocation per call in a loop (as
+   * PyTorch's `out=`). It may be one of the inputs' arrays: the inputs are read before it is written.
+   */
+  out?: Float32Array;
 }
 
 /** What attention calls return. */
@@ -38,7 +44,7 @@ export interface AttentionResult {
 }
 
 const SDPA = 'scaledDotProductAttention';
-const SDPA_OPTIONS = ['attnMask', 'isCausal', 'window', 'scale', 'enableGqa', 'returnWeights', 'backend'] as const;
+const SDPA_OPTIONS = ['attnMask', 'isCausal', 'window', 'scale', 'enableGqa', 'returnWeights', 'backend', 'out'] as const;
 
 /** Checks a mask against [B, H, Lq, Lk]; `got` names the call's shapes for messages. */
 function checkMask(
@@ -65,6 +71,17 @@ function resolveScale(fn: string, v: unknown, D: number, got: string): number {
   if (v === undefined || v === null) return 1 / Math.sqrt(D);
   if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) {
     throw new RangeError(`${fn}: options.scale must be a finite number >= 0, got ${describe(v)} (${got})`);
+  }
+  return v;
+}
+
+/** Checks an `out` option: a Float32Array with room for exactly the output [B, H, Lq, Dv]. */
+function checkOut(fn: string, v: unknown, s: AttentionSizes, shape: number[], got: string): Float32Array | undefined {
+  if (v === undefined || v === null) return undefined;
+  const n = s.B * s.H * s.Lq * s.Dv;
+  if (!(v instanceof Float32Array) || v.length !== n) {
+    const what = v instanceof Float32Array ? `a Float32Array of ${v.length}` : describe(v);
+    throw new Error(`${fn}: options.out must be a Float32Array of ${n} floats (output ${fmtShape(shape)}), got ${what} (${got})`);
   }
   return v;
 }
@@ -99,6 +116,7 @@ export function describeAttention(
     window: optInt(fn, opts, 'window', 0, 0, MAX_DIM, ' (0 = no window)'),
     scale: resolveScale(fn, opts.scale, s.D, got),
     returnWeights: optBool(fn, opts, 'returnWeights', false),
+    out: checkOut(fn, opts.out, s, [...lead, s.Lq, s.Dv], got),
     outputShape: [...lead, s.Lq, s.Dv],
     weightsShape: [...lead, s.Lq, s.Lk],
   };
@@ -147,9 +165,10 @@ export function prepareAttention(
   };
 }
 
-/** Wraps a backend's arrays as Tensors of the query's rank. */
+/** Wraps a backend's arrays as Tensors of the query's rank (the output in `out` when the caller gave one). */
 export function toResult(p: AttentionQuery, out: AttentionOutput): AttentionResult {
-  const result: AttentionResult = { output: new Tensor(out.output, p.outputShape) };
+  if (p.out && out.output !== p.out) p.out.set(out.output);
+  const result: AttentionResult = { output: new Tensor(p.out ?? out.output, p.outputShape) };
   if (p.returnWeights && out.weights) result.weights = new Tensor(out.weights, p.weightsShape);
   return result;
 }

@@ -37,10 +37,12 @@ export interface KVCacheAttendOptions {
   enableGqa?: boolean;
   /** Also return the weights [B, H, Lq, length]. */
   returnWeights?: boolean;
+  /** Write the output [B, H, Lq, Dv] into this array instead of a new one (as scaledDotProductAttention's `out`). */
+  out?: Float32Array;
 }
 
 const KV_OPTIONS = ['batchSize', 'numKvHeads', 'maxLength', 'headDim', 'valueDim'] as const;
-const ATTEND_OPTIONS = ['attnMask', 'isCausal', 'window', 'scale', 'enableGqa', 'returnWeights'] as const;
+const ATTEND_OPTIONS = ['attnMask', 'isCausal', 'window', 'scale', 'enableGqa', 'returnWeights', 'out'] as const;
 
 function checkSizes(fn: string, options: unknown) {
   if (options === undefined || options === null) {

@@ -26,6 +26,8 @@ export interface AttentionQuery {
   /** The scale to use: the caller's, or 1 / sqrt(D) (decided here once, for every backend). */
   scale: number;
   returnWeights: boolean;
+  /** The caller's array for the output [B, H, Lq, Dv] (a backend may write into it directly). */
+  out?: Float32Array;
   /** Shapes of the results (the query's rank). */
   outputShape: number[];
   weightsShape: number[];

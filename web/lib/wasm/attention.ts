@@ -67,7 +67,7 @@ export function runWasmAttention(
     const err = 'cache' in kv ? kv.cache.attend(args) : m.attention(args);
     if (err) throw wasmError(fn, err);
     return {
-      output: heap.read(args.output, outN),
+      output: p.out ? heap.readInto(args.output, p.out) : heap.read(args.output, outN),
       weights: p.returnWeights ? heap.read(args.weights, wN) : undefined,
     };
   } finally {

@@ -68,6 +68,12 @@ export class HeapScope {
     return heapF32(this.#m).slice(ptr >>> 2, (ptr >>> 2) + n);
   }
 
+  /** Copies dst.length floats out of the heap into dst. */
+  readInto(ptr: number, dst: Float32Array): Float32Array {
+    dst.set(heapF32(this.#m).subarray(ptr >>> 2, (ptr >>> 2) + dst.length));
+    return dst;
+  }
+
   free(): void {
     for (const p of this.#ptrs) this.#m._free(p);
     this.#ptrs.length = 0;
