@@ -46,6 +46,7 @@ export type ModelSource = string | URL | ModelFiles;
 export interface ByteStream {
   /** Its size when known before reading (a file's size, Content-Length of an unencoded response). */
   total: number | undefined;
+  /** Its bytes in order; a chunk is valid until the next is asked for (its buffer may be reused). */
   chunks: AsyncIterable<Uint8Array>;
   /** Where it comes from, for messages. */
   where: string;
@@ -63,13 +64,29 @@ export interface RawFiles {
 /** Opens `name` in a folder (URL or path) as a stream; null when absent and optional. */
 type Opener = (name: string, optional: boolean) => Promise<ByteStream | null>;
 
-/** The chunks of a web ReadableStream (not every browser makes it async-iterable). */
+/** Bytes asked for per read when the stream lets us bring our own buffer. */
+const READ_BYTES = 1 << 20;
+
+/**
+ * The chunks of a web ReadableStream (not every browser makes it async-iterable). A byte stream
+ * (fetch's body, Blob.stream()) is read into one buffer reused for every read, so a 500 MB
+ * download leaves no 500 MB of chunks for the GC to find: a chunk is valid only until the next
+ * is asked for (streamIntoWasm copies it into wasm at once; readAll copies it).
+ */
 async function* readerChunks(stream: ReadableStream<Uint8Array>): AsyncGenerator<Uint8Array> {
-  const reader = stream.getReader();
+  let byob: ReadableStreamBYOBReader | null = null;
   try {
+    byob = stream.getReader({ mode: 'byob' });
+  } catch {
+    // not a byte stream: the default reader, a fresh chunk per read
+  }
+  const reader = byob ?? stream.getReader();
+  try {
+    let buffer = new ArrayBuffer(byob ? READ_BYTES : 0);
     for (;;) {
-      const { done, value } = await reader.read();
-      if (done) return;
+      const { done, value } = byob ? await byob.read(new Uint8Array(buffer)) : await (reader as ReadableStreamDefaultReader<Uint8Array>).read();
+      if (done || !value) return;
+      if (byob) buffer = value.buffer as ArrayBuffer;  // the read transferred it: take it back for the next
       yield value;
     }
   } finally {
@@ -140,7 +157,7 @@ export async function readAll(s: ByteStream): Promise<Uint8Array> {
   const parts: Uint8Array[] = [];
   let n = 0;
   for await (const c of s.chunks) {
-    parts.push(c);
+    parts.push(c.slice());  // a chunk's buffer may be reused by the next read
     n += c.byteLength;
   }
   const out = new Uint8Array(n);
