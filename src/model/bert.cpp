@@ -16,12 +16,14 @@ namespace qkv {
 
 namespace {
 
-[[noreturn]] void config_error(const std::string& msg) { throw std::invalid_argument("EncoderConfig: " + msg); }
+constexpr char kConfigError[] = "EncoderConfig: ";  // what every config error starts with
+
+[[noreturn]] void config_error(const std::string& msg) { throw std::invalid_argument(kConfigError + msg); }
 
 }  // namespace
 
 EncoderConfig EncoderConfig::from_json(std::string_view text) {
-  const ConfigJson r(text, "EncoderConfig: ");
+  const ConfigJson r(text, kConfigError);
   const nlohmann::json* mt = r.member("model_type");
   if (!mt) config_error("config.json lacks \"model_type\" (\"bert\" or \"distilbert\")");
   EncoderConfig c;
@@ -59,7 +61,7 @@ EncoderConfig EncoderConfig::from_json(std::string_view text) {
 }
 
 void EncoderConfig::validate() const {
-  auto positive = [](const char* key, int64_t v, int64_t max) { check_config_range("EncoderConfig: ", key, v, max); };
+  auto positive = [](const char* key, int64_t v, int64_t max) { check_config_range(kConfigError, key, v, max); };
   positive("vocab_size", vocab_size, 1 << 20);
   positive("hidden_size", hidden, 1 << 14);
   positive("num_hidden_layers", layers, 256);

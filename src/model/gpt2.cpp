@@ -12,6 +12,7 @@
 #include "matmul/matmul.hpp"
 #include "model/config_json.hpp"
 #include "model/decoder_checks.hpp"
+#include "model/generate.hpp"
 #include "model/layers.hpp"
 #include "thread_pool.hpp"
 
@@ -21,12 +22,14 @@ namespace qkv {
 
 namespace {
 
-[[noreturn]] void config_error(const std::string& msg) { throw std::invalid_argument("GPT2Config: " + msg); }
+constexpr char kConfigError[] = "GPT2Config: ";  // what every config error starts with
+
+[[noreturn]] void config_error(const std::string& msg) { throw std::invalid_argument(kConfigError + msg); }
 
 }  // namespace
 
 GPT2Config GPT2Config::from_json(std::string_view text) {
-  const ConfigJson r(text, "GPT2Config: ");
+  const ConfigJson r(text, kConfigError);
   if (const nlohmann::json* mt = r.member("model_type"); mt && *mt != "gpt2") {
     config_error("model_type must be \"gpt2\", got " + json_describe(*mt));
   }
@@ -60,7 +63,7 @@ GPT2Config GPT2Config::from_json(std::string_view text) {
 }
 
 void GPT2Config::validate() const {
-  auto in_range = [](const char* key, int64_t v, int64_t hi) { check_config_range("GPT2Config: ", key, v, hi); };
+  auto in_range = [](const char* key, int64_t v, int64_t hi) { check_config_range(kConfigError, key, v, hi); };
   in_range("n_layer", n_layer, 1024);
   in_range("n_head", n_head, 1024);
   in_range("n_embd", n_embd, 1 << 16);
@@ -315,34 +318,8 @@ int32_t sample(const float* logits, int64_t n, const SamplingOptions& o, Rng& rn
 std::vector<int32_t> generate(const GPT2& model, const std::vector<int32_t>& prompt, int64_t n_new,
                               const SamplingOptions& options, uint64_t seed, bool use_cache) {
   const GPT2Config& c = model.config();
-  if (prompt.empty()) throw std::invalid_argument("generate: the prompt is empty");
-  if (n_new < 0) throw std::invalid_argument("generate: n_new must be >= 0");
-  if (int64_t(prompt.size()) + n_new > c.n_positions) {
-    throw std::length_error("generate: prompt (" + std::to_string(prompt.size()) + ") + n_new (" +
-                            std::to_string(n_new) + ") exceed n_positions = " + std::to_string(c.n_positions));
-  }
-  Rng rng(seed);
-  std::vector<int32_t> ids = prompt;
-  std::vector<float> logits(size_t(c.vocab_size));
-  if (use_cache) {
-    GPT2Session session(model);
-    session.prefill(ids.data(), int64_t(ids.size()), logits.data());
-    for (int64_t i = 0; i < n_new; ++i) {
-      int32_t next = sample(logits.data(), c.vocab_size, options, rng);
-      ids.push_back(next);
-      if (i + 1 < n_new) session.step(next, logits.data());
-    }
-  } else {
-    std::vector<float> all;
-    for (int64_t i = 0; i < n_new; ++i) {
-      const int64_t L = int64_t(ids.size());
-      all.resize(size_t(L * c.vocab_size));
-      model.forward(ids.data(), L, all.data());
-      int32_t next = sample(all.data() + (L - 1) * c.vocab_size, c.vocab_size, options, rng);
-      ids.push_back(next);
-    }
-  }
-  return ids;
+  return generate_tokens<GPT2Session>(model, c.vocab_size, c.n_positions, "n_positions", prompt, n_new, options, seed,
+                                      use_cache);
 }
 
 }  // namespace qkv

@@ -10,6 +10,7 @@
 #include "attention.hpp"
 #include "matmul/matmul.hpp"
 #include "model/decoder_checks.hpp"
+#include "model/generate.hpp"
 
 namespace qkv {
 
@@ -269,34 +270,8 @@ void LlamaSession::step(int32_t id, float* logits, float* attentions) { prefill(
 std::vector<int32_t> generate(const Llama& model, const std::vector<int32_t>& prompt, int64_t n_new,
                               const SamplingOptions& options, uint64_t seed, bool use_cache) {
   const LlamaConfig& c = model.config();
-  if (prompt.empty()) throw std::invalid_argument("generate: the prompt is empty");
-  if (n_new < 0) throw std::invalid_argument("generate: n_new must be >= 0");
-  if (int64_t(prompt.size()) + n_new > c.max_position_embeddings) {
-    throw std::length_error("generate: prompt (" + std::to_string(prompt.size()) + ") + n_new (" +
-                            std::to_string(n_new) +
-                            ") exceed max_position_embeddings = " + std::to_string(c.max_position_embeddings));
-  }
-  Rng rng(seed);
-  std::vector<int32_t> ids = prompt;
-  std::vector<float> logits(size_t(c.vocab_size));
-  if (use_cache) {
-    LlamaSession session(model);
-    session.prefill(ids.data(), int64_t(ids.size()), logits.data());
-    for (int64_t i = 0; i < n_new; ++i) {
-      const int32_t next = sample(logits.data(), c.vocab_size, options, rng);
-      ids.push_back(next);
-      if (i + 1 < n_new) session.step(next, logits.data());
-    }
-  } else {
-    std::vector<float> all;
-    for (int64_t i = 0; i < n_new; ++i) {
-      const int64_t L = int64_t(ids.size());
-      all.resize(size_t(L * c.vocab_size));
-      model.forward(ids.data(), L, all.data());
-      ids.push_back(sample(all.data() + (L - 1) * c.vocab_size, c.vocab_size, options, rng));
-    }
-  }
-  return ids;
+  return generate_tokens<LlamaSession>(model, c.vocab_size, c.max_position_embeddings, "max_position_embeddings",
+                                       prompt, n_new, options, seed, use_cache);
 }
 
 }  // namespace qkv

@@ -22,7 +22,9 @@ const char* llama_arch_name(LlamaArch a) {
 
 namespace {
 
-[[noreturn]] void config_error(const std::string& msg) { throw std::invalid_argument("LlamaConfig: " + msg); }
+constexpr char kConfigError[] = "LlamaConfig: ";  // what every config error starts with
+
+[[noreturn]] void config_error(const std::string& msg) { throw std::invalid_argument(kConfigError + msg); }
 
 std::string quoted(const char* key) { return std::string("\"") + key + "\""; }
 
@@ -68,7 +70,7 @@ std::string config_model_type(std::string_view text) {
 }
 
 LlamaConfig LlamaConfig::from_json(std::string_view text) {
-  const ConfigJson r(text, "LlamaConfig: ");
+  const ConfigJson r(text, kConfigError);
   LlamaConfig c;
   const nlohmann::json* mt = r.member("model_type");
   if (!mt) config_error("config.json lacks \"model_type\" (\"llama\", \"mistral\" or \"qwen2\")");
@@ -135,7 +137,7 @@ LlamaConfig LlamaConfig::from_json(std::string_view text) {
 }
 
 void LlamaConfig::validate() const {
-  auto in_range = [](const char* key, int64_t v, int64_t hi) { check_config_range("LlamaConfig: ", key, v, hi); };
+  auto in_range = [](const char* key, int64_t v, int64_t hi) { check_config_range(kConfigError, key, v, hi); };
   in_range("hidden_size", hidden_size, 1 << 16);
   in_range("intermediate_size", intermediate_size, 1 << 18);
   in_range("num_hidden_layers", num_hidden_layers, 1024);

@@ -16,12 +16,14 @@ namespace qkv {
 
 namespace {
 
-[[noreturn]] void config_error(const std::string& msg) { throw std::invalid_argument("BartConfig: " + msg); }
+constexpr char kConfigError[] = "BartConfig: ";  // what every config error starts with
+
+[[noreturn]] void config_error(const std::string& msg) { throw std::invalid_argument(kConfigError + msg); }
 
 }  // namespace
 
 BartConfig BartConfig::from_json(std::string_view text) {
-  const ConfigJson r(text, "BartConfig: ");
+  const ConfigJson r(text, kConfigError);
   if (const nlohmann::json* mt = r.member("model_type"); !mt || *mt != "bart") {
     config_error("model_type must be \"bart\", got " + (mt ? json_describe(*mt) : std::string("nothing")));
   }
@@ -62,7 +64,7 @@ BartConfig BartConfig::from_json(std::string_view text) {
 }
 
 void BartConfig::validate() const {
-  auto in_range = [](const char* key, int64_t v, int64_t hi) { check_config_range("BartConfig: ", key, v, hi); };
+  auto in_range = [](const char* key, int64_t v, int64_t hi) { check_config_range(kConfigError, key, v, hi); };
   in_range("vocab_size", vocab_size, 1 << 24);
   in_range("d_model", d_model, 1 << 16);
   in_range("encoder_layers", encoder_layers, 1024);
