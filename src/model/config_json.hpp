@@ -24,7 +24,7 @@ void check_config_range(const char* prefix, const char* key, int64_t v, int64_t 
 class ConfigJson {
  public:
   // Parses `text` (json::parse); throws "<prefix>config.json is not valid JSON (<why>)" or
-  // "<prefix>config.json must hold a JSON object".
+  // "<prefix>config.json must hold a JSON object". `prefix` is kept by pointer (a literal).
   ConfigJson(std::string_view text, const char* prefix);
 
   const nlohmann::json& root() const { return root_; }

@@ -60,7 +60,7 @@ class WeightLoader {
  public:
   // model: how errors name the model ("GPT2" -> "GPT2: missing tensor ..."); prefix: put before
   // every name looked up ("transformer." or ""); unsupported_dtype: what the error for a tensor
-  // of another dtype says after "dtype <name>".
+  // of another dtype says after "dtype <name>" (kept by pointer: a literal).
   WeightLoader(const safetensors::File& file, const char* model, std::string prefix, const char* unsupported_dtype,
                WeightFormat format);
 
