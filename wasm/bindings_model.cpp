@@ -12,11 +12,9 @@
 
 #include <cstdint>
 #include <cstdlib>
-#include <memory>
-#include <new>
-#include <stdexcept>
 #include <string>
 
+#include "decoder_bindings.hpp"
 #include "guarded.hpp"
 #include "model/gpt2.hpp"
 
@@ -28,13 +26,8 @@ namespace {
 
 std::string model_last_error;
 
-// A loaded model and its one generation session (KV caches).
-struct Model {
-  qkv::GPT2 gpt2;
-  qkv::GPT2Session session;
-  qkv::GPT2Scratch scratch;  // forward()'s buffers, kept between calls
-  explicit Model(qkv::GPT2 m) : gpt2(std::move(m)), session(gpt2) {}
-};
+// A loaded model, its one generation session (KV caches) and forward()'s buffers.
+using Model = qkv::wasm::Decoder<qkv::GPT2, qkv::GPT2Session, qkv::GPT2Scratch, model_last_error>;
 
 // A buffer for the safetensors file (malloc: GPT2Model.create frees it), or 0 when memory is short.
 uintptr_t model_file_alloc(double size) {
@@ -42,65 +35,6 @@ uintptr_t model_file_alloc(double size) {
 }
 // For a file buffer that never reached create (a cancelled or failed download).
 void model_file_free(uintptr_t bytes) { std::free(ptr<void>(bytes)); }
-
-// Takes ownership of `bytes` (from modelFileAlloc); weights: "auto" | "f32" | "f16" | "int8".
-Model* model_create(const std::string& config_json, uintptr_t bytes, double size, const std::string& weights) {
-  qkv::MallocBytes file(ptr<uint8_t>(bytes));
-  Model* m = nullptr;
-  model_last_error = guarded([&] {
-    const qkv::WeightFormat format = qkv::parse_weight_format(weights);
-    m = new Model(qkv::GPT2::load(config_json, std::move(file), static_cast<size_t>(size), format));
-  });
-  return m;
-}
-
-// ids [L] int32 -> logits [L, V] (last_only: [1, V] of the last position); attentions
-// [n_layer, H, L, L] or 0; queries, keys [n_layer, H, L, D] or 0
-std::string model_forward(Model& m, uintptr_t ids, int L, uintptr_t logits, uintptr_t attentions, uintptr_t queries,
-                          uintptr_t keys, bool last_only) {
-  return guarded([&] {
-    m.gpt2.run(ptr<const int32_t>(ids), L, 0, nullptr, m.scratch, ptr<float>(logits), !last_only,
-               ptr<float>(attentions), ptr<float>(queries), ptr<float>(keys));
-  });
-}
-
-// Where the model's bytes are (all in the wasm heap).
-struct ModelMemory {
-  double file = 0, matrices = 0, vectors = 0, converted = 0, kvCache = 0, scratch = 0;
-  std::string matrixType;
-};
-
-ModelMemory model_memory(const Model& m) {
-  const qkv::GPT2WeightBytes w = m.gpt2.weight_store().bytes();
-  ModelMemory out;
-  out.file = double(w.file);
-  out.matrices = double(w.matrices);
-  out.vectors = double(w.vectors);
-  out.converted = double(w.converted);
-  out.kvCache = double(m.session.cache_bytes());
-  size_t scratch = 0;
-  for (const auto* v : {&m.scratch.x, &m.scratch.xb, &m.scratch.xb2, &m.scratch.qkv, &m.scratch.q, &m.scratch.k,
-                        &m.scratch.v, &m.scratch.att, &m.scratch.hb})
-    scratch += v->capacity() * sizeof(float);
-  out.scratch = double(scratch);
-  out.matrixType = m.gpt2.weight_store().matrix_type();
-  return out;
-}
-
-// session: ids [L] at the next positions -> logits of the last [V]; attentions [n_layer, H, L, pos + L] or 0
-std::string model_prefill(Model& m, uintptr_t ids, int L, uintptr_t logits, uintptr_t attentions) {
-  return guarded([&] { m.session.prefill(ptr<const int32_t>(ids), L, ptr<float>(logits), ptr<float>(attentions)); });
-}
-
-// session: one token -> logits [V]; attentions [n_layer, H, pos + 1] or 0
-std::string model_step(Model& m, int id, uintptr_t logits, uintptr_t attentions) {
-  return guarded([&] { m.session.step(id, ptr<float>(logits), ptr<float>(attentions)); });
-}
-
-void model_reset(Model& m) { m.session.reset(); }
-int model_position(const Model& m) { return static_cast<int>(m.session.position()); }
-void model_set_threads(Model& m, int threads) { m.gpt2.set_threads(threads); }
-int model_threads(const Model& m) { return m.gpt2.threads(); }
 
 // A seeded sampler (PCG32): greedy when temperature <= 0, else top-k (0 = all) softmax sampling.
 struct Sampler {
@@ -131,25 +65,15 @@ EMSCRIPTEN_BINDINGS(qkv_model) {
 
   function("modelFileAlloc", &model_file_alloc);
   function("modelFileFree", &model_file_free);
-  value_object<ModelMemory>("ModelMemory")
-      .field("file", &ModelMemory::file)
-      .field("matrices", &ModelMemory::matrices)
-      .field("vectors", &ModelMemory::vectors)
-      .field("converted", &ModelMemory::converted)
-      .field("kvCache", &ModelMemory::kvCache)
-      .field("scratch", &ModelMemory::scratch)
-      .field("matrixType", &ModelMemory::matrixType);
-
-  class_<Model>("GPT2Model")
-      .class_function("create", &model_create, allow_raw_pointers())
-      .function("forward", &model_forward)
-      .function("memory", &model_memory)
-      .function("prefill", &model_prefill)
-      .function("step", &model_step)
-      .function("reset", &model_reset)
-      .function("position", &model_position)
-      .function("setThreads", &model_set_threads)
-      .function("threads", &model_threads);
+  value_object<qkv::wasm::DecoderMemory>("ModelMemory")
+      .field("file", &qkv::wasm::DecoderMemory::file)
+      .field("matrices", &qkv::wasm::DecoderMemory::matrices)
+      .field("vectors", &qkv::wasm::DecoderMemory::vectors)
+      .field("converted", &qkv::wasm::DecoderMemory::converted)
+      .field("kvCache", &qkv::wasm::DecoderMemory::kvCache)
+      .field("scratch", &qkv::wasm::DecoderMemory::scratch)
+      .field("matrixType", &qkv::wasm::DecoderMemory::matrixType);
+  qkv::wasm::bind_decoder<Model>("GPT2Model");
 
   class_<Sampler>("Sampler")
       .class_function("create", &sampler_create, allow_raw_pointers())

@@ -2,13 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <optional>
 #include <stdexcept>
 #include <string>
 
 #include "attention.hpp"
 #include "matmul/matmul.hpp"
-#include "model/json.hpp"
+#include "model/config_json.hpp"
 #include "model/layers.hpp"
 
 namespace qkv {
@@ -17,89 +16,52 @@ namespace qkv {
 
 namespace {
 
-[[noreturn]] void config_error(const std::string& msg) { throw std::invalid_argument("EncoderConfig: " + msg); }
+constexpr char kConfigError[] = "EncoderConfig: ";  // what every config error starts with
 
-const nlohmann::json* member(const nlohmann::json& root, const char* key) {
-  const auto it = root.find(key);
-  return it == root.end() || it->is_null() ? nullptr : &*it;
-}
-
-std::string describe(const nlohmann::json& v) {
-  return v.is_structured() ? std::string("a JSON ") + v.type_name() : v.dump();
-}
-
-int64_t get_int(const nlohmann::json& root, const char* key, std::optional<int64_t> fallback = std::nullopt) {
-  const nlohmann::json* v = member(root, key);
-  if (!v) {
-    if (!fallback) config_error(std::string("config.json lacks \"") + key + "\"");
-    return *fallback;
-  }
-  const std::optional<int64_t> i = json::to_int64(*v);
-  if (!i) config_error(std::string("\"") + key + "\" must be an integer, got " + describe(*v));
-  return *i;
-}
-
-void require_string(const nlohmann::json& root, const char* key, const char* want) {
-  const nlohmann::json* v = member(root, key);
-  if (v && *v != want) config_error(std::string("\"") + key + "\" must be \"" + want + "\", got " + describe(*v));
-}
+[[noreturn]] void config_error(const std::string& msg) { throw std::invalid_argument(kConfigError + msg); }
 
 }  // namespace
 
 EncoderConfig EncoderConfig::from_json(std::string_view text) {
-  nlohmann::json root;
-  try {
-    root = json::parse(text);
-  } catch (const std::invalid_argument& e) {
-    config_error(std::string("config.json is not valid JSON (") + e.what() + ")");
-  }
-  if (!root.is_object()) config_error("config.json must hold a JSON object");
-  const nlohmann::json* mt = member(root, "model_type");
+  const ConfigJson r(text, kConfigError);
+  const nlohmann::json* mt = r.member("model_type");
   if (!mt) config_error("config.json lacks \"model_type\" (\"bert\" or \"distilbert\")");
   EncoderConfig c;
   if (*mt == "bert") {
     c.arch = EncoderArch::Bert;
-    require_string(root, "hidden_act", "gelu");
-    require_string(root, "position_embedding_type", "absolute");
-    if (const nlohmann::json* dec = member(root, "is_decoder"); dec && *dec == true) {
+    r.require_string("hidden_act", "gelu");
+    r.require_string("position_embedding_type", "absolute");
+    if (const nlohmann::json* dec = r.member("is_decoder"); dec && *dec == true) {
       config_error("\"is_decoder\": true is a causal BERT; only encoders are supported");
     }
-    c.vocab_size = get_int(root, "vocab_size");
-    c.hidden = get_int(root, "hidden_size");
-    c.layers = get_int(root, "num_hidden_layers");
-    c.heads = get_int(root, "num_attention_heads");
-    c.intermediate = get_int(root, "intermediate_size");
-    c.max_positions = get_int(root, "max_position_embeddings");
-    c.type_vocab_size = get_int(root, "type_vocab_size", 2);
-    if (const nlohmann::json* eps = member(root, "layer_norm_eps")) {
-      if (!eps->is_number()) config_error("\"layer_norm_eps\" must be a number, got " + describe(*eps));
-      c.layer_norm_eps = eps->get<float>();
-    }
+    c.vocab_size = r.get_int("vocab_size");
+    c.hidden = r.get_int("hidden_size");
+    c.layers = r.get_int("num_hidden_layers");
+    c.heads = r.get_int("num_attention_heads");
+    c.intermediate = r.get_int("intermediate_size");
+    c.max_positions = r.get_int("max_position_embeddings");
+    c.type_vocab_size = r.get_int("type_vocab_size", 2);
+    if (const nlohmann::json* eps = r.number("layer_norm_eps")) c.layer_norm_eps = eps->get<float>();
   } else if (*mt == "distilbert") {
     c.arch = EncoderArch::DistilBert;
-    require_string(root, "activation", "gelu");
-    c.vocab_size = get_int(root, "vocab_size");
-    c.hidden = get_int(root, "dim");
-    c.layers = get_int(root, "n_layers");
-    c.heads = get_int(root, "n_heads");
-    c.intermediate = get_int(root, "hidden_dim");
-    c.max_positions = get_int(root, "max_position_embeddings");
+    r.require_string("activation", "gelu");
+    c.vocab_size = r.get_int("vocab_size");
+    c.hidden = r.get_int("dim");
+    c.layers = r.get_int("n_layers");
+    c.heads = r.get_int("n_heads");
+    c.intermediate = r.get_int("hidden_dim");
+    c.max_positions = r.get_int("max_position_embeddings");
     c.type_vocab_size = 0;
     c.layer_norm_eps = 1e-12f;  // fixed in DistilBERT's code
   } else {
-    config_error("model_type must be \"bert\" or \"distilbert\", got " + describe(*mt));
+    config_error("model_type must be \"bert\" or \"distilbert\", got " + json_describe(*mt));
   }
   c.validate();
   return c;
 }
 
 void EncoderConfig::validate() const {
-  auto positive = [](const char* key, int64_t v, int64_t max) {
-    if (v < 1 || v > max) {
-      config_error(std::string("\"") + key + "\" must be in [1, " + std::to_string(max) + "], got " +
-                   std::to_string(v));
-    }
-  };
+  auto positive = [](const char* key, int64_t v, int64_t max) { check_config_range(kConfigError, key, v, max); };
   positive("vocab_size", vocab_size, 1 << 20);
   positive("hidden_size", hidden, 1 << 14);
   positive("num_hidden_layers", layers, 256);
@@ -120,12 +82,6 @@ void EncoderConfig::validate() const {
 
 namespace {
 
-std::string shape_str(const std::vector<int64_t>& s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + "]";
-}
-
 // Finds tensors by their Hugging Face names (with the spellings checkpoints use) and converts
 // them into one float32 buffer: a first pass records (tensor, offset), a second converts.
 class Gather {
@@ -136,14 +92,8 @@ class Gather {
   // gamma/beta spelling) once converted; checks the shape.
   size_t want(const std::string& name, std::vector<int64_t> shape, bool optional = false) {
     const safetensors::TensorInfo* t = find(name);
-    if (!t) {
-      if (optional) return npos;
-      throw std::invalid_argument("Encoder: missing tensor \"" + name + "\" (expected shape " + shape_str(shape) + ")");
-    }
-    if (t->shape != shape) {
-      throw std::invalid_argument("Encoder: tensor \"" + t->name + "\" has shape " + shape_str(t->shape) +
-                                  ", but the config needs " + shape_str(shape));
-    }
+    if (!t && optional) return npos;
+    safetensors::expect_shape(t, name, shape, "Encoder");
     const size_t at = total_;
     todo_.push_back({t, at});
     total_ += size_t(t->numel());

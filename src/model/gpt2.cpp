@@ -5,14 +5,15 @@
 #include <cstdlib>
 #include <cstring>
 #include <numeric>
-#include <optional>
 #include <stdexcept>
 #include <string>
 
 #include "attention.hpp"
 #include "matmul/matmul.hpp"
-#include "model/json.hpp"
-#include "simd.hpp"
+#include "model/config_json.hpp"
+#include "model/decoder_checks.hpp"
+#include "model/generate.hpp"
+#include "model/layers.hpp"
 #include "thread_pool.hpp"
 
 namespace qkv {
@@ -21,85 +22,48 @@ namespace qkv {
 
 namespace {
 
-[[noreturn]] void config_error(const std::string& msg) { throw std::invalid_argument("GPT2Config: " + msg); }
+constexpr char kConfigError[] = "GPT2Config: ";  // what every config error starts with
 
-// root[key], or nullptr when the key is absent or null (Hugging Face writes null for "unset").
-const nlohmann::json* member(const nlohmann::json& root, const char* key) {
-  const auto it = root.find(key);
-  return it == root.end() || it->is_null() ? nullptr : &*it;
-}
-
-// A value for messages: a scalar as JSON text, an object or array by its type.
-std::string describe(const nlohmann::json& v) {
-  return v.is_structured() ? std::string("a JSON ") + v.type_name() : v.dump();
-}
-
-int64_t get_int(const nlohmann::json& root, const char* key, bool required, int64_t fallback) {
-  const nlohmann::json* v = member(root, key);
-  if (!v) {
-    if (required) config_error(std::string("config.json lacks \"") + key + "\"");
-    return fallback;
-  }
-  const std::optional<int64_t> i = json::to_int64(*v);
-  if (!i) config_error(std::string("\"") + key + "\" must be an integer, got " + describe(*v));
-  return *i;
-}
+[[noreturn]] void config_error(const std::string& msg) { throw std::invalid_argument(kConfigError + msg); }
 
 }  // namespace
 
 GPT2Config GPT2Config::from_json(std::string_view text) {
-  nlohmann::json root;
-  try {
-    root = json::parse(text);
-  } catch (const std::invalid_argument& e) {
-    config_error(std::string("config.json is not valid JSON (") + e.what() + ")");
+  const ConfigJson r(text, kConfigError);
+  if (const nlohmann::json* mt = r.member("model_type"); mt && *mt != "gpt2") {
+    config_error("model_type must be \"gpt2\", got " + json_describe(*mt));
   }
-  if (!root.is_object()) config_error("config.json must hold a JSON object");
-
-  if (const nlohmann::json* mt = member(root, "model_type"); mt && *mt != "gpt2") {
-    config_error("model_type must be \"gpt2\", got " + describe(*mt));
-  }
-  if (const nlohmann::json* af = member(root, "activation_function");
+  if (const nlohmann::json* af = r.member("activation_function");
       af && *af != "gelu_new" && *af != "gelu_pytorch_tanh") {
-    config_error("activation_function must be \"gelu_new\" (GPT-2's tanh GELU), got " + describe(*af));
+    config_error("activation_function must be \"gelu_new\" (GPT-2's tanh GELU), got " + json_describe(*af));
   }
   for (const char* unsupported :
        {"scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn", "add_cross_attention"}) {
-    if (const nlohmann::json* v = member(root, unsupported); v && *v == true) {
+    if (const nlohmann::json* v = r.member(unsupported); v && *v == true) {
       config_error(std::string("\"") + unsupported + "\": true is not supported");
     }
   }
 
   GPT2Config c;
-  c.n_layer = get_int(root, "n_layer", true, 0);
-  c.n_head = get_int(root, "n_head", true, 0);
-  c.n_embd = get_int(root, "n_embd", true, 0);
-  c.vocab_size = get_int(root, "vocab_size", true, 0);
-  c.n_positions = get_int(root, "n_positions", false, -1);
-  if (c.n_positions == -1) c.n_positions = get_int(root, "n_ctx", false, -1);
+  c.n_layer = r.get_int("n_layer");
+  c.n_head = r.get_int("n_head");
+  c.n_embd = r.get_int("n_embd");
+  c.vocab_size = r.get_int("vocab_size");
+  c.n_positions = r.get_int("n_positions", -1);
+  if (c.n_positions == -1) c.n_positions = r.get_int("n_ctx", -1);
   if (c.n_positions == -1) config_error("config.json lacks \"n_positions\" (and \"n_ctx\")");
-  c.n_inner = get_int(root, "n_inner", false, 0);
-  if (member(root, "n_inner") && c.n_inner <= 0) {
+  c.n_inner = r.get_int("n_inner", 0);
+  if (r.member("n_inner") && c.n_inner <= 0) {
     config_error("\"n_inner\" must be positive or null, got " + std::to_string(c.n_inner));
   }
-  if (const nlohmann::json* eps = member(root, "layer_norm_epsilon")) {
-    if (!eps->is_number()) config_error("\"layer_norm_epsilon\" must be a number, got " + describe(*eps));
-    c.layer_norm_epsilon = eps->get<float>();
-  }
-  if (const nlohmann::json* s = member(root, "scale_attn_weights")) {
-    if (!s->is_boolean()) config_error("\"scale_attn_weights\" must be a boolean, got " + describe(*s));
-    c.scale_attn_weights = s->get<bool>();
-  }
+  if (const nlohmann::json* eps = r.number("layer_norm_epsilon")) c.layer_norm_epsilon = eps->get<float>();
+  c.scale_attn_weights = r.get_bool("scale_attn_weights", c.scale_attn_weights);
   c.validate();
   return c;
 }
 
 void GPT2Config::validate() const {
-  auto in_range = [](const char* key, int64_t v, int64_t hi) {
-    if (v < 1 || v > hi) {
-      config_error(std::string("\"") + key + "\" must be in [1, " + std::to_string(hi) + "], got " + std::to_string(v));
-    }
-  };
+  auto in_range = [](const char* key, int64_t v, int64_t hi) { check_config_range(kConfigError, key, v, hi); };
   in_range("n_layer", n_layer, 1024);
   in_range("n_head", n_head, 1024);
   in_range("n_embd", n_embd, 1 << 16);
@@ -146,71 +110,21 @@ GPT2 GPT2::load(std::string_view config_json, MallocBytes bytes, size_t size, We
 
 namespace {
 
-// out[r, :] = (x[r, :] - mean) / sqrt(var + eps) * w + b, for rows r < n (biased variance, as torch)
-void layernorm(float* out, const float* x, const float* w, const float* b, int64_t n, int64_t E, float eps) {
-  for (int64_t r = 0; r < n; ++r) {
-    const float* xr = x + r * E;
-    float* o = out + r * E;
-    double mean = 0.0;
-    for (int64_t i = 0; i < E; ++i) mean += xr[i];
-    mean /= double(E);
-    double var = 0.0;
-    for (int64_t i = 0; i < E; ++i) {
-      double d = xr[i] - mean;
-      var += d * d;
-    }
-    var /= double(E);
-    const float inv = float(1.0 / std::sqrt(var + double(eps)));
-    const float m = float(mean);
-    for (int64_t i = 0; i < E; ++i) o[i] = (xr[i] - m) * inv * w[i] + b[i];
-  }
-}
-
-// GPT-2's gelu_new: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), in place (xsimd's tanh:
-// a libm call per element would cost as much as the matmuls in wasm)
-void gelu_tanh(float* x, int64_t n) {
-  const float c = 0.7978845608028654f;  // sqrt(2 / pi)
-  int64_t i = 0;
-#ifndef QKV_NO_SIMD
-  using V = simd::Batch;
-  constexpr int64_t W = simd::lanes<V>;
-  const V vc(c), va(0.044715f), half(0.5f), one(1.0f);
-  for (; i + W <= n; i += W) {
-    const V v = V::load_unaligned(x + i);
-    const V r = half * v * (one + xsimd::tanh(vc * (v + va * v * v * v)));
-    r.store_unaligned(x + i);
-  }
-#endif
-  for (; i < n; ++i) {
-    const float v = x[i];
-    x[i] = 0.5f * v * (1.0f + std::tanh(c * (v + 0.044715f * v * v * v)));
-  }
-}
-
 void ensure(std::vector<float>& v, size_t n) {
   if (v.size() < n) v.resize(n);
 }
 
 }  // namespace
 
-void GPT2::check_ids(const char* fn, const int32_t* ids, int64_t L, int64_t pos0) const {
-  if (L < 1) throw std::invalid_argument(std::string(fn) + ": ids is empty (need at least 1 token)");
-  if (pos0 + L > config_.n_positions) {
-    throw std::length_error(std::string(fn) + ": " + std::to_string(pos0 + L) + " positions (" + std::to_string(pos0) +
-                            " already + " + std::to_string(L) +
-                            " new) exceed n_positions = " + std::to_string(config_.n_positions));
-  }
-  for (int64_t i = 0; i < L; ++i) {
-    if (ids[i] < 0 || ids[i] >= config_.vocab_size) {
-      throw std::invalid_argument(std::string(fn) + ": ids[" + std::to_string(i) + "] = " + std::to_string(ids[i]) +
-                                  " is out of range [0, " + std::to_string(config_.vocab_size) + ")");
-    }
-  }
+size_t GPT2Scratch::bytes() const {
+  size_t n = 0;
+  for (const auto* b : {&x, &xb, &xb2, &qkv, &q, &k, &v, &att, &hb}) n += b->capacity() * sizeof(float);
+  return n;
 }
 
 void GPT2::forward(const int32_t* ids, int64_t L, float* logits, float* attentions, float* queries, float* keys,
                    Logits which) const {
-  check_ids("GPT2::forward", ids, L, 0);
+  check_decoder_ids("GPT2::forward", ids, L, 0, config_.vocab_size, config_.n_positions, "n_positions");
   GPT2Scratch scratch;
   run(ids, L, 0, nullptr, scratch, logits, which == Logits::All, attentions, queries, keys);
 }
@@ -220,24 +134,8 @@ void GPT2::run(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache>
   const GPT2Config& c = config_;
   const int64_t E = c.n_embd, H = c.n_head, D = c.head_dim(), I = c.inner();
   const int64_t Lk = pos0 + L;  // keys visible to the last query
-  check_ids("GPT2::run", ids, L, pos0);
-  if (pos0 < 0) throw std::invalid_argument("GPT2::run: pos0 must be >= 0, got " + std::to_string(pos0));
-  if (!caches && pos0 != 0) throw std::invalid_argument("GPT2::run: pos0 must be 0 without KV caches");
-  if (caches) {
-    if (int64_t(caches->size()) != c.n_layer) {
-      throw std::invalid_argument("GPT2::run: " + std::to_string(caches->size()) + " KV caches, the model has " +
-                                  std::to_string(c.n_layer) + " layers");
-    }
-    for (const KVCache& cache : *caches) {
-      if (cache.length() != pos0 || cache.batch() != 1 || cache.kv_heads() != H || cache.head_dim() != D ||
-          cache.value_dim() != D || cache.capacity() < pos0 + L) {
-        throw std::invalid_argument("GPT2::run: a KV cache of length " + std::to_string(cache.length()) +
-                                    " (capacity " + std::to_string(cache.capacity()) + ", " +
-                                    std::to_string(cache.kv_heads()) + " heads of " + std::to_string(cache.head_dim()) +
-                                    ") does not fit pos0 = " + std::to_string(pos0) + ", L = " + std::to_string(L));
-      }
-    }
-  }
+  check_decoder_ids("GPT2::run", ids, L, pos0, c.vocab_size, c.n_positions, "n_positions");
+  check_decoder_caches("GPT2::run", caches, c.n_layer, pos0, L, H, D);
 
   const size_t n = size_t(L);
   ensure(s.x, n * E);        // x   [L, E]   the residual stream
@@ -270,7 +168,7 @@ void GPT2::run(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache>
     const GPT2LayerWeights& w = weights.h[size_t(l)];
 
     // xb [L, E] = ln_1(x)
-    layernorm(xb, x, w.ln_1_weight, w.ln_1_bias, L, E, c.layer_norm_epsilon);
+    layer_norm_rows(xb, x, w.ln_1_weight, w.ln_1_bias, L, E, c.layer_norm_epsilon);
     // qkv [L, 3E] = xb @ c_attn.weight [E, 3E] + c_attn.bias
     matmul(w.attn_c_attn, xb, L, w.attn_c_attn_bias, qkv, threads_);
     // split heads: q/k/v [H, L, D] from qkv [L, (3, H, D)]
@@ -306,7 +204,7 @@ void GPT2::run(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache>
     for (size_t i = 0; i < n * size_t(E); ++i) x[i] += xb2[i];
 
     // xb [L, E] = ln_2(x)
-    layernorm(xb, x, w.ln_2_weight, w.ln_2_bias, L, E, c.layer_norm_epsilon);
+    layer_norm_rows(xb, x, w.ln_2_weight, w.ln_2_bias, L, E, c.layer_norm_epsilon);
     // hb [L, I] = gelu(xb @ mlp.c_fc.weight [E, I] + bias)
     matmul(w.mlp_c_fc, xb, L, w.mlp_c_fc_bias, hb, threads_);
     gelu_tanh(hb, L * I);
@@ -319,7 +217,7 @@ void GPT2::run(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache>
   // final layernorm, only the rows whose logits are wanted: xb [rows, E] = ln_f(x[first..])
   const int64_t first = all_logits ? 0 : L - 1;
   const int64_t rows = L - first;
-  layernorm(xb, x + first * E, weights.ln_f_weight, weights.ln_f_bias, rows, E, c.layer_norm_epsilon);
+  layer_norm_rows(xb, x + first * E, weights.ln_f_weight, weights.ln_f_bias, rows, E, c.layer_norm_epsilon);
   // logits [rows, V] = xb @ wte^T: the tied LM head reads the [V, E] table in place (OutIn)
   matmul(weights.wte, xb, rows, nullptr, logits, threads_);
 }
@@ -420,34 +318,8 @@ int32_t sample(const float* logits, int64_t n, const SamplingOptions& o, Rng& rn
 std::vector<int32_t> generate(const GPT2& model, const std::vector<int32_t>& prompt, int64_t n_new,
                               const SamplingOptions& options, uint64_t seed, bool use_cache) {
   const GPT2Config& c = model.config();
-  if (prompt.empty()) throw std::invalid_argument("generate: the prompt is empty");
-  if (n_new < 0) throw std::invalid_argument("generate: n_new must be >= 0");
-  if (int64_t(prompt.size()) + n_new > c.n_positions) {
-    throw std::length_error("generate: prompt (" + std::to_string(prompt.size()) + ") + n_new (" +
-                            std::to_string(n_new) + ") exceed n_positions = " + std::to_string(c.n_positions));
-  }
-  Rng rng(seed);
-  std::vector<int32_t> ids = prompt;
-  std::vector<float> logits(size_t(c.vocab_size));
-  if (use_cache) {
-    GPT2Session session(model);
-    session.prefill(ids.data(), int64_t(ids.size()), logits.data());
-    for (int64_t i = 0; i < n_new; ++i) {
-      int32_t next = sample(logits.data(), c.vocab_size, options, rng);
-      ids.push_back(next);
-      if (i + 1 < n_new) session.step(next, logits.data());
-    }
-  } else {
-    std::vector<float> all;
-    for (int64_t i = 0; i < n_new; ++i) {
-      const int64_t L = int64_t(ids.size());
-      all.resize(size_t(L * c.vocab_size));
-      model.forward(ids.data(), L, all.data());
-      int32_t next = sample(all.data() + (L - 1) * c.vocab_size, c.vocab_size, options, rng);
-      ids.push_back(next);
-    }
-  }
-  return ids;
+  return generate_tokens<GPT2Session>(model, c.vocab_size, c.n_positions, "n_positions", prompt, n_new, options, seed,
+                                      use_cache);
 }
 
 }  // namespace qkv

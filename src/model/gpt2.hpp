@@ -42,6 +42,7 @@ struct GPT2Config {
 // Per-call scratch buffers for run(), grown to the largest call so far (shapes in run()).
 struct GPT2Scratch {
   std::vector<float> x, xb, xb2, qkv, q, k, v, att, hb;
+  size_t bytes() const;  // the memory the buffers hold (their capacity)
 };
 
 // Which positions get logits: every one ([L, V]) or the last one only ([1, V], what
@@ -90,8 +91,6 @@ class GPT2 {
            float* logits, bool all_logits, float* attentions, float* queries = nullptr, float* keys = nullptr) const;
 
  private:
-  void check_ids(const char* fn, const int32_t* ids, int64_t L, int64_t pos0) const;
-
   GPT2Config config_;
   GPT2WeightStore store_;
   int threads_ = 1;

@@ -1,37 +1,20 @@
 // GPT-2's weights, held once: read in place from the safetensors buffer in the dtype they came
 // in, or converted once on load (to F32, F16 or 8-bit Q8) into one new buffer, after which the
-// file's buffer is freed. F16 matrices get their subnormal halves (|w| < 6.1e-5) set to zero,
-// in place (matmul/weights.hpp: prepare_f16_weights). No transposed or widened copies of the matrices: the kernels read
-// GPT-2's Conv1D layout ([in, out]) as it is, and the tied LM head reads wte [V, E] directly.
+// file's buffer is freed (weight_loader.hpp). F16 matrices get their subnormal halves
+// (|w| < 6.1e-5) set to zero, in place (matmul/weights.hpp: prepare_f16_weights). No transposed
+// or widened copies of the matrices: the kernels read GPT-2's Conv1D layout ([in, out]) as it
+// is, and the tied LM head reads wte [V, E] directly.
 #pragma once
 
-#include <cstddef>
 #include <cstdint>
-#include <cstdlib>
-#include <memory>
-#include <string_view>
 #include <vector>
 
 #include "matmul/weights.hpp"
+#include "model/weight_loader.hpp"  // WeightFormat, MallocBytes, GPT2WeightBytes
 
 namespace qkv {
 
 struct GPT2Config;
-
-// How the matrices are held: as stored in the file, or converted on load. int8 applies to the
-// matrices the matmuls read (the four per layer and wte, which is also the LM head); wpe keeps
-// its stored dtype there. 1-D parameters (biases, layer norms) are always float32.
-enum class WeightFormat { Auto, F32, F16, Int8 };
-
-// "auto" | "f32" | "f16" | "int8"; throws std::invalid_argument naming the value otherwise.
-WeightFormat parse_weight_format(std::string_view name);
-const char* weight_format_name(WeightFormat f);
-
-// Bytes from malloc whose ownership passes to the loader (released with std::free).
-struct FreeDeleter {
-  void operator()(uint8_t* p) const { std::free(p); }
-};
-using MallocBytes = std::unique_ptr<uint8_t, FreeDeleter>;
 
 struct GPT2LayerWeights {
   const float *ln_1_weight = nullptr, *ln_1_bias = nullptr;  // [E], [E]
@@ -53,14 +36,6 @@ struct GPT2Weights {
   const float *ln_f_weight = nullptr, *ln_f_bias = nullptr;  // [E], [E]
 };
 
-// Where the weights' bytes are.
-struct GPT2WeightBytes {
-  size_t file = 0;       // the safetensors buffer, when the weights are read in place from it (else freed: 0)
-  size_t matrices = 0;   // the matrices and embedding tables as held (in the file or the converted buffer)
-  size_t vectors = 0;    // 1-D parameters widened to float32 (the rest are read in place)
-  size_t converted = 0;  // the buffer converted matrices live in (0 when read in place)
-};
-
 class GPT2WeightStore {
  public:
   // Reads every tensor GPT-2 needs from a safetensors file held in `file` (size bytes;
@@ -72,21 +47,17 @@ class GPT2WeightStore {
   static GPT2WeightStore load(const GPT2Config& config, MallocBytes file, size_t size, WeightFormat format);
 
   const GPT2Weights& weights() const { return weights_; }
-  GPT2WeightBytes bytes() const { return bytes_; }
+  GPT2WeightBytes bytes() const { return buffers_.bytes; }
   // The matmuls' matrices' dtype (wte and the layers'): "F32", "F16", "BF16", "Q8", or "mixed"
   // (a file mixing them, read as stored).
   const char* matrix_type() const { return matrix_type_; }
   // F16 weights below 2^-14 in magnitude set to zero on load (prepare_f16_weights).
-  size_t flushed_subnormals() const { return flushed_; }
+  size_t flushed_subnormals() const { return buffers_.flushed; }
 
  private:
-  MallocBytes file_;       // the safetensors bytes, while tensors are read from them in place
-  MallocBytes converted_;  // the converted matrices
-  std::vector<float> vectors_;
+  WeightBuffers buffers_;  // the file (when read in place), the converted matrices, widened vectors
   GPT2Weights weights_;
-  GPT2WeightBytes bytes_;
   const char* matrix_type_ = "F32";
-  size_t flushed_ = 0;
 };
 
 }  // namespace qkv

@@ -6,10 +6,16 @@
 
 namespace qkv {
 
-void layer_norm_rows(float* out, const float* x, const float* w, const float* b, int64_t n, int64_t E, float eps) {
+namespace {
+
+// layer_norm_rows with (x - mean) * (1 / std) formed in T (float or double), then rounded to
+// float for the affine step.
+template <class T>
+void layer_norm_rows_in(float* out, const float* x, const float* w, const float* b, int64_t n, int64_t E, float eps) {
   for (int64_t r = 0; r < n; ++r) {
     const float* xr = x + r * E;
     float* o = out + r * E;
+    // mean and biased variance of the row, in double
     double mean = 0.0;
     for (int64_t i = 0; i < E; ++i) mean += xr[i];
     mean /= double(E);
@@ -19,26 +25,60 @@ void layer_norm_rows(float* out, const float* x, const float* w, const float* b,
       var += d * d;
     }
     var /= double(E);
-    const float inv = float(1.0 / std::sqrt(var + double(eps)));
-    const float m = float(mean);
-    for (int64_t i = 0; i < E; ++i) o[i] = (xr[i] - m) * inv * w[i] + b[i];
+    // o = (x - mean) * inv * w + b
+    const T inv = T(1.0 / std::sqrt(var + double(eps)));
+    const T m = T(mean);
+    for (int64_t i = 0; i < E; ++i) o[i] = float((T(xr[i]) - m) * inv) * w[i] + b[i];
+  }
+}
+
+}  // namespace
+
+void layer_norm_rows(float* out, const float* x, const float* w, const float* b, int64_t n, int64_t E, float eps,
+                     NormMath math) {
+  if (math == NormMath::Double) {
+    layer_norm_rows_in<double>(out, x, w, b, n, E, eps);
+  } else {
+    layer_norm_rows_in<float>(out, x, w, b, n, E, eps);
   }
 }
 
 void gelu_erf(float* x, int64_t n) {
-  const float r2 = 0.7071067811865476f;  // 1 / sqrt(2)
   int64_t i = 0;
 #ifndef QKV_NO_SIMD
-  // xsimd's erf: a libm call per element would cost about as much as the matmuls in wasm
   using V = simd::Batch;
   constexpr int64_t W = simd::lanes<V>;
-  const V vr2(r2), half(0.5f), one(1.0f);
+  const V vr2(0.7071067811865476f), half(0.5f), one(1.0f);  // vr2: 1 / sqrt(2)
   for (; i + W <= n; i += W) {
     const V v = V::load_unaligned(x + i);
     (half * v * (one + xsimd::erf(v * vr2))).store_unaligned(x + i);
   }
 #endif
-  for (; i < n; ++i) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * r2));
+  gelu_erf_libm(x + i, n - i);
+}
+
+void gelu_erf_libm(float* x, int64_t n) {
+  const float r2 = 0.7071067811865476f;  // 1 / sqrt(2)
+  for (int64_t i = 0; i < n; ++i) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * r2));
+}
+
+void gelu_tanh(float* x, int64_t n) {
+  const float c = 0.7978845608028654f;  // sqrt(2 / pi)
+  int64_t i = 0;
+#ifndef QKV_NO_SIMD
+  using V = simd::Batch;
+  constexpr int64_t W = simd::lanes<V>;
+  const V vc(c), va(0.044715f), half(0.5f), one(1.0f);
+  for (; i + W <= n; i += W) {
+    const V v = V::load_unaligned(x + i);
+    const V r = half * v * (one + xsimd::tanh(vc * (v + va * v * v * v)));
+    r.store_unaligned(x + i);
+  }
+#endif
+  for (; i < n; ++i) {
+    const float v = x[i];
+    x[i] = 0.5f * v * (1.0f + std::tanh(c * (v + 0.044715f * v * v * v)));
+  }
 }
 
 void add_in_place(float* y, const float* x, int64_t n) {

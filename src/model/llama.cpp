@@ -9,6 +9,8 @@
 
 #include "attention.hpp"
 #include "matmul/matmul.hpp"
+#include "model/decoder_checks.hpp"
+#include "model/generate.hpp"
 
 namespace qkv {
 
@@ -93,24 +95,18 @@ void ensure(std::vector<float>& v, size_t n) {
 
 // ----------------------------------------------------------------------------- forward
 
-void Llama::check_ids(const char* fn, const int32_t* ids, int64_t L, int64_t pos0) const {
-  if (L < 1) throw std::invalid_argument(std::string(fn) + ": ids is empty (need at least 1 token)");
-  if (pos0 + L > config_.max_position_embeddings) {
-    throw std::length_error(std::string(fn) + ": " + std::to_string(pos0 + L) + " positions (" + std::to_string(pos0) +
-                            " already + " + std::to_string(L) + " new) exceed max_position_embeddings = " +
-                            std::to_string(config_.max_position_embeddings));
+size_t LlamaScratch::bytes() const {
+  size_t n = 0;
+  for (const auto* b : {&x, &xb, &xb2, &q, &k, &v, &qh, &kh, &vh, &att, &hb, &hb2, &cos, &sin}) {
+    n += b->capacity() * sizeof(float);
   }
-  for (int64_t i = 0; i < L; ++i) {
-    if (ids[i] < 0 || ids[i] >= config_.vocab_size) {
-      throw std::invalid_argument(std::string(fn) + ": ids[" + std::to_string(i) + "] = " + std::to_string(ids[i]) +
-                                  " is out of range [0, " + std::to_string(config_.vocab_size) + ")");
-    }
-  }
+  return n;
 }
 
 void Llama::forward(const int32_t* ids, int64_t L, float* logits, float* attentions, float* queries,
                     float* keys) const {
-  check_ids("Llama::forward", ids, L, 0);
+  check_decoder_ids("Llama::forward", ids, L, 0, config_.vocab_size, config_.max_position_embeddings,
+                    "max_position_embeddings");
   LlamaScratch scratch;
   run(ids, L, 0, nullptr, scratch, logits, true, attentions, queries, keys);
 }
@@ -122,24 +118,8 @@ void Llama::run(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache
   const int64_t E = c.hidden_size, H = c.num_attention_heads, Hkv = c.num_key_value_heads, D = c.head_dim;
   const int64_t I = c.intermediate_size, half = D / 2;
   const int64_t Lk = pos0 + L;  // keys visible to the last query
-  check_ids("Llama::run", ids, L, pos0);
-  if (pos0 < 0) throw std::invalid_argument("Llama::run: pos0 must be >= 0, got " + std::to_string(pos0));
-  if (!caches && pos0 != 0) throw std::invalid_argument("Llama::run: pos0 must be 0 without KV caches");
-  if (caches) {
-    if (int64_t(caches->size()) != c.num_hidden_layers) {
-      throw std::invalid_argument("Llama::run: " + std::to_string(caches->size()) + " KV caches, the model has " +
-                                  std::to_string(c.num_hidden_layers) + " layers");
-    }
-    for (const KVCache& cache : *caches) {
-      if (cache.length() != pos0 || cache.batch() != 1 || cache.kv_heads() != Hkv || cache.head_dim() != D ||
-          cache.value_dim() != D || cache.capacity() < Lk) {
-        throw std::invalid_argument("Llama::run: a KV cache of length " + std::to_string(cache.length()) +
-                                    " (capacity " + std::to_string(cache.capacity()) + ", " +
-                                    std::to_string(cache.kv_heads()) + " heads of " + std::to_string(cache.head_dim()) +
-                                    ") does not fit pos0 = " + std::to_string(pos0) + ", L = " + std::to_string(L));
-      }
-    }
-  }
+  check_decoder_ids("Llama::run", ids, L, pos0, c.vocab_size, c.max_position_embeddings, "max_position_embeddings");
+  check_decoder_caches("Llama::run", caches, c.num_hidden_layers, pos0, L, Hkv, D);
 
   const size_t n = size_t(L);
   ensure(s.x, n * E);                    // x   [L, E]        the residual stream
@@ -290,34 +270,8 @@ void LlamaSession::step(int32_t id, float* logits, float* attentions) { prefill(
 std::vector<int32_t> generate(const Llama& model, const std::vector<int32_t>& prompt, int64_t n_new,
                               const SamplingOptions& options, uint64_t seed, bool use_cache) {
   const LlamaConfig& c = model.config();
-  if (prompt.empty()) throw std::invalid_argument("generate: the prompt is empty");
-  if (n_new < 0) throw std::invalid_argument("generate: n_new must be >= 0");
-  if (int64_t(prompt.size()) + n_new > c.max_position_embeddings) {
-    throw std::length_error("generate: prompt (" + std::to_string(prompt.size()) + ") + n_new (" +
-                            std::to_string(n_new) +
-                            ") exceed max_position_embeddings = " + std::to_string(c.max_position_embeddings));
-  }
-  Rng rng(seed);
-  std::vector<int32_t> ids = prompt;
-  std::vector<float> logits(size_t(c.vocab_size));
-  if (use_cache) {
-    LlamaSession session(model);
-    session.prefill(ids.data(), int64_t(ids.size()), logits.data());
-    for (int64_t i = 0; i < n_new; ++i) {
-      const int32_t next = sample(logits.data(), c.vocab_size, options, rng);
-      ids.push_back(next);
-      if (i + 1 < n_new) session.step(next, logits.data());
-    }
-  } else {
-    std::vector<float> all;
-    for (int64_t i = 0; i < n_new; ++i) {
-      const int64_t L = int64_t(ids.size());
-      all.resize(size_t(L * c.vocab_size));
-      model.forward(ids.data(), L, all.data());
-      ids.push_back(sample(all.data() + (L - 1) * c.vocab_size, c.vocab_size, options, rng));
-    }
-  }
-  return ids;
+  return generate_tokens<LlamaSession>(model, c.vocab_size, c.max_position_embeddings, "max_position_embeddings",
+                                       prompt, n_new, options, seed, use_cache);
 }
 
 }  // namespace qkv

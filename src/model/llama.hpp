@@ -19,6 +19,7 @@ namespace qkv {
 // Per-call scratch buffers for run(), grown to the largest call so far (shapes in run()).
 struct LlamaScratch {
   std::vector<float> x, xb, xb2, q, k, v, qh, kh, vh, att, hb, hb2, cos, sin;
+  size_t bytes() const;  // the memory the buffers hold (their capacity)
 };
 
 class Llama {
@@ -32,7 +33,7 @@ class Llama {
 
   const LlamaConfig& config() const { return config_; }
   const LlamaWeights& weights() const { return store_.weights(); }
-  const LlamaWeightStore& store() const { return store_; }
+  const LlamaWeightStore& weight_store() const { return store_; }
 
   // Worker threads for the attention kernel and the matmuls; results do not depend on it.
   void set_threads(int threads) { threads_ = threads < 1 ? 1 : threads; }
@@ -56,7 +57,6 @@ class Llama {
 
  private:
   Llama(LlamaConfig config, LlamaWeightStore store);
-  void check_ids(const char* fn, const int32_t* ids, int64_t L, int64_t pos0) const;
 
   LlamaConfig config_;
   LlamaWeightStore store_;

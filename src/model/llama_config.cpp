@@ -1,9 +1,9 @@
 #include "model/llama_config.hpp"
 
 #include <cmath>
-#include <optional>
 #include <stdexcept>
 
+#include "model/config_json.hpp"
 #include "model/json.hpp"
 
 namespace qkv {
@@ -22,67 +22,31 @@ const char* llama_arch_name(LlamaArch a) {
 
 namespace {
 
-[[noreturn]] void config_error(const std::string& msg) { throw std::invalid_argument("LlamaConfig: " + msg); }
+constexpr char kConfigError[] = "LlamaConfig: ";  // what every config error starts with
 
-// root[key], or nullptr when the key is absent or null (Hugging Face writes null for "unset").
-const nlohmann::json* member(const nlohmann::json& root, const char* key) {
-  const auto it = root.find(key);
-  return it == root.end() || it->is_null() ? nullptr : &*it;
-}
-
-std::string describe(const nlohmann::json& v) {
-  return v.is_structured() ? std::string("a JSON ") + v.type_name() : v.dump();
-}
+[[noreturn]] void config_error(const std::string& msg) { throw std::invalid_argument(kConfigError + msg); }
 
 std::string quoted(const char* key) { return std::string("\"") + key + "\""; }
 
-int64_t get_int(const nlohmann::json& root, const char* key, std::optional<int64_t> fallback) {
-  const nlohmann::json* v = member(root, key);
-  if (!v) {
-    if (!fallback) config_error("config.json lacks " + quoted(key));
-    return *fallback;
-  }
-  const std::optional<int64_t> i = json::to_int64(*v);
-  if (!i) config_error(quoted(key) + " must be an integer, got " + describe(*v));
-  return *i;
-}
-
-double get_number(const nlohmann::json& root, const char* key, std::optional<double> fallback) {
-  const nlohmann::json* v = member(root, key);
-  if (!v) {
-    if (!fallback) config_error("config.json lacks " + quoted(key));
-    return *fallback;
-  }
-  if (!v->is_number()) config_error(quoted(key) + " must be a number, got " + describe(*v));
-  return v->get<double>();
-}
-
-bool get_bool(const nlohmann::json& root, const char* key, bool fallback) {
-  const nlohmann::json* v = member(root, key);
-  if (!v) return fallback;
-  if (!v->is_boolean()) config_error(quoted(key) + " must be a boolean, got " + describe(*v));
-  return v->get<bool>();
-}
-
 // rope_scaling: absent/null or {"rope_type" (or the older "type"): "default" | "llama3", ...}
-Llama3RopeScaling read_rope_scaling(const nlohmann::json& root) {
+Llama3RopeScaling read_rope_scaling(const ConfigJson& r) {
   Llama3RopeScaling s;
-  const nlohmann::json* rs = member(root, "rope_scaling");
+  const nlohmann::json* rs = r.member("rope_scaling");
   if (!rs) return s;
-  if (!rs->is_object()) config_error("\"rope_scaling\" must be an object or null, got " + describe(*rs));
-  const nlohmann::json* type = member(*rs, "rope_type");
-  if (!type) type = member(*rs, "type");
+  if (!rs->is_object()) config_error("\"rope_scaling\" must be an object or null, got " + json_describe(*rs));
+  const nlohmann::json* type = json_member(*rs, "rope_type");
+  if (!type) type = json_member(*rs, "type");
   if (!type) config_error("\"rope_scaling\" lacks \"rope_type\"");
   if (*type == "default") return s;
   if (*type != "llama3") {
-    config_error("rope_scaling type " + describe(*type) + " is not supported (\"llama3\" and \"default\" are)");
+    config_error("rope_scaling type " + json_describe(*type) + " is not supported (\"llama3\" and \"default\" are)");
   }
   s.enabled = true;
   auto num = [&](const char* key) {
-    const nlohmann::json* v = member(*rs, key);
+    const nlohmann::json* v = json_member(*rs, key);
     if (!v) config_error(std::string("rope_scaling (llama3) lacks ") + quoted(key));
     if (!v->is_number() || !(v->get<double>() > 0) || !std::isfinite(v->get<double>())) {
-      config_error(std::string("rope_scaling.") + key + " must be a positive number, got " + describe(*v));
+      config_error(std::string("rope_scaling.") + key + " must be a positive number, got " + json_describe(*v));
     }
     return v->get<double>();
   };
@@ -101,21 +65,14 @@ Llama3RopeScaling read_rope_scaling(const nlohmann::json& root) {
 
 std::string config_model_type(std::string_view text) {
   const nlohmann::json root = json::parse(text);
-  const nlohmann::json* mt = root.is_object() ? member(root, "model_type") : nullptr;
+  const nlohmann::json* mt = root.is_object() ? json_member(root, "model_type") : nullptr;
   return mt && mt->is_string() ? mt->get<std::string>() : std::string();
 }
 
 LlamaConfig LlamaConfig::from_json(std::string_view text) {
-  nlohmann::json root;
-  try {
-    root = json::parse(text);
-  } catch (const std::invalid_argument& e) {
-    config_error(std::string("config.json is not valid JSON (") + e.what() + ")");
-  }
-  if (!root.is_object()) config_error("config.json must hold a JSON object");
-
+  const ConfigJson r(text, kConfigError);
   LlamaConfig c;
-  const nlohmann::json* mt = member(root, "model_type");
+  const nlohmann::json* mt = r.member("model_type");
   if (!mt) config_error("config.json lacks \"model_type\" (\"llama\", \"mistral\" or \"qwen2\")");
   if (*mt == "llama") {
     c.arch = LlamaArch::Llama;
@@ -124,52 +81,53 @@ LlamaConfig LlamaConfig::from_json(std::string_view text) {
   } else if (*mt == "qwen2") {
     c.arch = LlamaArch::Qwen2;
   } else {
-    config_error("model_type " + describe(*mt) + " is not supported (\"llama\", \"mistral\", \"qwen2\")");
+    config_error("model_type " + json_describe(*mt) + " is not supported (\"llama\", \"mistral\", \"qwen2\")");
   }
-  if (const nlohmann::json* act = member(root, "hidden_act"); act && *act != "silu") {
-    config_error("\"hidden_act\" must be \"silu\" (SwiGLU), got " + describe(*act));
+  if (const nlohmann::json* act = r.member("hidden_act"); act && *act != "silu") {
+    config_error("\"hidden_act\" must be \"silu\" (SwiGLU), got " + json_describe(*act));
   }
-  if (get_bool(root, "mlp_bias", false)) config_error("\"mlp_bias\": true is not supported");
+  if (r.get_bool("mlp_bias", false)) config_error("\"mlp_bias\": true is not supported");
 
-  c.hidden_size = get_int(root, "hidden_size", std::nullopt);
-  c.intermediate_size = get_int(root, "intermediate_size", std::nullopt);
-  c.num_hidden_layers = get_int(root, "num_hidden_layers", std::nullopt);
-  c.num_attention_heads = get_int(root, "num_attention_heads", std::nullopt);
-  c.num_key_value_heads = get_int(root, "num_key_value_heads", c.num_attention_heads);
-  c.vocab_size = get_int(root, "vocab_size", std::nullopt);
-  c.max_position_embeddings = get_int(root, "max_position_embeddings", std::nullopt);
+  c.hidden_size = r.get_int("hidden_size");
+  c.intermediate_size = r.get_int("intermediate_size");
+  c.num_hidden_layers = r.get_int("num_hidden_layers");
+  c.num_attention_heads = r.get_int("num_attention_heads");
+  c.num_key_value_heads = r.get_int("num_key_value_heads", c.num_attention_heads);
+  c.vocab_size = r.get_int("vocab_size");
+  c.max_position_embeddings = r.get_int("max_position_embeddings");
   if (c.num_attention_heads < 1) {
     config_error("\"num_attention_heads\" must be >= 1, got " + std::to_string(c.num_attention_heads));
   }
-  c.head_dim = get_int(root, "head_dim", c.hidden_size / c.num_attention_heads);
-  if (!member(root, "head_dim") && c.hidden_size % c.num_attention_heads != 0) {
+  c.head_dim = r.get_int("head_dim", c.hidden_size / c.num_attention_heads);
+  if (!r.member("head_dim") && c.hidden_size % c.num_attention_heads != 0) {
     config_error("hidden_size (" + std::to_string(c.hidden_size) + ") must be divisible by num_attention_heads (" +
                  std::to_string(c.num_attention_heads) + ") when \"head_dim\" is absent");
   }
-  c.rms_norm_eps = get_number(root, "rms_norm_eps", 1e-6);
+  c.rms_norm_eps = r.get_number("rms_norm_eps", 1e-6);
   // a missing rope_theta is an Error rather than a silent 10000: Llama 3 uses 500000, Qwen2 1000000
-  c.rope_theta = get_number(root, "rope_theta", std::nullopt);
-  c.rope_scaling = read_rope_scaling(root);
-  c.tie_word_embeddings = get_bool(root, "tie_word_embeddings", false);
+  c.rope_theta = r.get_number("rope_theta");
+  c.rope_scaling = read_rope_scaling(r);
+  c.tie_word_embeddings = r.get_bool("tie_word_embeddings", false);
   if (c.arch == LlamaArch::Qwen2) {
     c.qkv_bias = true;  // Qwen2Attention: q/k/v_proj with bias, o_proj without
   } else {
-    c.qkv_bias = c.o_bias = get_bool(root, "attention_bias", false);
+    c.qkv_bias = c.o_bias = r.get_bool("attention_bias", false);
   }
 
   // The sliding window of each layer, as transformers decides it.
   c.window.assign(size_t(std::max<int64_t>(c.num_hidden_layers, 0)), 0);
   if (c.arch == LlamaArch::Mistral) {
     // MistralConfig: sliding_window defaults to 4096; null = full attention; every layer
-    const nlohmann::json* sw = root.find("sliding_window") == root.end() ? nullptr : &root["sliding_window"];
-    const int64_t w = !sw ? 4096 : sw->is_null() ? 0 : get_int(root, "sliding_window", std::nullopt);
+    const auto it = r.root().find("sliding_window");
+    const nlohmann::json* sw = it == r.root().end() ? nullptr : &*it;
+    const int64_t w = !sw ? 4096 : sw->is_null() ? 0 : r.get_int("sliding_window");
     if (sw && !sw->is_null() && w < 1)
       config_error("\"sliding_window\" must be >= 1 or null, got " + std::to_string(w));
     for (auto& x : c.window) x = w;
-  } else if (c.arch == LlamaArch::Qwen2 && get_bool(root, "use_sliding_window", false)) {
+  } else if (c.arch == LlamaArch::Qwen2 && r.get_bool("use_sliding_window", false)) {
     // Qwen2Config: with use_sliding_window, layers l >= max_window_layers attend within sliding_window
-    const int64_t w = get_int(root, "sliding_window", 4096);
-    const int64_t first = get_int(root, "max_window_layers", 28);
+    const int64_t w = r.get_int("sliding_window", 4096);
+    const int64_t first = r.get_int("max_window_layers", 28);
     if (w < 1) config_error("\"sliding_window\" must be >= 1, got " + std::to_string(w));
     if (first < 0) config_error("\"max_window_layers\" must be >= 0, got " + std::to_string(first));
     for (int64_t l = first; l < c.num_hidden_layers; ++l) c.window[size_t(l)] = w;
@@ -179,11 +137,7 @@ LlamaConfig LlamaConfig::from_json(std::string_view text) {
 }
 
 void LlamaConfig::validate() const {
-  auto in_range = [](const char* key, int64_t v, int64_t hi) {
-    if (v < 1 || v > hi) {
-      config_error(quoted(key) + " must be in [1, " + std::to_string(hi) + "], got " + std::to_string(v));
-    }
-  };
+  auto in_range = [](const char* key, int64_t v, int64_t hi) { check_config_range(kConfigError, key, v, hi); };
   in_range("hidden_size", hidden_size, 1 << 16);
   in_range("intermediate_size", intermediate_size, 1 << 18);
   in_range("num_hidden_layers", num_hidden_layers, 1024);

@@ -1,17 +1,16 @@
 // A Llama-family model's weights (Hugging Face tensor names, nn.Linear [out, in] layout), held
-// once, as GPT-2's are (gpt2_weights.hpp): read in place from the safetensors buffer in the
+// once, as GPT-2's are (weight_loader.hpp): read in place from the safetensors buffer in the
 // dtype they came in (F32, F16, BF16), or converted once on load (to F32, F16 or 8-bit Q8)
 // into one new buffer, after which the file's buffer is freed. The matmul kernels
 // (src/matmul/) read every matrix where it is held; the tied LM head is embed_tokens itself.
 #pragma once
 
-#include <cstddef>
 #include <cstdint>
 #include <vector>
 
 #include "matmul/weights.hpp"
-#include "model/gpt2_weights.hpp"  // WeightFormat, MallocBytes
 #include "model/llama_config.hpp"
+#include "model/weight_loader.hpp"  // WeightFormat, MallocBytes, GPT2WeightBytes
 
 namespace qkv {
 
@@ -45,7 +44,7 @@ class LlamaWeightStore {
   const LlamaWeights& weights() const { return weights_; }
   // The matmuls' matrices' dtype: "F32", "F16", "BF16", "Q8", or "mixed".
   const char* matrix_type() const { return matrix_type_; }
-  GPT2WeightBytes bytes() const { return bytes_; }  // where the bytes are (file, matrices, vectors, converted)
+  GPT2WeightBytes bytes() const { return buffers_.bytes; }  // where the bytes are (file, matrices, vectors, converted)
 
   LlamaWeightStore() = default;
   LlamaWeightStore(LlamaWeightStore&&) = default;
@@ -53,10 +52,7 @@ class LlamaWeightStore {
   LlamaWeightStore(const LlamaWeightStore&) = delete;  // the views point into this store's buffers
 
  private:
-  MallocBytes file_;                // the safetensors bytes, while tensors are read from them in place
-  std::vector<uint8_t> converted_;  // the converted matrices, 16-byte aligned offsets
-  std::vector<float> vectors_;      // norms and biases widened to float32 (else read in place)
-  GPT2WeightBytes bytes_;
+  WeightBuffers buffers_;  // the file (when read in place), the converted matrices, widened vectors
   LlamaWeights weights_;
   const char* matrix_type_ = "F32";
 };

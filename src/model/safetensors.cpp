@@ -28,15 +28,6 @@ std::string u64s(uint64_t v) { return std::to_string(v); }
 
 [[noreturn]] void bad(const std::string& msg) { throw std::invalid_argument("safetensors: " + msg); }
 
-std::string shape_str(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (i) s += ", ";
-    s += std::to_string(shape[i]);
-  }
-  return s + "]";
-}
-
 uint64_t read_u64_le(const uint8_t* p) {
   uint64_t v = 0;
   for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
@@ -71,6 +62,28 @@ int64_t TensorInfo::numel() const {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;  // checked against overflow in parse()
   return n;
+}
+
+std::string shape_string(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(shape[i]);
+  }
+  return s + "]";
+}
+
+const TensorInfo& expect_shape(const TensorInfo* t, const std::string& name, const std::vector<int64_t>& want,
+                               const std::string& model) {
+  if (!t) {
+    throw std::invalid_argument(model + ": missing tensor \"" + name + "\" (expected shape " + shape_string(want) +
+                                ")");
+  }
+  if (t->shape != want) {
+    throw std::invalid_argument(model + ": tensor \"" + t->name + "\" has shape " + shape_string(t->shape) +
+                                ", but the config needs " + shape_string(want));
+  }
+  return *t;
 }
 
 float f16_to_f32(uint16_t h) {
@@ -198,7 +211,7 @@ File File::parse(const uint8_t* data, size_t size, const Limits& limits) {
     }
     const uint64_t esize = uint64_t(dtype_size(t.dtype));
     if (overflow || (numel != 0 && numel > uint64_t(INT64_MAX) / esize)) {
-      bad(tn + ": shape " + shape_str(t.shape) + " is too large");
+      bad(tn + ": shape " + shape_string(t.shape) + " is too large");
     }
     if (!jo->is_array() || jo->size() != 2) bad(tn + ": data_offsets must be an array [begin, end]");
     t.begin = non_negative((*jo)[0], tn + ": data_offsets[0]");
@@ -213,7 +226,7 @@ File File::parse(const uint8_t* data, size_t size, const Limits& limits) {
     }
     const uint64_t want = numel * esize;
     if (t.end - t.begin != want) {
-      bad(tn + ": dtype " + ds + " and shape " + shape_str(t.shape) + " need " + u64s(want) +
+      bad(tn + ": dtype " + ds + " and shape " + shape_string(t.shape) + " need " + u64s(want) +
           " bytes, but data_offsets [" + u64s(t.begin) + ", " + u64s(t.end) + "] hold " + u64s(t.end - t.begin));
     }
     f.tensors_.push_back(std::move(t));

@@ -69,6 +69,15 @@ class File {
   std::vector<std::pair<std::string, std::string>> metadata_;
 };
 
+// "[2, 3]"
+std::string shape_string(const std::vector<int64_t>& shape);
+
+// t, the lookup of `name` (nullptr when absent), checked against the shape a model's config
+// needs: throws std::invalid_argument "<model>: missing tensor "<name>" (expected shape [..])"
+// or "<model>: tensor "<t->name>" has shape [..], but the config needs [..]".
+const TensorInfo& expect_shape(const TensorInfo* t, const std::string& name, const std::vector<int64_t>& want,
+                               const std::string& model);
+
 // IEEE half and bfloat16 to float32 (exact).
 float f16_to_f32(uint16_t h);
 float bf16_to_f32(uint16_t b);

@@ -2,13 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <optional>
 #include <stdexcept>
 #include <string>
 
 #include "attention.hpp"
 #include "matmul/matmul.hpp"
-#include "model/json.hpp"
+#include "model/config_json.hpp"
+#include "model/layers.hpp"
 
 namespace qkv {
 
@@ -16,69 +16,38 @@ namespace qkv {
 
 namespace {
 
-[[noreturn]] void config_error(const std::string& msg) { throw std::invalid_argument("BartConfig: " + msg); }
+constexpr char kConfigError[] = "BartConfig: ";  // what every config error starts with
 
-const nlohmann::json* member(const nlohmann::json& root, const char* key) {
-  const auto it = root.find(key);
-  return it == root.end() || it->is_null() ? nullptr : &*it;
-}
-
-std::string describe(const nlohmann::json& v) {
-  return v.is_structured() ? std::string("a JSON ") + v.type_name() : v.dump();
-}
-
-int64_t get_int(const nlohmann::json& root, const char* key, bool required, int64_t fallback) {
-  const nlohmann::json* v = member(root, key);
-  if (!v) {
-    if (required) config_error(std::string("config.json lacks \"") + key + "\"");
-    return fallback;
-  }
-  const std::optional<int64_t> i = json::to_int64(*v);
-  if (!i) config_error(std::string("\"") + key + "\" must be an integer, got " + describe(*v));
-  return *i;
-}
-
-bool get_bool(const nlohmann::json& root, const char* key, bool fallback) {
-  const nlohmann::json* v = member(root, key);
-  if (!v) return fallback;
-  if (!v->is_boolean()) config_error(std::string("\"") + key + "\" must be a boolean, got " + describe(*v));
-  return v->get<bool>();
-}
+[[noreturn]] void config_error(const std::string& msg) { throw std::invalid_argument(kConfigError + msg); }
 
 }  // namespace
 
 BartConfig BartConfig::from_json(std::string_view text) {
-  nlohmann::json root;
-  try {
-    root = json::parse(text);
-  } catch (const std::invalid_argument& e) {
-    config_error(std::string("config.json is not valid JSON (") + e.what() + ")");
+  const ConfigJson r(text, kConfigError);
+  if (const nlohmann::json* mt = r.member("model_type"); !mt || *mt != "bart") {
+    config_error("model_type must be \"bart\", got " + (mt ? json_describe(*mt) : std::string("nothing")));
   }
-  if (!root.is_object()) config_error("config.json must hold a JSON object");
-  if (const nlohmann::json* mt = member(root, "model_type"); !mt || *mt != "bart") {
-    config_error("model_type must be \"bart\", got " + (mt ? describe(*mt) : std::string("nothing")));
-  }
-  if (const nlohmann::json* af = member(root, "activation_function"); af && *af != "gelu") {
-    config_error("activation_function must be \"gelu\" (exact, erf), got " + describe(*af));
+  if (const nlohmann::json* af = r.member("activation_function"); af && *af != "gelu") {
+    config_error("activation_function must be \"gelu\" (exact, erf), got " + json_describe(*af));
   }
   // pre-LN variants (mBART) and a final layer norm per stack are not this layout
-  if (get_bool(root, "normalize_before", false)) config_error("\"normalize_before\": true (pre-LN) is not supported");
-  if (get_bool(root, "add_final_layer_norm", false)) config_error("\"add_final_layer_norm\": true is not supported");
-  if (!get_bool(root, "tie_word_embeddings", true)) config_error("\"tie_word_embeddings\": false is not supported");
+  if (r.get_bool("normalize_before", false)) config_error("\"normalize_before\": true (pre-LN) is not supported");
+  if (r.get_bool("add_final_layer_norm", false)) config_error("\"add_final_layer_norm\": true is not supported");
+  if (!r.get_bool("tie_word_embeddings", true)) config_error("\"tie_word_embeddings\": false is not supported");
 
   BartConfig c;
-  c.vocab_size = get_int(root, "vocab_size", true, 0);
-  c.d_model = get_int(root, "d_model", true, 0);
-  c.encoder_layers = get_int(root, "encoder_layers", true, 0);
-  c.decoder_layers = get_int(root, "decoder_layers", true, 0);
-  c.encoder_heads = get_int(root, "encoder_attention_heads", true, 0);
-  c.decoder_heads = get_int(root, "decoder_attention_heads", true, 0);
-  c.encoder_ffn = get_int(root, "encoder_ffn_dim", true, 0);
-  c.decoder_ffn = get_int(root, "decoder_ffn_dim", true, 0);
-  c.max_positions = get_int(root, "max_position_embeddings", true, 0);
-  c.scale_embedding = get_bool(root, "scale_embedding", false);
+  c.vocab_size = r.get_int("vocab_size");
+  c.d_model = r.get_int("d_model");
+  c.encoder_layers = r.get_int("encoder_layers");
+  c.decoder_layers = r.get_int("decoder_layers");
+  c.encoder_heads = r.get_int("encoder_attention_heads");
+  c.decoder_heads = r.get_int("decoder_attention_heads");
+  c.encoder_ffn = r.get_int("encoder_ffn_dim");
+  c.decoder_ffn = r.get_int("decoder_ffn_dim");
+  c.max_positions = r.get_int("max_position_embeddings");
+  c.scale_embedding = r.get_bool("scale_embedding", false);
   auto token = [&](const char* key, int32_t fallback) {
-    const int64_t v = get_int(root, key, false, fallback);
+    const int64_t v = r.get_int(key, fallback);
     if (v < 0 || v >= c.vocab_size) {
       config_error(std::string("\"") + key + "\" = " + std::to_string(v) +
                    " is out of range [0, vocab_size = " + std::to_string(c.vocab_size) + ")");
@@ -95,11 +64,7 @@ BartConfig BartConfig::from_json(std::string_view text) {
 }
 
 void BartConfig::validate() const {
-  auto in_range = [](const char* key, int64_t v, int64_t hi) {
-    if (v < 1 || v > hi) {
-      config_error(std::string("\"") + key + "\" must be in [1, " + std::to_string(hi) + "], got " + std::to_string(v));
-    }
-  };
+  auto in_range = [](const char* key, int64_t v, int64_t hi) { check_config_range(kConfigError, key, v, hi); };
   in_range("vocab_size", vocab_size, 1 << 24);
   in_range("d_model", d_model, 1 << 16);
   in_range("encoder_layers", encoder_layers, 1024);
@@ -122,12 +87,6 @@ void BartConfig::validate() const {
 
 namespace {
 
-std::string shape_str(const std::vector<int64_t>& s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + "]";
-}
-
 // Tensors by their BartForConditionalGeneration names, with or without the "model." prefix.
 class TensorReader {
  public:
@@ -137,14 +96,7 @@ class TensorReader {
   bool has(const std::string& name) const { return f_.find(prefix_ + name) != nullptr; }
   std::vector<float> get(const std::string& name, std::vector<int64_t> want) const {
     const std::string full = prefix_ + name;
-    const safetensors::TensorInfo* t = f_.find(full);
-    if (!t)
-      throw std::invalid_argument("Bart: missing tensor \"" + full + "\" (expected shape " + shape_str(want) + ")");
-    if (t->shape != want) {
-      throw std::invalid_argument("Bart: tensor \"" + full + "\" has shape " + shape_str(t->shape) +
-                                  ", but the config needs " + shape_str(want));
-    }
-    return f_.to_f32(*t);
+    return f_.to_f32(safetensors::expect_shape(f_.find(full), full, want, "Bart"));
   }
   const safetensors::File& file() const { return f_; }
 
@@ -194,11 +146,7 @@ BartWeights BartWeights::from_safetensors(const BartConfig& c, const safetensors
   BartWeights w;
   w.shared = r.get(r.has("shared.weight") ? "shared.weight" : "encoder.embed_tokens.weight", {V, E});
   if (const safetensors::TensorInfo* t = file.find("final_logits_bias")) {
-    if (t->shape != std::vector<int64_t>{1, V}) {
-      throw std::invalid_argument("Bart: tensor \"final_logits_bias\" has shape " + shape_str(t->shape) +
-                                  ", but the config needs " + shape_str({1, V}));
-    }
-    w.final_logits_bias = file.to_f32(*t);
+    w.final_logits_bias = file.to_f32(safetensors::expect_shape(t, "final_logits_bias", {1, V}, "Bart"));
   } else {
     w.final_logits_bias.assign(size_t(V), 0.0f);
   }
@@ -220,28 +168,6 @@ BartWeights BartWeights::from_safetensors(const BartConfig& c, const safetensors
 // ----------------------------------------------------------------------------- small layers
 
 namespace {
-
-// out[r, :] = (x[r, :] - mean) / sqrt(var + eps) * w + b for rows r < n (biased variance, as
-// torch; statistics in double). out may equal x. (h-bert adds the same as model/layers.hpp.)
-void layer_norm_rows(float* out, const float* x, const float* w, const float* b, int64_t n, int64_t E, float eps) {
-  for (int64_t r = 0; r < n; ++r) {
-    const float* xr = x + r * E;
-    float* o = out + r * E;
-    double mean = 0.0;
-    for (int64_t i = 0; i < E; ++i) mean += xr[i];
-    mean /= double(E);
-    double var = 0.0;
-    for (int64_t i = 0; i < E; ++i) var += (xr[i] - mean) * (xr[i] - mean);
-    var /= double(E);
-    const double inv = 1.0 / std::sqrt(var + double(eps));
-    for (int64_t i = 0; i < E; ++i) o[i] = float((xr[i] - mean) * inv) * w[i] + b[i];
-  }
-}
-
-// x = 0.5 x (1 + erf(x / sqrt 2)), in place: torch.nn.functional.gelu, BART's "gelu"
-void gelu_erf(float* x, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * 0.70710678118654752f));
-}
 
 // y [M, N] = x [M, K] W^T + b for an nn.Linear weight W [N, K] held as float32
 void linear_out_in(const std::vector<float>& W, int64_t K, int64_t N, const float* x, int64_t M, const float* b,
@@ -277,8 +203,8 @@ void ensure(std::vector<float>& v, size_t n) {
 // x [L, E] = LN(x + y): BART's post-LN residual
 void add_norm(float* x, const float* y, int64_t L, int64_t E, const std::vector<float>& w, const std::vector<float>& b,
               float eps) {
-  for (int64_t i = 0; i < L * E; ++i) x[i] += y[i];
-  layer_norm_rows(x, x, w.data(), b.data(), L, E, eps);
+  add_in_place(x, y, L * E);
+  layer_norm_rows(x, x, w.data(), b.data(), L, E, eps, NormMath::Double);
 }
 
 }  // namespace
@@ -371,7 +297,8 @@ void Bart::encode(const int32_t* ids, int64_t Ls, float* out, float* attentions)
     const float* pe = weights_.enc_pos.data() + (t + 2) * E;
     for (int64_t i = 0; i < E; ++i) x[t * E + i] = te[i] * scale + pe[i];
   }
-  layer_norm_rows(x, x, weights_.enc_ln_emb_w.data(), weights_.enc_ln_emb_b.data(), Ls, E, c.layer_norm_eps);
+  layer_norm_rows(x, x, weights_.enc_ln_emb_w.data(), weights_.enc_ln_emb_b.data(), Ls, E, c.layer_norm_eps,
+                  NormMath::Double);
 
   AttentionOptions opt;  // bidirectional: every token sees every token (one unpadded input)
   opt.threads = threads_;
@@ -393,7 +320,7 @@ void Bart::encode(const int32_t* ids, int64_t Ls, float* out, float* attentions)
     add_norm(x, xb.data(), Ls, E, w.self_attn_ln_w, w.self_attn_ln_b, c.layer_norm_eps);
     // x = LN(x + fc2(gelu(fc1(x)))), hb [Ls, F]
     linear_out_in(w.fc1_w, E, F, x, Ls, w.fc1_b.data(), hb.data(), threads_);
-    gelu_erf(hb.data(), Ls * F);
+    gelu_erf_libm(hb.data(), Ls * F);
     linear_out_in(w.fc2_w, F, E, hb.data(), Ls, w.fc2_b.data(), xb.data(), threads_);
     add_norm(x, xb.data(), Ls, E, w.final_ln_w, w.final_ln_b, c.layer_norm_eps);
   }
@@ -464,7 +391,8 @@ void Bart::decode(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCac
     const float* pe = weights_.dec_pos.data() + (pos0 + t + 2) * E;
     for (int64_t i = 0; i < E; ++i) x[t * E + i] = te[i] * scale + pe[i];
   }
-  layer_norm_rows(x, x, weights_.dec_ln_emb_w.data(), weights_.dec_ln_emb_b.data(), L, E, c.layer_norm_eps);
+  layer_norm_rows(x, x, weights_.dec_ln_emb_w.data(), weights_.dec_ln_emb_b.data(), L, E, c.layer_norm_eps,
+                  NormMath::Double);
 
   AttentionOptions self_opt;
   self_opt.causal = true;  // query t sees keys j <= pos0 + t (bottom-right aligned)
@@ -506,7 +434,7 @@ void Bart::decode(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCac
 
     // --- FFN: x = LN(x + fc2(gelu(fc1(x)))), hb [L, F]
     linear_out_in(w.fc1_w, E, F, x, L, w.fc1_b.data(), hb, threads_);
-    gelu_erf(hb, L * F);
+    gelu_erf_libm(hb, L * F);
     linear_out_in(w.fc2_w, F, E, hb, L, w.fc2_b.data(), xb, threads_);
     add_norm(x, xb, L, E, w.final_ln_w, w.final_ln_b, c.layer_norm_eps);
   }

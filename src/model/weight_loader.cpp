@@ -1,0 +1,218 @@
+#include "model/weight_loader.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+
+#include "matmul/halves.hpp"
+#include "model/safetensors.hpp"
+
+namespace qkv {
+
+WeightFormat parse_weight_format(std::string_view name) {
+  if (name == "auto") return WeightFormat::Auto;
+  if (name == "f32") return WeightFormat::F32;
+  if (name == "f16") return WeightFormat::F16;
+  if (name == "int8") return WeightFormat::Int8;
+  throw std::invalid_argument("GPT2: weights must be 'auto', 'f32', 'f16' or 'int8', got '" + std::string(name) + "'");
+}
+
+const char* weight_format_name(WeightFormat f) {
+  switch (f) {
+    case WeightFormat::Auto:
+      return "auto";
+    case WeightFormat::F32:
+      return "f32";
+    case WeightFormat::F16:
+      return "f16";
+    case WeightFormat::Int8:
+      return "int8";
+  }
+  return "?";
+}
+
+namespace {
+
+// What a matrix stored as `from` becomes: Int8 quantizes only the matmuls' matrices.
+WeightType target_type(WeightFormat format, WeightType from, bool matmul) {
+  switch (format) {
+    case WeightFormat::Auto:
+      return from;
+    case WeightFormat::F32:
+      return WeightType::F32;
+    case WeightFormat::F16:
+      return WeightType::F16;
+    case WeightFormat::Int8:
+      return matmul ? WeightType::Q8 : from;
+  }
+  return from;
+}
+
+// Element i of F32 / F16 / BF16 little-endian values at p (any alignment), as a float.
+float element(WeightType type, const uint8_t* p, size_t i) {
+  if (type == WeightType::F32) {
+    float v;
+    std::memcpy(&v, p + 4 * i, 4);
+    return v;
+  }
+  uint16_t h;
+  std::memcpy(&h, p + 2 * i, 2);
+  return type == WeightType::F16 ? halves::f16_to_f32(h) : halves::bf16_to_f32(h);
+}
+
+size_t align16(size_t n) { return (n + 15) / 16 * 16; }
+
+}  // namespace
+
+WeightLoader::WeightLoader(const safetensors::File& file, const char* model, std::string prefix,
+                           const char* unsupported_dtype, WeightFormat format)
+    : file_(file), model_(model), prefix_(std::move(prefix)), unsupported_dtype_(unsupported_dtype), format_(format) {}
+
+void WeightLoader::fail(const std::string& tensor, const std::string& msg) const {
+  throw std::invalid_argument(model_ + ": tensor \"" + tensor + "\": " + msg);
+}
+
+WeightLoader::Source WeightLoader::find(const std::string& name, const std::vector<int64_t>& want) const {
+  const std::string full = prefix_ + name;
+  const safetensors::TensorInfo& t = safetensors::expect_shape(file_.find(full), full, want, model_);
+  Source s;
+  s.name = full;
+  switch (t.dtype) {
+    case safetensors::DType::F32:
+      s.type = WeightType::F32;
+      break;
+    case safetensors::DType::F16:
+      s.type = WeightType::F16;
+      break;
+    case safetensors::DType::BF16:
+      s.type = WeightType::BF16;
+      break;
+    default:
+      fail(full, std::string("dtype ") + safetensors::dtype_name(t.dtype) + unsupported_dtype_);
+  }
+  s.bytes = file_.bytes(t);
+  s.count = size_t(t.numel());
+  return s;
+}
+
+void WeightLoader::matrix(const std::string& name, const std::vector<int64_t>& shape, WeightLayout layout,
+                          WeightMatrix* dst, bool matmul) {
+  Source s = find(name, shape);
+  // InOut [K, N]; OutIn [N, K]
+  const int64_t K = layout == WeightLayout::InOut ? shape[0] : shape[1];
+  const int64_t N = layout == WeightLayout::InOut ? shape[1] : shape[0];
+  const WeightType to = target_type(format_, s.type, matmul);
+  matrices_.push_back({std::move(s), layout, K, N, to, dst, matmul});
+}
+
+void WeightLoader::vector(const std::string& name, int64_t n, const float** dst) {
+  vectors_.push_back({find(name, {n}), dst});
+}
+
+// Writes the matrix as m.to at `out` (m.to's size of K x N bytes).
+void WeightLoader::convert(const MatrixPlan& m, uint8_t* out) const {
+  const Source& s = m.src;
+  if (m.to == s.type) {
+    std::memcpy(out, s.bytes, s.count * s.element_size());
+    return;
+  }
+  switch (m.to) {
+    case WeightType::F32: {
+      float* o = reinterpret_cast<float*>(out);
+      for (size_t i = 0; i < s.count; ++i) o[i] = element(s.type, s.bytes, i);
+      return;
+    }
+    case WeightType::F16:
+    case WeightType::BF16: {
+      uint16_t* o = reinterpret_cast<uint16_t*>(out);
+      for (size_t i = 0; i < s.count; ++i) {
+        const float v = element(s.type, s.bytes, i);
+        o[i] = m.to == WeightType::F16 ? halves::f32_to_f16(v) : halves::f32_to_bf16(v);
+        if (m.to == WeightType::F16 && (o[i] & 0x7C00u) == 0x7C00u) {
+          fail(s.name, "element " + std::to_string(i) + " = " + std::to_string(v) +
+                           " does not fit in F16 (finite, |value| <= 65504)");
+        }
+      }
+      return;
+    }
+    case WeightType::Q8: {
+      // quantize_q8 reads an aligned source: the file's bytes, or a copy when they are not aligned
+      std::vector<uint8_t> copy;
+      if (!s.aligned()) copy.assign(s.bytes, s.bytes + s.count * s.element_size());
+      const WeightMatrix view{s.type, m.layout, m.K, m.N, s.aligned() ? s.bytes : copy.data(), nullptr};
+      const Q8Layout q = Q8Layout::of(m.K, m.N);
+      try {
+        quantize_q8(view, reinterpret_cast<int8_t*>(out), reinterpret_cast<float*>(out + q.data_bytes()));
+      } catch (const std::invalid_argument& e) {
+        fail(s.name, e.what());
+      }
+      return;
+    }
+  }
+}
+
+WeightBuffers WeightLoader::load(MallocBytes file, size_t size) {
+  WeightBuffers out;
+  // In place when every matrix stays as stored (and is aligned for its type); else all of them
+  // go into one new buffer and the file is freed.
+  bool in_place = true;
+  for (const MatrixPlan& m : matrices_) in_place = in_place && m.to == m.src.type && m.src.aligned();
+  size_t converted = 0;
+  if (!in_place) {
+    for (MatrixPlan& m : matrices_) {
+      m.offset = converted;
+      converted += align16(WeightMatrix{m.to, m.layout, m.K, m.N}.bytes());
+    }
+    out.converted.reset(static_cast<uint8_t*>(std::malloc(std::max<size_t>(converted, 1))));
+    if (!out.converted) {
+      throw std::length_error(model_ + ": cannot allocate " + std::to_string(converted) + " bytes for the weights as " +
+                              weight_format_name(format_));
+    }
+  }
+  for (MatrixPlan& m : matrices_) {
+    uint8_t* at = in_place ? const_cast<uint8_t*>(m.src.bytes) : out.converted.get() + m.offset;
+    if (!in_place) convert(m, at);
+    *m.dst = WeightMatrix{m.to, m.layout, m.K, m.N, at, nullptr};
+    if (m.to == WeightType::Q8)
+      m.dst->scales = reinterpret_cast<const float*>(at + Q8Layout::of(m.K, m.N).data_bytes());
+    if (m.to == WeightType::F16) {
+      // finite (the kernels' widening does not special-case inf and NaN); subnormals to zero,
+      // in the file's buffer or the converted one, both ours
+      const std::string what = model_ + ": tensor \"" + m.src.name + "\"";
+      out.flushed += prepare_f16_weights(reinterpret_cast<uint16_t*>(at), size_t(m.K * m.N), what.c_str());
+    }
+    out.bytes.matrices += m.dst->bytes();
+  }
+
+  // 1-D parameters: float32 in place when the file is kept and they are aligned float32; else widened
+  const auto read_in_place = [&](const Source& s) { return in_place && s.type == WeightType::F32 && s.aligned(); };
+  size_t widened = 0;
+  for (const VectorPlan& v : vectors_) widened += read_in_place(v.src) ? 0 : v.src.count;
+  out.vectors.resize(widened);
+  size_t at = 0;
+  for (const VectorPlan& v : vectors_) {
+    if (read_in_place(v.src)) {
+      *v.dst = reinterpret_cast<const float*>(v.src.bytes);
+      continue;
+    }
+    for (size_t i = 0; i < v.src.count; ++i) out.vectors[at + i] = element(v.src.type, v.src.bytes, i);
+    *v.dst = out.vectors.data() + at;
+    at += v.src.count;
+  }
+  out.bytes.vectors = widened * 4;
+  out.bytes.converted = converted;
+  if (in_place) {
+    out.file = std::move(file);
+    out.bytes.file = size;
+  }  // else `file` is freed on return: nothing reads it any more
+  return out;
+}
+
+const char* WeightLoader::matmul_type(const WeightMatrix& lm_head) const {
+  for (const MatrixPlan& m : matrices_) {
+    if (m.matmul && m.to != lm_head.type) return "mixed";
+  }
+  return weight_type_name(lm_head.type);
+}
+
+}  // namespace qkv

@@ -1,0 +1,120 @@
+// Loading a decoder's weights from its safetensors file: the part GPT-2's and the Llama
+// family's stores share (gpt2_weights.cpp and llama_weights.cpp list the tensors). Every tensor
+// is found by name and checked against the shape the config needs (F32, F16 or BF16) before
+// anything is allocated. Then the matrices are read in place from the file's buffer when every
+// one stays in its stored dtype and is aligned for it; else all of them are converted (to F32,
+// F16, BF16 or Q8) into one new buffer and the file is freed. F16 matrices are readied for the
+// kernels either way (finite, subnormals to zero: matmul/weights.hpp, prepare_f16_weights).
+// 1-D parameters are read in place (aligned float32 in a kept file) or widened to float32.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "matmul/weights.hpp"
+
+namespace qkv {
+
+namespace safetensors {
+class File;
+}
+
+// How the matrices are held: as stored in the file, or converted on load. Int8 applies to the
+// matrices the matmuls read; a table that is only gathered from (GPT-2's wpe, an untied
+// embed_tokens) keeps its stored dtype there. 1-D parameters (biases, norms) are always float32.
+enum class WeightFormat { Auto, F32, F16, Int8 };
+
+// "auto" | "f32" | "f16" | "int8"; throws std::invalid_argument naming the value otherwise.
+WeightFormat parse_weight_format(std::string_view name);
+const char* weight_format_name(WeightFormat f);
+
+// Bytes from malloc whose ownership passes to the loader (released with std::free).
+struct FreeDeleter {
+  void operator()(uint8_t* p) const { std::free(p); }
+};
+using MallocBytes = std::unique_ptr<uint8_t, FreeDeleter>;
+
+// Where the weights' bytes are (GPT-2's and the Llama family's stores alike).
+struct GPT2WeightBytes {
+  size_t file = 0;       // the safetensors buffer, when the weights are read in place from it (else freed: 0)
+  size_t matrices = 0;   // the matrices and embedding tables as held (in the file or the converted buffer)
+  size_t vectors = 0;    // 1-D parameters widened to float32 (the rest are read in place)
+  size_t converted = 0;  // the buffer converted matrices live in (0 when read in place)
+};
+
+// The buffers a loaded model's weights point into.
+struct WeightBuffers {
+  MallocBytes file;            // the safetensors bytes, kept while tensors are read from them in place
+  MallocBytes converted;       // the converted matrices, at 16-byte aligned offsets (null when in place)
+  std::vector<float> vectors;  // 1-D parameters widened to float32
+  GPT2WeightBytes bytes;
+  size_t flushed = 0;  // F16 weights below 2^-14 in magnitude set to zero (prepare_f16_weights)
+};
+
+class WeightLoader {
+ public:
+  // model: how errors name the model ("GPT2" -> "GPT2: missing tensor ..."); prefix: put before
+  // every name looked up ("transformer." or ""); unsupported_dtype: what the error for a tensor
+  // of another dtype says after "dtype <name>" (kept by pointer: a literal).
+  WeightLoader(const safetensors::File& file, const char* model, std::string prefix, const char* unsupported_dtype,
+               WeightFormat format);
+
+  // Plans the matrix `name` of `shape` ([K, N] for InOut, [N, K] for OutIn) into *dst; matmul:
+  // read by a matmul (else only gathered from: Int8 leaves it in its stored dtype).
+  void matrix(const std::string& name, const std::vector<int64_t>& shape, WeightLayout layout, WeightMatrix* dst,
+              bool matmul = true);
+  // Plans the 1-D parameter `name` of n floats into *dst.
+  void vector(const std::string& name, int64_t n, const float** dst);
+
+  // Holds every planned tensor and points each dst at it; `file` (size bytes, the buffer the
+  // safetensors::File reads) is kept in the result when the matrices are read in place from it.
+  WeightBuffers load(MallocBytes file, size_t size);
+
+  // After load(): the dtype of the matrices the matmuls read ("F32", "F16", "BF16", "Q8"), or
+  // "mixed" when one of them differs from the LM head's.
+  const char* matmul_type(const WeightMatrix& lm_head) const;
+
+ private:
+  // One tensor of the file, found and checked.
+  struct Source {
+    std::string name;
+    WeightType type = WeightType::F32;
+    const uint8_t* bytes = nullptr;  // possibly unaligned
+    size_t count = 0;                // elements
+    size_t element_size() const { return type == WeightType::F32 ? 4 : 2; }
+    bool aligned() const { return reinterpret_cast<uintptr_t>(bytes) % element_size() == 0; }
+  };
+
+  // A matrix: where it comes from and what it becomes.
+  struct MatrixPlan {
+    Source src;
+    WeightLayout layout;
+    int64_t K, N;
+    WeightType to;
+    WeightMatrix* dst;
+    bool matmul;
+    size_t offset = 0;  // in the converted buffer
+  };
+  struct VectorPlan {
+    Source src;
+    const float** dst;
+  };
+
+  Source find(const std::string& name, const std::vector<int64_t>& want) const;
+  [[noreturn]] void fail(const std::string& tensor, const std::string& msg) const;
+  void convert(const MatrixPlan& m, uint8_t* out) const;
+
+  const safetensors::File& file_;
+  std::string model_, prefix_;
+  const char* unsupported_dtype_;
+  WeightFormat format_;
+  std::vector<MatrixPlan> matrices_;
+  std::vector<VectorPlan> vectors_;
+};
+
+}  // namespace qkv
