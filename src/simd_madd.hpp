@@ -11,7 +11,7 @@
 // constants through the builtin it would fold them wrongly. So the builtin lives here only,
 // in one function, and every call has run-time values for a and b (loads, accumulators, exp2's
 // r), so nothing can fold; a constant c (exp2's coefficients) is only an operand in its slot.
-// bench/matmul/run.sh --relaxed-check runs exp2's error-bound test in the relaxed build.
+// tests/cpp/relaxed-exp2.sh runs exp2's error-bound test in a relaxed wasm build.
 // Included by simd.hpp (exp2 is made of it); includes nothing of qkv's.
 #pragma once
 

@@ -47,9 +47,9 @@ constexpr int kW = simd::lanes<V>;
 #endif
 constexpr int kMR = QKV_GEMM_MR;  // rows of a micro-tile
 constexpr int kNV = QKV_GEMM_NV;  // vectors of a micro-tile
-constexpr int kNR = kNV * kW;  // columns of a micro-tile and of a packed panel (16 in wasm)
-constexpr int64_t kKC = 256;   // rows of W per packed block
-constexpr int64_t kNC = 768;   // columns per work item (its packed block: 768 KB)
+constexpr int kNR = kNV * kW;     // columns of a micro-tile and of a packed panel (16 in wasm)
+constexpr int64_t kKC = 256;      // rows of W per packed block
+constexpr int64_t kNC = 768;      // columns per work item (its packed block: 768 KB)
 
 // c[R][kNR] += a[kc][R] b[kc][kNR]: a and b packed, c rows ldc apart
 template <int R>
