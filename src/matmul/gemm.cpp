@@ -11,10 +11,11 @@
 //         products into y, its kMR x kNV accumulators held in registers across the kc rows.
 // The micro-kernel is kMR rows x kNV vectors, its multiply-add simd::madd (simd_madd.hpp):
 // 2 rows x 4 vectors (16 columns in wasm) in both the plain and the relaxed SIMD build, 8
-// chains, 4 loads and 2 broadcasts per k. Measured in Node 20 (bench/matmul/run.sh, GPT-2-small
-// shapes, M = 32 / 128 / 512), 2 x 4 beat 3 x 3 by 6-8% in the plain build and by 5-15% in the
-// relaxed one, where 4 x 3, 3 x 4, 5 x 2 and 2 x 5 were all slower than 3 x 3 (V8 spills past
-// ~13 live vectors: relaxed_madd frees fewer registers than the products' count suggests).
+// chains, 4 loads and 2 broadcasts per k. Measured in Node 20 (GPT-2-small shapes, M = 32 /
+// 128 / 512, builds alternating, CPU time), 2 x 4 against 3 x 3: plain +0-1% / +2-9% / +5-6%,
+// relaxed -2-5% / +1-6% / +6-9%; in the relaxed build 4 x 3, 3 x 4, 5 x 2 and 2 x 5 were all
+// slower than 3 x 3 (V8 spills past ~13 live vectors: relaxed_madd frees fewer registers than
+// the products' count suggests).
 // QKV_GEMM_MR / QKV_GEMM_NV override the tile (for such measurements).
 // Every y element adds its products in k order in any split, so the thread count changes no bit.
 #include <algorithm>
