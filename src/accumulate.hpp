@@ -15,7 +15,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "simd_madd.hpp"
+#include "simd.hpp"  // and simd_madd.hpp
 
 namespace qkv::detail {
 

@@ -9,11 +9,15 @@
 // f32x4.relaxed_madd (0xfd 0x85 0x02). Engines compute that as a * b + c with the operands in
 // the order pushed, but LLVM 14 believes the old fma meant a + b * c: were it to fold
 // constants through the builtin it would fold them wrongly. So the builtin lives here only,
-// in one function, and kernels pass it run-time values (loads and accumulators), never
-// constants.
+// in one function, and every call has run-time values for a and b (loads, accumulators, exp2's
+// r), so nothing can fold; a constant c (exp2's coefficients) is only an operand in its slot.
+// tests/cpp/relaxed-exp2.sh runs exp2's error-bound test in a relaxed wasm build.
+// Included by simd.hpp (exp2 is made of it); includes nothing of qkv's.
 #pragma once
 
-#include "simd.hpp"
+#ifndef QKV_NO_SIMD
+#include <xsimd/xsimd.hpp>
+#endif
 
 #if defined(QKV_RELAXED_SIMD) && !defined(__wasm_relaxed_simd__)
 #error "QKV_RELAXED_SIMD needs -mrelaxed-simd (a wasm build)"

@@ -1,94 +1,119 @@
-// Relaxed SIMD vs plain SIMD, one thread, in one Node process with the calls alternating
-// (both builds loaded side by side from two imports of the package), so both see the same
-// machine load: SDPA non-causal and causal at B=1, H=8, D=64. Needs relaxed SIMD (Node 20:
-// node --experimental-wasm-relaxed-simd bench/js/relaxed.mjs [--sizes 512,1024] [--rounds 5]).
-// Prints a table; writes bench/results/relaxed-node.json.
-import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+// Relaxed SIMD vs plain SIMD, one thread, in Node and in Chromium (headless), each with both
+// builds loaded side by side and their calls alternating (bench/js/relaxed-core.js): SDPA
+// non-causal and causal (B=1, H=8, D=64), the GPT-2-small prefill matmuls (M = 32, 128, 512),
+// and each build's limit (bench/js/peak.js) in the same run. Timed by on-CPU time (the machine
+// is shared): Node by the process's CPU time, Chromium by its renderer main thread's (Linux
+// /proc); the wall-clock figures of the same run are in the JSON and printed below.
+// Node 20 needs relaxed SIMD switched on:
+//   node --experimental-wasm-relaxed-simd bench/js/relaxed.mjs [--sizes 512,1024] [--Ms 32,128,512]
+//        [--rounds 3] [--runtimes node,chromium]
+// Prints a table per runtime; writes bench/results/relaxed-node.json and relaxed-chromium.json.
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { readFile, stat } from 'node:fs/promises';
+import { createServer } from 'node:http';
 import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { pathToFileURL } from 'node:url';
 import os from 'node:os';
-import { H, D, flops } from './core.js';
+import { runRelaxed, summarize, table } from './relaxed-core.js';
+import { ROOT, launch, openPage } from '../../tests/browser/harness.js';
 
 const args = process.argv.slice(2);
 const opt = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback);
 const sizes = opt('--sizes', '512,1024').split(',').map(Number);
-const rounds = Number(opt('--rounds', '5'));
+const Ms = opt('--Ms', '32,128,512').split(',').map(Number);
+const rounds = Number(opt('--rounds', '3'));
+const runtimes = opt('--runtimes', 'node,chromium').split(',');
+const dist = path.join(ROOT, 'dist');
+const results = new URL('../results/', import.meta.url);
+mkdirSync(results, { recursive: true });
 
-// Two instances of the package, each with its own module loaded: the second is a copy of dist/
-// (a query string on index.js would not reach the modules it imports, which hold the state).
-const copy = mkdtempSync(path.join(os.tmpdir(), 'qkv-dist-'));
-cpSync(fileURLToPath(new URL('../../dist/', import.meta.url)), copy, { recursive: true });
-const builds = [];
-for (const [variant, dir] of [['simd', fileURLToPath(new URL('../../dist/', import.meta.url))], ['simd-relaxed', copy]]) {
-  const qkv = await import(pathToFileURL(path.join(dir, 'index.js')).href);
-  if ((await qkv.init({ variant, numThreads: 1 })).variant !== variant) throw new Error(`${variant} did not load`);
-  builds.push({ variant, qkv });
+function report(name, runtime, raw, cpuClock, load) {
+  const summary = summarize(raw, { cpu: true, cpuClock });
+  const result = {
+    runtime, cpu: os.cpus()[0]?.model, load, date: new Date().toISOString(), rounds, threads: 1,
+    method: 'builds alternating per call site and round; per row the fastest of `rounds` (a warm-up batch of ~200 ms, then a batch: ' +
+      'median wall ms per call, on-CPU ms per call: Node the process, Chromium the renderer main thread); limit: the fastest peak.js loop on the same clock (relaxed: its relaxed_madd loops)',
+    ...summary, wall: summarize(raw, { cpu: false }), raw,
+  };
+  writeFileSync(new URL(`relaxed-${name}.json`, results), JSON.stringify(result, null, 1) + '\n');
+  console.log(table(summary, `relaxed vs plain SIMD, 1 thread — ${runtime} (load ${load.map((x) => x.toFixed(1)).join(' ')})`));
+  console.log(table(result.wall, '(the same run by wall time)'));
+  console.log('');
 }
 
-function inputs(qkv, L) {
-  const x = (f) => new qkv.Tensor(Float32Array.from({ length: H * L * D }, (_, i) => Math.sin(i * f)), [1, H, L, D]);
-  return [x(0.37), x(0.11), x(0.05)];
-}
-
-/**
- * Median wall ms of a batch of calls sized to ~200 ms (after one warm-up batch), and the
- * process's CPU ms per call over that batch: on a shared machine the CPU time is what the
- * kernel itself took (one thread; the wall clock also counts the time others held the core).
- */
-function time(qkv, L, causal) {
-  const [q, k, v] = inputs(qkv, L);
-  const call = () => qkv.scaledDotProductAttentionSync(q, k, v, { isCausal: causal });
-  const t0 = performance.now();
-  call();
-  const n = Math.max(3, Math.min(200, Math.round(200 / Math.max(0.01, performance.now() - t0))));
-  for (let i = 0; i < n; i++) call();
-  const ts = [];
-  const c0 = process.cpuUsage();
-  for (let i = 0; i < n; i++) {
-    const s = performance.now();
-    call();
-    ts.push(performance.now() - s);
+// Node: two instances of the package, each with its own module loaded: the second is a copy of
+// dist/ (a query string on index.js would not reach the modules it imports, which hold the state).
+if (runtimes.includes('node')) {
+  const copy = mkdtempSync(path.join(os.tmpdir(), 'qkv-dist-'));
+  try {
+    cpSync(dist, copy, { recursive: true });
+    const builds = [];
+    for (const [variant, dir] of [['simd', dist], ['simd-relaxed', copy]]) {
+      const url = (f) => pathToFileURL(path.join(dir, f)).href;
+      const qkv = await import(url('index.js'));
+      if ((await qkv.init({ variant, numThreads: 1 })).variant !== variant) throw new Error(`${variant} did not load`);
+      const { getModule } = await import(url('wasm/loader.js'));
+      const { heapU8 } = await import(url('wasm/heap.js'));
+      builds.push({ variant, qkv, getModule, heapU8 });
+    }
+    const cpuMs = async () => {
+      const { user, system } = process.cpuUsage();
+      return (user + system) / 1000;
+    };
+    const raw = await runRelaxed(builds, { sizes, Ms, rounds, cpuMs });
+    for (const { qkv } of builds) qkv.dispose();
+    report('node', `node ${process.version} ${process.execArgv.join(' ')}`, raw, 'process CPU time', os.loadavg());
+  } finally {
+    rmSync(copy, { recursive: true, force: true });
   }
-  const c = process.cpuUsage(c0);
-  ts.sort((a, b) => a - b);
-  return { ms: ts[Math.floor(n / 2)], cpuMs: (c.user + c.system) / 1000 / n };
 }
 
-const best = new Map();
-for (let round = 0; round < rounds; round++) {
-  for (const L of sizes) {
-    for (const causal of [false, true]) {
-      for (const { variant, qkv } of round % 2 ? [...builds].reverse() : builds) {
-        const t = time(qkv, L, causal);
-        for (const [what, ms] of [['wall', t.ms], ['cpu', t.cpuMs]]) {
-          const key = `${variant}/${what}/${L}/${causal}`;
-          if (!best.has(key) || ms < best.get(key)) best.set(key, ms);
-        }
+// Chromium: the page loads the package from /dist/ and from /dist-b/ (a second URL, the same
+// files), and asks /cpu-ms for its main thread's on-CPU time: the main threads of this
+// browser's renderers (launched with --qkv-relaxed-bench; a spare renderer's stays ~0), from
+// /proc/<pid>/task/<pid>/schedstat (Linux).
+function rendererMainThreadsMs() {
+  let ms = 0;
+  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    try {
+      if (!readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('--type=renderer')) continue;
+      let ours = false;
+      for (let p = pid; p && p !== '0' && p !== '1' && !ours; p = readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1].split(' ')[1]) {
+        ours = readFileSync(`/proc/${p}/cmdline`, 'utf8').includes('--qkv-relaxed-bench');
       }
-    }
+      if (ours) ms += Number(readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'utf8').split(' ')[0]) / 1e6;
+    } catch { /* gone */ }
   }
+  return ms;
 }
-for (const { qkv } of builds) qkv.dispose();
-rmSync(copy, { recursive: true, force: true });
-const rows = [];
-for (const L of sizes) {
-  for (const causal of [false, true]) {
-    const g = (variant, what) => best.get(`${variant}/${what}/${L}/${causal}`);
-    const row = { L, causal };
-    for (const what of ['wall', 'cpu']) {
-      const simd = g('simd', what), relaxed = g('simd-relaxed', what);
-      Object.assign(row, { [`${what}SimdGflops`]: flops(L) / simd / 1e6, [`${what}RelaxedGflops`]: flops(L) / relaxed / 1e6, [`${what}RelaxedVsSimd`]: simd / relaxed });
+
+if (runtimes.includes('chromium')) {
+  const TYPES = { '.html': 'text/html', '.js': 'text/javascript', '.mjs': 'text/javascript', '.wasm': 'application/wasm' };
+  const server = createServer(async (req, res) => {
+    const headers = { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp', 'Cache-Control': 'no-store' };
+    const url = new URL(req.url, 'http://x');
+    if (url.pathname === '/cpu-ms') {
+      res.writeHead(200, { ...headers, 'Content-Type': 'text/plain' }).end(String(rendererMainThreadsMs()));
+      return;
     }
-    rows.push(row);
+    const file = path.join(ROOT, path.normalize(decodeURIComponent(url.pathname)).replace(/^\/dist-b\//, '/dist/'));
+    try {
+      if (!file.startsWith(ROOT) || !(await stat(file)).isFile()) throw new Error('not found');
+      res.writeHead(200, { ...headers, 'Content-Type': TYPES[path.extname(file)] ?? 'application/octet-stream' }).end(await readFile(file));
+    } catch {
+      res.writeHead(404).end();
+    }
+  });
+  await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
+  const browser = await launch(['--renderer-process-limit=1', '--qkv-relaxed-bench']);
+  try {
+    const page = await openPage(browser, `http://127.0.0.1:${server.address().port}/bench/js/relaxed.html?sizes=${sizes}&Ms=${Ms}&rounds=${rounds}`);
+    await page.waitForFunction(() => window.__relaxed !== undefined, null, { timeout: 0, polling: 500 });
+    const raw = await page.evaluate(() => window.__relaxed);
+    if (raw.error) throw new Error(`relaxed page: ${raw.error}`);
+    report('chromium', `chromium ${browser.version()} (headless)`, raw, 'on-CPU time of the renderer main thread', os.loadavg());
+  } finally {
+    await browser.close();
+    server.close();
   }
-}
-const result = { runtime: `node ${process.version} ${process.execArgv.join(' ')}`, cpu: os.cpus()[0]?.model, load: os.loadavg(), date: new Date().toISOString(), rounds, method: 'per row: the fastest of `rounds` (wall: medians; cpu: process CPU ms per call over the batch), builds alternating', rows };
-mkdirSync(new URL('../results/', import.meta.url), { recursive: true });
-writeFileSync(new URL('../results/relaxed-node.json', import.meta.url), JSON.stringify(result, null, 1) + '\n');
-console.log(`relaxed vs plain SIMD, 1 thread — ${result.runtime} (B=1, H=8, D=64; GFLOP/s, load ${result.load.map((x) => x.toFixed(1)).join(' ')})`);
-console.log('                 wall clock                 CPU time');
-console.log('    L causal   SIMD  relaxed  ratio     SIMD  relaxed  ratio');
-const f = (x, w) => x.toFixed(1).padStart(w);
-for (const r of rows) {
-  console.log(`${String(r.L).padStart(5)} ${String(r.causal).padStart(6)} ${f(r.wallSimdGflops, 6)} ${f(r.wallRelaxedGflops, 8)} ${r.wallRelaxedVsSimd.toFixed(2).padStart(6)}   ${f(r.cpuSimdGflops, 6)} ${f(r.cpuRelaxedGflops, 8)} ${r.cpuRelaxedVsSimd.toFixed(2).padStart(6)}`);
 }

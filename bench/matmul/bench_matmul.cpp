@@ -22,7 +22,7 @@
 
 #include "matmul/halves.hpp"
 #include "matmul/matmul.hpp"
-#include "simd.hpp"
+#include "simd.hpp"  // and simd_madd.hpp
 
 #ifndef QKV_NO_SIMD
 #include <xsimd/xsimd.hpp>
@@ -120,7 +120,9 @@ Bandwidth read_bandwidth_gbs() {
   return best;
 }
 
-// iters x 12 independent chains acc = acc * m + c (f32x4): the mul+add peak (wasm SIMD has no FMA)
+// iters x 12 independent chains acc = acc * m + c (f32x4): the mul+add peak (wasm SIMD has no
+// FMA); in a relaxed-SIMD build (QKV_RELAXED_SIMD) the chains are simd::madd, f32x4.relaxed_madd:
+// the limit of that build's kernels
 QKV_NOINLINE float peak_pass(int64_t iters, float mv, float cv) {
 #ifndef QKV_NO_SIMD
   using F4 = qkv::halves::F4;
@@ -129,7 +131,7 @@ QKV_NOINLINE float peak_pass(int64_t iters, float mv, float cv) {
   for (int i = 0; i < 12; ++i) acc[i] = F4(float(i));
   for (int64_t it = 0; it < iters; ++it) {
     QKV_UNROLL
-    for (int i = 0; i < 12; ++i) acc[i] = acc[i] * m + c;
+    for (int i = 0; i < 12; ++i) acc[i] = qkv::simd::madd(acc[i], m, c);
   }
   F4 s(0.0f);
   for (int i = 0; i < 12; ++i) s += acc[i];

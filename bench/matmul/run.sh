@@ -4,7 +4,8 @@
 # small wasm programs with em++ into build/bench-matmul/ (SIMD; SIMD + pthreads), then runs
 # them; writes bench/results/matmul-wasm-1t.json and matmul-wasm-2t.json.
 # QKV_BENCH_NATIVE=1 also runs the native build (build/native/qkv_bench_matmul); --build-only
-# builds and stops.
+# builds and stops; --relaxed runs only the GEMM, in the plain and the relaxed-SIMD build
+# (bench/results/relaxed-matmul-simd.json, relaxed-matmul-relaxed.json).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export NODE_PATH=${NODE_PATH:-/usr/share/nodejs}   # Debian's emcc needs Debian's acorn
@@ -16,14 +17,32 @@ ln -sfn /usr/include/xsimd "$out/xsimd-include/xsimd"   # xsimd alone (not the h
 srcs=(bench/matmul/bench_matmul.cpp src/matmul/*.cpp src/thread_pool.cpp)
 flags=(-O3 -std=c++17 -Isrc -I"$out/xsimd-include" -msimd128 -msse4.2 -sALLOW_MEMORY_GROWTH=1
        -sMAXIMUM_MEMORY=4GB -sENVIRONMENT=node -sNODERAWFS=1 -sEXIT_RUNTIME=1 -sSINGLE_FILE=1)
-newer() { [ ! -f "$1" ] || [ -n "$(find src/matmul bench/matmul src/thread_pool.cpp -newer "$1" -name '*.[ch]pp' | head -1)" ]; }
+newer() { [ ! -f "$1" ] || [ -n "$(find src/matmul bench/matmul src/thread_pool.cpp src/simd.hpp src/simd_madd.hpp -newer "$1" -name '*.[ch]pp' | head -1)" ]; }
 if newer "$out/bench-simd.cjs"; then
   em++ "${flags[@]}" "${srcs[@]}" -o "$out/bench-simd.cjs"
 fi
 if newer "$out/bench-threads.cjs"; then
   em++ "${flags[@]}" -pthread -sPTHREAD_POOL_SIZE=2 -Wno-pthreads-mem-growth "${srcs[@]}" -o "$out/bench-threads.cjs"
 fi
+# the relaxed-SIMD twin of bench-simd (f32x4.relaxed_madd in the GEMM micro-kernel and the peak
+# loop): its .wasm apart (not SINGLE_FILE) so that the fma rewrite can run on it, as in the
+# shipped build (tools/wasm/relax-fma.mjs)
+if newer "$out/bench-relaxed.cjs"; then
+  rflags=()
+  for f in "${flags[@]}"; do [ "$f" = -sSINGLE_FILE=1 ] || rflags+=("$f"); done
+  em++ "${rflags[@]}" -mrelaxed-simd -DQKV_RELAXED_SIMD=1 "${srcs[@]}" -o "$out/bench-relaxed.cjs"
+  node tools/wasm/relax-fma.mjs "$out/bench-relaxed.wasm"
+fi
 [ "${1:-}" = --build-only ] && exit 0
+if [ "${1:-}" = --relaxed ]; then
+  # GEMM only (F32, F16, BF16, Q8; M = 32, 128, 512), plain SIMD then relaxed SIMD, each with
+  # its own limit (the relaxed one's peak loop is relaxed_madd); Emscripten 3.1.6's loader
+  # fetches a separate .wasm by path when fetch exists, so Node runs with fetch off
+  node "$out/bench-simd.cjs" 1 bench/results/relaxed-matmul-simd.json gemm
+  node --experimental-wasm-relaxed-simd --no-experimental-fetch "$out/bench-relaxed.cjs" 1 \
+    bench/results/relaxed-matmul-relaxed.json gemm
+  exit 0
+fi
 node "$out/bench-simd.cjs" 1 bench/results/matmul-wasm-1t.json
 node "$out/bench-threads.cjs" 2 bench/results/matmul-wasm-2t.json
 if [ "${QKV_BENCH_NATIVE:-0}" = 1 ] && [ -x build/native/qkv_bench_matmul ]; then

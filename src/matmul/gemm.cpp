@@ -3,14 +3,20 @@
 // The loops, after BLIS (Goto's algorithm), sized for one core's caches and 16 vector registers:
 //   for each block of <= kNC output columns (a thread's work item):
 //     for each block of kKC rows of W (pc):
-//       pack W[pc : pc+kc, cols] into float panels of kNR columns, [kc][kNR] each (12 KB: L1),
+//       pack W[pc : pc+kc, cols] into float panels of kNR columns, [kc][kNR] each (16 KB: L1),
 //         widening F16/BF16 and dequantizing Q8 on the way: each weight is decoded once per
 //         call and then used by all M rows;
 //       pack x[:, pc : pc+kc] into row blocks of kMR, [kc][kMR] each;
 //       for each panel, for each row block: the micro-kernel adds a kMR x kNR tile of
-//         products into y, its 9 accumulators held in registers across the kc rows.
-// The micro-kernel is 3 rows x 3 vectors (12 columns in wasm): 9 mul+add chains, 3 loads and
-// 3 broadcasts per k, 15 registers with V8's scratch register (4 x 3 spilled).
+//         products into y, its kMR x kNV accumulators held in registers across the kc rows.
+// The micro-kernel is kMR rows x kNV vectors, its multiply-add simd::madd (simd_madd.hpp):
+// 2 rows x 4 vectors (16 columns in wasm) in both the plain and the relaxed SIMD build, 8
+// chains, 4 loads and 2 broadcasts per k. Measured in Node 20 (GPT-2-small shapes, M = 32 /
+// 128 / 512, builds alternating, CPU time), 2 x 4 against 3 x 3: plain +0-1% / +2-9% / +5-6%,
+// relaxed -2-5% / +1-6% / +6-9%; in the relaxed build 4 x 3, 3 x 4, 5 x 2 and 2 x 5 were all
+// slower than 3 x 3 (V8 spills past ~13 live vectors: relaxed_madd frees fewer registers than
+// the products' count suggests).
+// QKV_GEMM_MR / QKV_GEMM_NV override the tile (for such measurements).
 // Every y element adds its products in k order in any split, so the thread count changes no bit.
 #include <algorithm>
 #include <cstring>
@@ -18,7 +24,7 @@
 
 #include "matmul/halves.hpp"
 #include "matmul/matmul.hpp"
-#include "simd.hpp"
+#include "simd.hpp"  // and simd_madd.hpp
 #include "thread_pool.hpp"
 
 #ifndef QKV_NO_SIMD
@@ -34,11 +40,17 @@ using V = halves::F4;
 using V = float;
 #endif
 constexpr int kW = simd::lanes<V>;
-constexpr int kMR = 3;         // rows of a micro-tile
-constexpr int kNV = 3;         // vectors of a micro-tile
-constexpr int kNR = kNV * kW;  // columns of a micro-tile and of a packed panel (12 in wasm)
-constexpr int64_t kKC = 256;   // rows of W per packed block
-constexpr int64_t kNC = 768;   // columns per work item (its packed block: 768 KB)
+#ifndef QKV_GEMM_MR
+#define QKV_GEMM_MR 2
+#endif
+#ifndef QKV_GEMM_NV
+#define QKV_GEMM_NV 4
+#endif
+constexpr int kMR = QKV_GEMM_MR;  // rows of a micro-tile
+constexpr int kNV = QKV_GEMM_NV;  // vectors of a micro-tile
+constexpr int kNR = kNV * kW;     // columns of a micro-tile and of a packed panel (16 in wasm)
+constexpr int64_t kKC = 256;      // rows of W per packed block
+constexpr int64_t kNC = 768;      // columns per work item (its packed block: 768 KB)
 
 // c[R][kNR] += a[kc][R] b[kc][kNR]: a and b packed, c rows ldc apart
 template <int R>
@@ -57,7 +69,7 @@ void micro_kernel(const float* a, const float* b, int64_t kc, float* c, int64_t 
     for (int r = 0; r < R; ++r) {
       const V ar = simd::splat<V>(a[r]);
       QKV_UNROLL
-      for (int v = 0; v < kNV; ++v) acc[r][v] += ar * bk[v];
+      for (int v = 0; v < kNV; ++v) acc[r][v] = simd::madd(ar, bk[v], acc[r][v]);
     }
   }
   QKV_UNROLL
@@ -67,15 +79,13 @@ void micro_kernel(const float* a, const float* b, int64_t kc, float* c, int64_t 
   }
 }
 
+// the tile's rows: kMR, or fewer at the bottom edge
+template <int R = kMR>
 void micro(int rows, const float* a, const float* b, int64_t kc, float* c, int64_t ldc) {
-  switch (rows) {
-    case 3:
-      return micro_kernel<3>(a, b, kc, c, ldc);
-    case 2:
-      return micro_kernel<2>(a, b, kc, c, ldc);
-    default:
-      return micro_kernel<1>(a, b, kc, c, ldc);
+  if constexpr (R > 1) {
+    if (rows < R) return micro<R - 1>(rows, a, b, kc, c, ldc);
   }
+  micro_kernel<R>(a, b, kc, c, ldc);
 }
 
 // ------------------------------------------------------------------ packing W

@@ -113,8 +113,8 @@ TEST_CASE("matmul: every weight type and layout vs plain loops, odd sizes, both 
   struct Shape {
     int64_t M, K, N;
   };
-  // M: 1 (decode) and more; K and N cross the 4/8-lane, 32-block, 12-column tile, 256-row and
-  // 768-column blocking boundaries
+  // M: 1 (decode) and more; K and N cross the 4/8-lane, 32-block, micro-tile (2 x 16 in wasm),
+  // 256-row and 768-column blocking boundaries
   const Shape shapes[] = {{1, 1, 1},   {1, 5, 3},    {2, 7, 13},    {3, 33, 29},   {4, 64, 24},    {5, 31, 9},
                           {7, 67, 50}, {1, 300, 97}, {13, 257, 37}, {6, 513, 800}, {1, 130, 1001}, {2, 40, 2}};
   for (WeightType type : {WeightType::F32, WeightType::F16, WeightType::BF16, WeightType::Q8}) {

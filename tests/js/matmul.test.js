@@ -1,12 +1,13 @@
 // The matmul kernels as the shipped wasm module compiled them (wasm/bindings_matmul.cpp), on
 // every weight type and layout, against plain loops written here in JS (float64): odd sizes,
-// the matrix-vector and the matrix-matrix kernel, 1 and 3 threads (the same bits), every variant.
+// the matrix-vector and the matrix-matrix kernel, 1 and 3 threads (the same bits), every variant
+// (the relaxed-SIMD ones where the engine has relaxed SIMD).
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 
 import * as qkv from '../../dist/index.js';
 import { heapU8 } from '../../dist/wasm/heap.js';
-import { getModule } from '../../dist/wasm/loader.js';
+import { getModule, relaxedSimdSupported } from '../../dist/wasm/loader.js';
 
 after(() => qkv.dispose());
 
@@ -80,7 +81,10 @@ function q8Weight(data, scales, K) {
 
 const SHAPES = [[1, 1, 1], [1, 5, 3], [2, 7, 13], [3, 33, 29], [5, 31, 9], [7, 67, 50], [1, 300, 97], [13, 257, 37], [4, 513, 130], [1, 130, 801]];
 
-for (const variant of ['simd', 'simd-threads', 'scalar']) {
+// the relaxed-SIMD builds where the engine has relaxed SIMD (Node 20: --experimental-wasm-relaxed-simd,
+// which stage 30 passes): their GEMM and exp2 are f32x4.relaxed_madd, held to the same tolerance
+const relaxed = relaxedSimdSupported() ? ['simd-relaxed', 'simd-relaxed-threads'] : [];
+for (const variant of ['simd', 'simd-threads', 'scalar', ...relaxed]) {
   test(`matmul kernels == JS plain loops, every weight type and layout, odd sizes (${variant})`, async () => {
     qkv.dispose();
     qkv.env.variant = variant;
