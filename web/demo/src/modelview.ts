@@ -1,5 +1,7 @@
 // Model view: every layer x head as a thumbnail heat map (canvas, coloured with d3's scale),
 // with its entropy and pattern label; choosing one opens a labelled heat map of that head.
+// Past THUMB_MAX tokens a thumbnail is max-pooled (a 1024-token head is 128 x 128 pixels), and
+// thumbnails are painted once per analysed text, not again when a head is chosen.
 // Keys a query cannot see (after it; outside a layer's sliding window) are grey when their weight
 // is 0, so a window shows as a band; a layer with a window and a head's key/value head (GQA) are
 // written on the grid's labels.
@@ -15,20 +17,36 @@ const colorCache = d3.range(256).map((i) => d3.color(d3.interpolateBlues(i / 255
 /** A hidden key with weight 0 (the heat map's masked grey). */
 export const HIDDEN_RGB = d3.rgb('#eeeeee');
 
+/** A thumbnail's side in pixels at most: longer sequences are max-pooled into it. */
+export const THUMB_MAX = 128;
+
 /**
- * Paints one head's L x L weights into a canvas, one pixel per weight; a key hidden from its
- * query (isHidden) is grey when its weight is 0 (a weight there, which would be a bug, is drawn).
+ * Paints one head's L x L weights into a canvas of n x n pixels, n = min(L, THUMB_MAX): one pixel
+ * per weight up to THUMB_MAX tokens, beyond that each pixel shows the largest weight of its
+ * block of queries x keys (max-pooled, so a strong weight never disappears). A pixel whose keys
+ * are all hidden from its queries (isHidden) with weight 0 is grey (a weight there, which would
+ * be a bug, is drawn).
  */
 export function paintThumb(canvas: HTMLCanvasElement, rows: Float32Array[], isHidden: (i: number, j: number) => boolean = () => false): void {
-  const L = rows.length;
-  canvas.width = L; canvas.height = L;
+  const L = rows.length, n = Math.min(L, THUMB_MAX);
+  canvas.width = n; canvas.height = n;
   const ctx = canvas.getContext('2d')!;
-  const img = ctx.createImageData(L, L);
-  for (let i = 0; i < L; i++) for (let j = 0; j < L; j++) {
-    const w = j < rows[i].length ? rows[i][j] : 0;
-    const c = w === 0 && isHidden(i, j) ? HIDDEN_RGB : colorCache[Math.max(0, Math.min(255, Math.round(Math.sqrt(w) * 255)))];
-    const o = (i * L + j) * 4;
-    img.data[o] = c.r; img.data[o + 1] = c.g; img.data[o + 2] = c.b; img.data[o + 3] = 255;
+  const img = ctx.createImageData(n, n);
+  // pooled max weight (-1: every cell hidden with weight 0), n x n
+  const pool = new Float32Array(n * n).fill(-1);
+  for (let i = 0; i < L; i++) {
+    const r = rows[i], pi = Math.floor((i * n) / L);
+    for (let j = 0; j < L; j++) {
+      const w = j < r.length ? r[j] : 0;
+      const o = pi * n + Math.floor((j * n) / L);
+      if (w > pool[o]) pool[o] = w;
+      else if (w === 0 && pool[o] < 0 && !isHidden(i, j)) pool[o] = 0;
+    }
+  }
+  for (let o = 0; o < n * n; o++) {
+    const w = pool[o];
+    const c = w < 0 ? HIDDEN_RGB : colorCache[Math.max(0, Math.min(255, Math.round(Math.sqrt(w) * 255)))];
+    img.data[4 * o] = c.r; img.data[4 * o + 1] = c.g; img.data[4 * o + 2] = c.b; img.data[4 * o + 3] = 255;
   }
   ctx.putImageData(img, 0, 0);
 }
@@ -36,6 +54,8 @@ export function paintThumb(canvas: HTMLCanvasElement, rows: Float32Array[], isHi
 export class ModelView {
   private buttons: HTMLButtonElement[][] = [];
   private shape = '';
+  /** the data whose thumbnails are painted (choosing a head does not repaint 144 of them) */
+  private painted: AttnData | null = null;
 
   constructor(private grid: HTMLElement, private detail: HTMLElement, private onSelect: (s: Selected) => void) {}
 
@@ -44,6 +64,7 @@ export class ModelView {
     const shape = `${data.nLayer}x${data.nHead}/${data.kvHeads ?? data.nHead}/${data.windows?.join(',') ?? ''}`;
     if (shape !== this.shape) {
       this.shape = shape;
+      this.painted = null;
       this.grid.replaceChildren();
       this.grid.style.gridTemplateColumns = `auto repeat(${data.nHead}, minmax(0, 1fr))`;
       const corner = document.createElement('span');
@@ -67,9 +88,11 @@ export class ModelView {
         this.buttons.push(row);
       }
     }
+    const repaint = this.painted !== data;
+    this.painted = data;
     for (let l = 0; l < data.nLayer; l++) for (let h = 0; h < data.nHead; h++) {
       const b = this.buttons[l][h], s = stats[l][h];
-      paintThumb(b.querySelector('canvas')!, data.attn[l][h], (i, j) => hidden(data, l, i, j));
+      if (repaint) paintThumb(b.querySelector('canvas')!, data.attn[l][h], (i, j) => hidden(data, l, i, j));
       const tag = b.querySelector<HTMLElement>('.tag')!;
       tag.textContent = s.label;
       tag.className = `tag badge ${badgeClass(s.label)}`;
