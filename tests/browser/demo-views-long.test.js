@@ -133,10 +133,18 @@ test('12 layers x 12 heads x ~1000 tokens: head view virtualised and scrolled wi
 
   // the prompt: analysed (the forward with attentions) and drawn in the head view
   let t0 = Date.now();
+  await page.evaluate(() => { // what #gen-msg says while the forward runs
+    window.seenMessages = [];
+    new MutationObserver(() => window.seenMessages.push(document.querySelector('#gen-msg').textContent)).observe(document.querySelector('#gen-msg'), { childList: true, characterData: true, subtree: true });
+  });
   await page.fill('#prompt', PROMPT);
   await page.waitForSelector(`#headview svg[data-tokens="${ref.L}"]`, { timeout: 300_000 });
-  times.promptToHeadViewMs = Date.now() - t0;
+  times.promptToHeadViewMs = Date.now() - t0; // debounce 300 ms + forward with attentions + statistics + head view
+  times.headViewRenderMs = Number(await page.getAttribute('#headview svg', 'data-render-ms'));
   assert.equal(await page.getAttribute('body', 'data-tokens'), String(ref.L));
+  const seen = await page.evaluate(() => window.seenMessages);
+  assert.ok(seen.includes(`Computing the attention of ${ref.L} tokens (12 layers × 12 heads)…`), `messages while analysing: ${JSON.stringify(seen)}`);
+  assert.equal(await page.isHidden('#gen-msg'), true, 'the message is gone once the views are drawn');
 
   // the top of the view: the first rows' labels are the prompt's first tokens, every row labelled
   let s = await headState(page);
@@ -156,7 +164,8 @@ test('12 layers x 12 heads x ~1000 tokens: head view virtualised and scrolled wi
   await page.mouse.wheel(0, 9000);
   await page.waitForFunction(() => Number(document.querySelector('#headview svg').getAttribute('data-y0')) > 5000, null, { timeout: 60_000 });
   await page.evaluate(() => new Promise((ok) => requestAnimationFrame(() => requestAnimationFrame(ok))));
-  times.wheelScrollToRedrawMs = Date.now() - t0;
+  times.wheelScrollToRedrawMs = Date.now() - t0; // as the test sees it (wheel, polling, two frames)
+  times.headViewPaintMs = Number(await page.getAttribute('#headview svg', 'data-paint-ms')); // the page's own redraw
   s = await headState(page);
   assert.equal(s.y0, s.scrollTop, 'canvas and labels follow the scroll');
   const firstSeen = Math.ceil((s.scrollTop + 2 * s['row-h']) / s['row-h']), lastSeen = Math.floor((s.scrollTop + s.viewH - s.top) / s['row-h']) - 1;
@@ -203,6 +212,13 @@ test('12 layers x 12 heads x ~1000 tokens: head view virtualised and scrolled wi
   await page.click('#tab-model');
   await page.waitForFunction(() => document.querySelectorAll('#thumbs .thumb canvas').length === 144 && document.querySelector('#heatmap svg'), null, { timeout: 120_000 });
   times.modelViewMs = Date.now() - t0;
+  times.thumbnailsMs = Number(await page.getAttribute('#thumbs', 'data-thumbs-ms'));
+  times.enlargedHeadMs = Number(await page.getAttribute('#thumbs', 'data-detail-ms'));
+  // choosing another head repaints no thumbnail
+  await page.click('#thumbs .thumb[data-layer="5"][data-head="7"]');
+  await page.waitForFunction(() => /layer 5 · head 7/.test(document.querySelector('#heatmap svg')?.textContent ?? ''), null, { timeout: 60_000 });
+  times.chooseHeadThumbnailsMs = Number(await page.getAttribute('#thumbs', 'data-thumbs-ms'));
+  times.chooseHeadDetailMs = Number(await page.getAttribute('#thumbs', 'data-detail-ms'));
   const sizes = await page.$$eval('#thumbs .thumb canvas', (cs) => [...new Set(cs.map((c) => `${c.width}x${c.height}`))]);
   assert.deepEqual(sizes, ['128x128']);
   // layer 0 head 0's bottom pixel row: each pixel is the max over its block of queries x keys,

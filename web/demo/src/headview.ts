@@ -66,6 +66,7 @@ export class HeadView {
   constructor(private container: HTMLElement, private onPin: (q: number) => void) {}
 
   render(data: AttnData, state: HeadViewState): void {
+    const t0 = performance.now();
     const keepScroll = this.scroller?.scrollTop ?? 0;
     this.data = data; this.state = state;
     const L = data.tokens.length, H = data.nHead;
@@ -118,11 +119,14 @@ export class HeadView {
       requestAnimationFrame(() => { this.paintQueued = false; if (this.scroller === scroller) this.paint(); });
     }, { passive: true });
     this.paint();
+    // how long building the view took (links + first paint), for the benchmarks' record (tests read it)
+    svg.attr('data-render-ms', (performance.now() - t0).toFixed(1));
   }
 
   /** Moves the canvas and labels to the scrolled viewport and draws its rows and links. */
   private paint(): void {
     if (!this.scroller || !this.data || !this.state) return;
+    const t0 = performance.now();
     const L = this.data.tokens.length, { viewH } = this.g;
     const y0 = this.scroller.scrollTop;
     this.g.y0 = y0;
@@ -136,6 +140,7 @@ export class HeadView {
     this.labels('q', first, last);
     this.labels('k', first, last);
     this.update(this.state);
+    this.svg!.attr('data-paint-ms', (performance.now() - t0).toFixed(1));
   }
 
   /** The label rows [first, last) of one side (joined by index: rows already drawn stay). */

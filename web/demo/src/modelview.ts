@@ -20,32 +20,43 @@ export const HIDDEN_RGB = d3.rgb('#eeeeee');
 /** A thumbnail's side in pixels at most: longer sequences are max-pooled into it. */
 export const THUMB_MAX = 128;
 
+/** The pixel (block) index of each of L positions in an n-pixel thumbnail. */
+const blockOf = (L: number, n: number): Int32Array => Int32Array.from({ length: L }, (_v, i) => Math.floor((i * n) / L));
+
+/**
+ * One layer's mask for its thumbnails, n x n with n = min(L, THUMB_MAX): 1 where every
+ * (query, key) of the pixel's block is hidden (after the query, outside a sliding window).
+ * Shared by the layer's heads, so the hidden test runs L x L times per layer, not per head.
+ */
+export function thumbMask(L: number, isHidden: (i: number, j: number) => boolean): Uint8Array {
+  const n = Math.min(L, THUMB_MAX), b = blockOf(L, n);
+  const mask = new Uint8Array(n * n).fill(1);
+  for (let i = 0; i < L; i++) for (let j = 0; j < L; j++) if (!isHidden(i, j)) mask[b[i] * n + b[j]] = 0;
+  return mask;
+}
+
 /**
  * Paints one head's L x L weights into a canvas of n x n pixels, n = min(L, THUMB_MAX): one pixel
  * per weight up to THUMB_MAX tokens, beyond that each pixel shows the largest weight of its
- * block of queries x keys (max-pooled, so a strong weight never disappears). A pixel whose keys
- * are all hidden from its queries (isHidden) with weight 0 is grey (a weight there, which would
- * be a bug, is drawn).
+ * block of queries x keys (max-pooled, so a strong weight never disappears). A pixel whose
+ * block is all hidden (mask from thumbMask) is grey when its weights are 0 (a weight there,
+ * which would be a bug, is drawn).
  */
-export function paintThumb(canvas: HTMLCanvasElement, rows: Float32Array[], isHidden: (i: number, j: number) => boolean = () => false): void {
-  const L = rows.length, n = Math.min(L, THUMB_MAX);
+export function paintThumb(canvas: HTMLCanvasElement, rows: Float32Array[], mask?: Uint8Array): void {
+  const L = rows.length, n = Math.min(L, THUMB_MAX), b = blockOf(L, n);
   canvas.width = n; canvas.height = n;
   const ctx = canvas.getContext('2d')!;
   const img = ctx.createImageData(n, n);
-  // pooled max weight (-1: every cell hidden with weight 0), n x n
-  const pool = new Float32Array(n * n).fill(-1);
+  // the largest weight of each block, n x n (a row shorter than L has zeros after its end)
+  const pool = new Float32Array(n * n);
   for (let i = 0; i < L; i++) {
-    const r = rows[i], pi = Math.floor((i * n) / L);
-    for (let j = 0; j < L; j++) {
-      const w = j < r.length ? r[j] : 0;
-      const o = pi * n + Math.floor((j * n) / L);
-      if (w > pool[o]) pool[o] = w;
-      else if (w === 0 && pool[o] < 0 && !isHidden(i, j)) pool[o] = 0;
-    }
+    const r = rows[i], o = b[i] * n, m = Math.min(L, r.length);
+    for (let j = 0; j < m; j++) if (r[j] > pool[o + b[j]]) pool[o + b[j]] = r[j];
   }
+  // colour: sqrt(weight) on d3's Blues (as the heat map), grey for a hidden block without weight
   for (let o = 0; o < n * n; o++) {
     const w = pool[o];
-    const c = w < 0 ? HIDDEN_RGB : colorCache[Math.max(0, Math.min(255, Math.round(Math.sqrt(w) * 255)))];
+    const c = w === 0 && mask?.[o] ? HIDDEN_RGB : colorCache[Math.max(0, Math.min(255, Math.round(Math.sqrt(w) * 255)))];
     img.data[4 * o] = c.r; img.data[4 * o + 1] = c.g; img.data[4 * o + 2] = c.b; img.data[4 * o + 3] = 255;
   }
   ctx.putImageData(img, 0, 0);
@@ -88,20 +99,28 @@ export class ModelView {
         this.buttons.push(row);
       }
     }
+    const t0 = performance.now();
     const repaint = this.painted !== data;
     this.painted = data;
-    for (let l = 0; l < data.nLayer; l++) for (let h = 0; h < data.nHead; h++) {
-      const b = this.buttons[l][h], s = stats[l][h];
-      if (repaint) paintThumb(b.querySelector('canvas')!, data.attn[l][h], (i, j) => hidden(data, l, i, j));
-      const tag = b.querySelector<HTMLElement>('.tag')!;
-      tag.textContent = s.label;
-      tag.className = `tag badge ${badgeClass(s.label)}`;
-      b.querySelector('.ent')!.textContent = `H ${s.entropy.toFixed(2)} b`;
-      b.setAttribute('aria-pressed', String(l === sel.layer && h === sel.head));
-      b.setAttribute('aria-label', `layer ${l} head ${h}: ${s.label}, mean entropy ${s.entropy.toFixed(2)} bits`);
-      b.title = `layer ${l}, head ${h}: ${s.label} (${PATTERN_NOTE[s.label]}); previous ${s.prev.toFixed(2)}, first ${s.sink.toFixed(2)}, self ${s.self.toFixed(2)}`;
+    for (let l = 0; l < data.nLayer; l++) {
+      const mask = repaint ? thumbMask(data.tokens.length, (i, j) => hidden(data, l, i, j)) : undefined;
+      for (let h = 0; h < data.nHead; h++) {
+        const b = this.buttons[l][h], s = stats[l][h];
+        if (mask) paintThumb(b.querySelector('canvas')!, data.attn[l][h], mask);
+        const tag = b.querySelector<HTMLElement>('.tag')!;
+        tag.textContent = s.label;
+        tag.className = `tag badge ${badgeClass(s.label)}`;
+        b.querySelector('.ent')!.textContent = `H ${s.entropy.toFixed(2)} b`;
+        b.setAttribute('aria-pressed', String(l === sel.layer && h === sel.head));
+        b.setAttribute('aria-label', `layer ${l} head ${h}: ${s.label}, mean entropy ${s.entropy.toFixed(2)} bits`);
+        b.title = `layer ${l}, head ${h}: ${s.label} (${PATTERN_NOTE[s.label]}); previous ${s.prev.toFixed(2)}, first ${s.sink.toFixed(2)}, self ${s.self.toFixed(2)}`;
+      }
     }
+    const t1 = performance.now();
     this.renderDetail(data, stats, sel);
+    // the time of the thumbnails and of the enlarged head, for the record (tests read them)
+    this.grid.dataset.thumbsMs = (t1 - t0).toFixed(1);
+    this.grid.dataset.detailMs = (performance.now() - t1).toFixed(1);
   }
 
   renderDetail(data: AttnData, stats: HeadStats[][], sel: Selected): void {
