@@ -62,6 +62,8 @@ export class HeadView {
   private data: AttnData | null = null;
   private state: HeadViewState | null = null;
   private paintQueued = false;
+  /** the pinned query last shown: a newly pinned one off-screen (chosen in the query menu) is scrolled to */
+  private shownQuery = -1;
 
   constructor(private container: HTMLElement, private onPin: (q: number) => void) {}
 
@@ -245,7 +247,16 @@ export class HeadView {
   /** Restyles for the current heads / hover / pinned query without rebuilding. */
   update(state: HeadViewState): void {
     this.state = state;
-    if (!this.svg || !this.canvas || !this.data || !this.rows) return;
+    if (!this.svg || !this.canvas || !this.data || !this.rows || !this.scroller) return;
+    if (state.query !== this.shownQuery) {
+      this.shownQuery = state.query;
+      const yq = TOP + state.query * ROW_H, { y0, viewH } = this.g;
+      if (state.query >= 0 && (yq < y0 + TOP || yq + ROW_H > y0 + viewH)) {
+        this.scroller.scrollTop = yq - viewH / 2;
+        this.paint(); // at the new scrollTop (its labels, then this update again)
+        return;
+      }
+    }
     const focus: Focus = this.hover ?? (state.query >= 0 ? { side: 'q', index: state.query } : null);
     const visible = this.drawLinks(state, focus);
     this.svg.attr('data-visible-lines', visible);
