@@ -27,7 +27,7 @@ const MIN_WEIGHT = 0.01; // lines lighter than this are not drawn
 const TOP_K = 8;         // above LONG tokens, only the TOP_K strongest links per query and head
 const LONG = 128;
 const ROW_H = 20;        // px per token row
-const TOP = 24;          // px of header (the 'query' / 'key' titles) over the rows
+const TOP = 40;          // px of header over the rows: titles, then the TOP_K note and a pinned query's keys above
 const VIEW_H = 600;      // px: the scroll box's height at most
 const OVERSCAN = 10;     // label rows kept beyond each edge of the viewport
 
@@ -93,19 +93,21 @@ export class HeadView {
     const svg = d3.create('svg').attr('width', width).attr('height', viewH).attr('viewBox', `0 0 ${width} ${viewH}`)
       .attr('font-family', 'ui-monospace, DejaVu Sans Mono, monospace').attr('font-size', 13)
       .style('position', 'absolute').style('left', '0').style('top', '0');
-    // rows (moved by -y0), then the per-head weight boxes, then a header that stays on top
+    // rows (moved by -y0) with the per-head weight boxes, then a header that stays on top
     this.rows = svg.append('g').attr('class', 'rows') as unknown as d3.Selection<SVGGElement, unknown, null, undefined>;
     this.rows.append('g').attr('class', 'tokens-q');
     this.rows.append('g').attr('class', 'tokens-k');
     this.rows.append('g').attr('class', 'boxes');
-    svg.append('g').attr('class', 'offscreen');
     const header = svg.append('g').attr('class', 'header').attr('font-size', 11).attr('fill', '#666').attr('font-family', 'system-ui, sans-serif');
-    header.append('rect').attr('width', width).attr('height', TOP - 4).attr('fill', '#fff').attr('fill-opacity', 0.92);
+    header.append('rect').attr('width', width).attr('height', TOP - 2).attr('fill', '#fff');
     header.append('text').attr('x', 4).attr('y', 14).text('query');
-    header.append('text').attr('x', xR + 4).attr('y', 14).text(L > LONG ? `key (the ${TOP_K} strongest lines per query and head)` : 'key');
+    header.append('text').attr('x', xR + 4).attr('y', 14).text('key');
+    if (L > LONG) header.append('text').attr('class', 'topk-note').attr('x', xL + 8).attr('y', 31)
+      .style('font', '10px system-ui, sans-serif').text(`the ${TOP_K} strongest lines per query and head`);
     // a sliding window: said over the lines (a query's hidden keys are grey when it is focused)
     const win = windowOf(data, state.layer);
     if (win) header.append('text').attr('class', 'window-title').attr('x', (xL + xR) / 2).attr('y', 14).attr('text-anchor', 'middle').text(`window ${win}: each query sees its last ${win} keys`);
+    svg.append('g').attr('class', 'offscreen'); // over the header: a focused query's keys off-screen
     // the geometry, for tests that read the canvas: line i -> j runs from (xL + 4, y(i)) to
     // (xR - 4, y(j)) with y(i) = top + i * rowH + rowH / 2 in content px; the canvas starts at data-y0
     svg.attr('data-xr', xR).attr('data-xl', xL).attr('data-top', TOP).attr('data-row-h', ROW_H).attr('data-dpr', dpr).attr('data-tokens', L);
@@ -228,15 +230,17 @@ export class HeadView {
       const side = y(d.j) < y0 + TOP ? above : y(d.j) > y0 + viewH ? below : null;
       if (side) side.set(d.j, Math.max(side.get(d.j) ?? 0, d.w));
     }
+    // the strongest 2 keys (and how many more) at the right edge: above in the header, below on a white band
     const say = (m: Map<number, number>, arrow: string, yy: number, cls: string) => {
       if (!m.size) return;
-      const top = [...m].sort((a, b) => b[1] - a[1]).slice(0, 3);
-      layer.append('text').attr('class', `offscreen-keys ${cls}`).attr('x', xR + 4).attr('y', yy).attr('font-size', 11).attr('fill', '#5a3e00')
-        .attr('font-family', 'system-ui, sans-serif')
-        .text(`${arrow} ${top.map(([j, w]) => `${j}:${short(data.tokens[j])} ${w.toFixed(2)}`).join(', ')}${m.size > 3 ? ` +${m.size - 3}` : ''}`);
+      const top = [...m].sort((a, b) => b[1] - a[1]).slice(0, 2);
+      if (cls === 'below') layer.append('rect').attr('x', xR - 60).attr('y', viewH - 17).attr('width', this.g.width - xR + 60).attr('height', 17).attr('fill', '#fff');
+      layer.append('text').attr('class', `offscreen-keys ${cls}`).attr('x', this.g.width - 2).attr('y', yy).attr('text-anchor', 'end').attr('fill', '#5a3e00')
+        .style('font', '10px system-ui, sans-serif')
+        .text(`${arrow} ${top.map(([j, w]) => `${j}:${short(data.tokens[j])} ${w.toFixed(2)}`).join(', ')}${m.size > 2 ? ` +${m.size - 2}` : ''}`);
     };
-    say(above, '↑', TOP + 10, 'above');
-    say(below, '↓', viewH - 6, 'below');
+    say(above, '↑', 31, 'above');
+    say(below, '↓', viewH - 4, 'below');
   }
 
   setHover(h: Focus): void {
