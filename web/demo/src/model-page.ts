@@ -110,6 +110,9 @@ function renderNotes(d: AttnData | undefined): void {
     : '';
 }
 
+/** maxRowSumError per AttnData (the check reads every weight). */
+const rowError = new WeakMap<AttnData, number>();
+
 function render(): void {
   renderControls();
   const v = view(), d = v?.data;
@@ -124,7 +127,8 @@ function render(): void {
   if (st.tab === 'head') headView.render(d, viewState());
   else if (st.tab === 'model') modelView.render(d, v.stats, st.sel);
   else renderNeuronView();
-  const err = maxRowSumError(d);
+  let err = rowError.get(d); // 12 x 12 heads x 1000^2 weights: summed once per text, not on every click
+  if (err === undefined) rowError.set(d, (err = maxRowSumError(d)));
   const rc = $('#rowcheck');
   rc.textContent = `${d.nLayer} layers × ${d.nHead} heads × ${d.tokens.length} ${v.words ? 'words' : 'tokens'}; every row sums to 1 (largest deviation ${err.toExponential(1)}).`;
   rc.dataset.maxRowError = String(err);
