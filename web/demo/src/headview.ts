@@ -56,8 +56,6 @@ export class HeadView {
   private links: Link[] = [];
   /** x of the query / key columns, label width, viewport height, canvas scale, and the viewport's first content y */
   private g = { xL: 0, xR: 0, labelW: 0, width: 0, viewH: 0, dpr: 1, y0: 0 };
-  /** the label rows drawn: [first, last) */
-  private range: [number, number] = [0, 0];
   private hover: Focus = null;
   private data: AttnData | null = null;
   private state: HeadViewState | null = null;
@@ -123,7 +121,7 @@ export class HeadView {
       requestAnimationFrame(() => { this.paintQueued = false; if (this.scroller === scroller) this.paint(); });
     }, { passive: true });
     this.paint();
-    // how long building the view took (links + first paint), for the benchmarks' record (tests read it)
+    // how long building the view took (links + first paint), for the record (the long-views test reads it)
     svg.attr('data-render-ms', (performance.now() - t0).toFixed(1));
   }
 
@@ -137,7 +135,6 @@ export class HeadView {
     // the rows whose labels exist: the visible ones and OVERSCAN on each side
     const first = Math.max(0, Math.floor((y0 - TOP) / ROW_H) - OVERSCAN);
     const last = Math.min(L, Math.ceil((y0 + viewH - TOP) / ROW_H) + OVERSCAN);
-    this.range = [first, last];
     this.canvas!.style.top = `${y0}px`;
     this.svg!.style('top', `${y0}px`).attr('data-y0', y0).attr('data-first', first).attr('data-last', last);
     this.rows!.attr('transform', `translate(0,${-y0})`);
