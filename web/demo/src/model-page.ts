@@ -2,7 +2,7 @@
 // the attention explorer (head view, model view, neuron view) in step with every token.
 // `st` holds the state; update functions change it and call render(), which only draws.
 import './style.css';
-import { $, download, headColor, message, progress, showToken, yieldToEvents } from './ui';
+import { $, download, headColor, message, nextFrame, progress, showToken, yieldToEvents } from './ui';
 import { CheckpointError, loadModelFromFiles, loadModelFromHub, loadModelFromUrl, readDroppedFiles, type DemoModel } from './api';
 import { kvGroupsText, maxRowSumError, toJSON, windowOf, type AttnData } from './contract';
 import { allHeadStats, badgeClass, CAVEAT, type HeadStats } from './patterns';
@@ -110,6 +110,9 @@ function renderNotes(d: AttnData | undefined): void {
     : '';
 }
 
+/** maxRowSumError per AttnData (the check reads every weight). */
+const rowError = new WeakMap<AttnData, number>();
+
 function render(): void {
   renderControls();
   const v = view(), d = v?.data;
@@ -124,7 +127,8 @@ function render(): void {
   if (st.tab === 'head') headView.render(d, viewState());
   else if (st.tab === 'model') modelView.render(d, v.stats, st.sel);
   else renderNeuronView();
-  const err = maxRowSumError(d);
+  let err = rowError.get(d); // 12 x 12 heads x 1000^2 weights: summed once per text, not on every click
+  if (err === undefined) rowError.set(d, (err = maxRowSumError(d)));
   const rc = $('#rowcheck');
   rc.textContent = `${d.nLayer} layers × ${d.nHead} heads × ${d.tokens.length} ${v.words ? 'words' : 'tokens'}; every row sums to 1 (largest deviation ${err.toExponential(1)}).`;
   rc.dataset.maxRowError = String(err);
@@ -232,7 +236,17 @@ async function analysePrompt(): Promise<void> {
   if ($('#gen-msg').textContent?.startsWith('The prompt:')) message($('#gen-msg'), '');
   if (!ids.length) return;
   const epoch = st.epoch;
-  const { attn } = await m.run(ids, true);
+  // a long prompt at 12 x 12 heads takes seconds (L x L weights per head): say so while it runs
+  // (the forward is one call into qkv: no per-layer progress or cancel without a hook there)
+  const busy = ids.length >= 256 ? `Computing the attention of ${ids.length} tokens (${m.dims.layers} layers × ${m.dims.heads} heads)…` : '';
+  if (busy) { message($('#gen-msg'), busy); document.body.dataset.analysing = 'true'; await nextFrame(); await nextFrame(); } // painted before the forward holds the thread
+  let attn: Float32Array[][][] | undefined;
+  try {
+    ({ attn } = await m.run(ids, true));
+  } finally {
+    if (busy && $('#gen-msg').textContent === busy) message($('#gen-msg'), '');
+    delete document.body.dataset.analysing;
+  }
   // a generation started meanwhile (or the model changed): its text and maps win
   if (epoch !== st.epoch || st.generating || m !== st.model) return;
   setData(ids, ids.length, attn!);

@@ -1,5 +1,7 @@
 // Model view: every layer x head as a thumbnail heat map (canvas, coloured with d3's scale),
 // with its entropy and pattern label; choosing one opens a labelled heat map of that head.
+// Past THUMB_MAX tokens a thumbnail is max-pooled (a 1024-token head is 128 x 128 pixels), and
+// thumbnails are painted once per analysed text, not again when a head is chosen.
 // Keys a query cannot see (after it; outside a layer's sliding window) are grey when their weight
 // is 0, so a window shows as a band; a layer with a window and a head's key/value head (GQA) are
 // written on the grid's labels.
@@ -15,20 +17,47 @@ const colorCache = d3.range(256).map((i) => d3.color(d3.interpolateBlues(i / 255
 /** A hidden key with weight 0 (the heat map's masked grey). */
 export const HIDDEN_RGB = d3.rgb('#eeeeee');
 
+/** A thumbnail's side in pixels at most: longer sequences are max-pooled into it. */
+export const THUMB_MAX = 128;
+
+/** The pixel (block) index of each of L positions in an n-pixel thumbnail. */
+const blockOf = (L: number, n: number): Int32Array => Int32Array.from({ length: L }, (_v, i) => Math.floor((i * n) / L));
+
 /**
- * Paints one head's L x L weights into a canvas, one pixel per weight; a key hidden from its
- * query (isHidden) is grey when its weight is 0 (a weight there, which would be a bug, is drawn).
+ * One layer's mask for its thumbnails, n x n with n = min(L, THUMB_MAX): 1 where every
+ * (query, key) of the pixel's block is hidden (after the query, outside a sliding window).
+ * Shared by the layer's heads, so the hidden test runs L x L times per layer, not per head.
  */
-export function paintThumb(canvas: HTMLCanvasElement, rows: Float32Array[], isHidden: (i: number, j: number) => boolean = () => false): void {
-  const L = rows.length;
-  canvas.width = L; canvas.height = L;
+export function thumbMask(L: number, isHidden: (i: number, j: number) => boolean): Uint8Array {
+  const n = Math.min(L, THUMB_MAX), b = blockOf(L, n);
+  const mask = new Uint8Array(n * n).fill(1);
+  for (let i = 0; i < L; i++) for (let j = 0; j < L; j++) if (!isHidden(i, j)) mask[b[i] * n + b[j]] = 0;
+  return mask;
+}
+
+/**
+ * Paints one head's L x L weights into a canvas of n x n pixels, n = min(L, THUMB_MAX): one pixel
+ * per weight up to THUMB_MAX tokens, beyond that each pixel shows the largest weight of its
+ * block of queries x keys (max-pooled, so a strong weight never disappears). A pixel whose
+ * block is all hidden (mask from thumbMask) is grey when its weights are 0 (a weight there,
+ * which would be a bug, is drawn).
+ */
+export function paintThumb(canvas: HTMLCanvasElement, rows: Float32Array[], mask?: Uint8Array): void {
+  const L = rows.length, n = Math.min(L, THUMB_MAX), b = blockOf(L, n);
+  canvas.width = n; canvas.height = n;
   const ctx = canvas.getContext('2d')!;
-  const img = ctx.createImageData(L, L);
-  for (let i = 0; i < L; i++) for (let j = 0; j < L; j++) {
-    const w = j < rows[i].length ? rows[i][j] : 0;
-    const c = w === 0 && isHidden(i, j) ? HIDDEN_RGB : colorCache[Math.max(0, Math.min(255, Math.round(Math.sqrt(w) * 255)))];
-    const o = (i * L + j) * 4;
-    img.data[o] = c.r; img.data[o + 1] = c.g; img.data[o + 2] = c.b; img.data[o + 3] = 255;
+  const img = ctx.createImageData(n, n);
+  // the largest weight of each block, n x n (a row shorter than L has zeros after its end)
+  const pool = new Float32Array(n * n);
+  for (let i = 0; i < L; i++) {
+    const r = rows[i], o = b[i] * n, m = Math.min(L, r.length);
+    for (let j = 0; j < m; j++) if (r[j] > pool[o + b[j]]) pool[o + b[j]] = r[j];
+  }
+  // colour: sqrt(weight) on d3's Blues (as the heat map), grey for a hidden block without weight
+  for (let o = 0; o < n * n; o++) {
+    const w = pool[o];
+    const c = w === 0 && mask?.[o] ? HIDDEN_RGB : colorCache[Math.max(0, Math.min(255, Math.round(Math.sqrt(w) * 255)))];
+    img.data[4 * o] = c.r; img.data[4 * o + 1] = c.g; img.data[4 * o + 2] = c.b; img.data[4 * o + 3] = 255;
   }
   ctx.putImageData(img, 0, 0);
 }
@@ -36,6 +65,8 @@ export function paintThumb(canvas: HTMLCanvasElement, rows: Float32Array[], isHi
 export class ModelView {
   private buttons: HTMLButtonElement[][] = [];
   private shape = '';
+  /** the data whose thumbnails are painted (choosing a head does not repaint 144 of them) */
+  private painted: AttnData | null = null;
 
   constructor(private grid: HTMLElement, private detail: HTMLElement, private onSelect: (s: Selected) => void) {}
 
@@ -44,6 +75,7 @@ export class ModelView {
     const shape = `${data.nLayer}x${data.nHead}/${data.kvHeads ?? data.nHead}/${data.windows?.join(',') ?? ''}`;
     if (shape !== this.shape) {
       this.shape = shape;
+      this.painted = null;
       this.grid.replaceChildren();
       this.grid.style.gridTemplateColumns = `auto repeat(${data.nHead}, minmax(0, 1fr))`;
       const corner = document.createElement('span');
@@ -67,18 +99,28 @@ export class ModelView {
         this.buttons.push(row);
       }
     }
-    for (let l = 0; l < data.nLayer; l++) for (let h = 0; h < data.nHead; h++) {
-      const b = this.buttons[l][h], s = stats[l][h];
-      paintThumb(b.querySelector('canvas')!, data.attn[l][h], (i, j) => hidden(data, l, i, j));
-      const tag = b.querySelector<HTMLElement>('.tag')!;
-      tag.textContent = s.label;
-      tag.className = `tag badge ${badgeClass(s.label)}`;
-      b.querySelector('.ent')!.textContent = `H ${s.entropy.toFixed(2)} b`;
-      b.setAttribute('aria-pressed', String(l === sel.layer && h === sel.head));
-      b.setAttribute('aria-label', `layer ${l} head ${h}: ${s.label}, mean entropy ${s.entropy.toFixed(2)} bits`);
-      b.title = `layer ${l}, head ${h}: ${s.label} (${PATTERN_NOTE[s.label]}); previous ${s.prev.toFixed(2)}, first ${s.sink.toFixed(2)}, self ${s.self.toFixed(2)}`;
+    const t0 = performance.now();
+    const repaint = this.painted !== data;
+    this.painted = data;
+    for (let l = 0; l < data.nLayer; l++) {
+      const mask = repaint ? thumbMask(data.tokens.length, (i, j) => hidden(data, l, i, j)) : undefined;
+      for (let h = 0; h < data.nHead; h++) {
+        const b = this.buttons[l][h], s = stats[l][h];
+        if (mask) paintThumb(b.querySelector('canvas')!, data.attn[l][h], mask);
+        const tag = b.querySelector<HTMLElement>('.tag')!;
+        tag.textContent = s.label;
+        tag.className = `tag badge ${badgeClass(s.label)}`;
+        b.querySelector('.ent')!.textContent = `H ${s.entropy.toFixed(2)} b`;
+        b.setAttribute('aria-pressed', String(l === sel.layer && h === sel.head));
+        b.setAttribute('aria-label', `layer ${l} head ${h}: ${s.label}, mean entropy ${s.entropy.toFixed(2)} bits`);
+        b.title = `layer ${l}, head ${h}: ${s.label} (${PATTERN_NOTE[s.label]}); previous ${s.prev.toFixed(2)}, first ${s.sink.toFixed(2)}, self ${s.self.toFixed(2)}`;
+      }
     }
+    const t1 = performance.now();
     this.renderDetail(data, stats, sel);
+    // the time of the thumbnails and of the enlarged head, for the record (tests read them)
+    this.grid.dataset.thumbsMs = (t1 - t0).toFixed(1);
+    this.grid.dataset.detailMs = (performance.now() - t1).toFixed(1);
   }
 
   renderDetail(data: AttnData, stats: HeadStats[][], sel: Selected): void {

@@ -6,10 +6,14 @@
 // the query's word, words.ts); the arithmetic below stays per token, since q·k exists only
 // between tokens: it is drawn for the word's last token. Llama-family q and k are after the
 // rotary position embedding (what attention multiplies); with GQA, k is the key head the query
-// head shares with its group; a sliding window limits the visible keys.
+// head shares with its group; a sliding window limits the visible keys. Past MAX_BARS keys (or
+// words) the bar charts list the strongest MAX_BARS only, so 1024 tokens stay a screen tall.
 import * as Plot from '@observablehq/plot';
 import { kvGroup, kvHeadOf, windowOf, type AttnData } from './contract';
 import { showToken } from './ui';
+
+/** Bars per chart at most: past this many visible keys only the strongest are listed (1024 bars would be 15k px tall). */
+export const MAX_BARS = 40;
 
 export interface NeuronState { layer: number; head: number; query: number; key: number }
 
@@ -37,19 +41,22 @@ export function renderNeuron(container: HTMLElement, data: AttnData, st: NeuronS
   });
   const argmax = rows.reduce((a, b) => (b.p > a.p ? b : a), rows[0]).j;
   const kj = st.key >= first && st.key <= i ? st.key : argmax;
+  // the bars: every visible key, or past MAX_BARS the strongest MAX_BARS - 1 and the chosen key, in key order
+  const listed = strongest(rows.map((r) => r.p), MAX_BARS - 1).add(kj - first);
+  const shownRows = rows.length <= MAX_BARS ? rows : rows.filter((_r, n) => listed.has(n));
   const width = container.clientWidth || 900;
   const narrow = width < 640;
   const barW = narrow ? width - 10 : Math.max(180, Math.floor((width - 30) / 3));
-  const barH = 26 + 15 * keys.length + 30;
-  const yDomain = rows.map((r) => r.key);
+  const barH = 26 + 15 * shownRows.length + 30;
+  const yDomain = shownRows.map((r) => r.key);
   const bar = (field: 'raw' | 'scaled' | 'p', title: string, fill: string) => Plot.plot({
     width: barW, height: barH, marginLeft: 86, marginRight: 14, style: { fontSize: '11px' },
-    x: { label: title, grid: true, nice: true, ...(field === 'p' ? { domain: [0, Math.max(0.05, ...rows.map((r) => r.p))] } : {}) },
+    x: { label: title, grid: true, nice: true, ...(field === 'p' ? { domain: [0, Math.max(0.05, ...shownRows.map((r) => r.p))] } : {}) },
     y: { domain: yDomain, label: null },
     marks: [
-      Plot.barX(rows, { y: 'key', x: field, fill: (d: { j: number }) => (d.j === kj ? '#f28e2b' : fill), title: (d: { p: number; raw: number; scaled: number }) => `${field}: ${d[field].toFixed(4)}` }),
+      Plot.barX(shownRows, { y: 'key', x: field, fill: (d: { j: number }) => (d.j === kj ? '#f28e2b' : fill), title: (d: { p: number; raw: number; scaled: number }) => `${field}: ${d[field].toFixed(4)}` }),
       Plot.ruleX([0]),
-      ...(field === 'p' ? [Plot.text(rows, { y: 'key', x: 'p', text: (d: { p: number }) => d.p.toFixed(2), dx: 14, fontSize: 10 })] : []),
+      ...(field === 'p' ? [Plot.text(shownRows, { y: 'key', x: 'p', text: (d: { p: number }) => d.p.toFixed(2), dx: 14, fontSize: 10 })] : []),
     ],
   });
   const figs: HTMLElement[] = [];
@@ -87,6 +94,12 @@ export function renderNeuron(container: HTMLElement, data: AttnData, st: NeuronS
   brow.className = 'ncols';
   brow.append(bar('raw', 'q · k →', '#8c8c8c'), bar('scaled', 'q · k / √d →', '#76b7b2'), bar('p', 'softmax →', '#2456c8'));
   figs.push(brow);
+  if (shownRows.length < rows.length) {
+    const more = document.createElement('p');
+    more.className = 'small muted bars-note';
+    more.textContent = `The bars list the ${shownRows.length} keys with the largest weights (and the orange key) of the ${rows.length} this query sees, in key order.`;
+    figs.push(more);
+  }
   const sum = rows.reduce((a, r) => a + r.p, 0);
   const foot = document.createElement('p');
   foot.className = 'small muted';
@@ -100,11 +113,13 @@ export function renderNeuron(container: HTMLElement, data: AttnData, st: NeuronS
 function wordRow(w: NeuronWords, layer: number, head: number, width: number): HTMLElement[] {
   const a = Math.max(0, Math.min(w.data.tokens.length - 1, w.query < 0 ? w.data.tokens.length - 1 : w.query));
   const r = w.data.attn[layer][head][a];
-  const rows = Array.from({ length: a + 1 }, (_v, b) => ({ key: `${b}:${showToken(w.data.tokens[b]).slice(0, 12)}`, p: r[b] ?? 0 }));
+  const all = Array.from({ length: a + 1 }, (_v, b) => ({ key: `${b}:${showToken(w.data.tokens[b]).slice(0, 12)}`, p: r[b] ?? 0 }));
+  const listed = strongest(all.map((x) => x.p), MAX_BARS);
+  const rows = all.length <= MAX_BARS ? all : all.filter((_x, b) => listed.has(b));
   const p = document.createElement('p');
   p.className = 'small';
   p.innerHTML = `Word <b class="mono">${a}: ${escapeHtml(showToken(w.data.tokens[a]))}</b>: its weights summed over each key word's tokens ` +
-    'and averaged over its own tokens. Below: the arithmetic of its last token, since q · k exists only between tokens.';
+    `and averaged over its own tokens${rows.length < all.length ? ` (the ${rows.length} strongest of ${all.length} key words)` : ''}. Below: the arithmetic of its last token, since q · k exists only between tokens.`;
   const plot = Plot.plot({
     width: Math.min(width - 10, 560), height: 26 + 15 * rows.length + 30, marginLeft: 110, marginRight: 30, style: { fontSize: '11px' },
     x: { label: 'word weight →', grid: true, domain: [0, Math.max(0.05, ...rows.map((x) => x.p))] },
@@ -119,6 +134,11 @@ function wordRow(w: NeuronWords, layer: number, head: number, width: number): HT
   box.className = 'word-row';
   box.append(plot);
   return [p, box];
+}
+
+/** The indices of the n largest values. */
+function strongest(values: number[], n: number): Set<number> {
+  return new Set(values.map((v, i) => [v, i]).sort((x, y) => y[0] - x[0]).slice(0, n).map((x) => x[1]));
 }
 
 function escapeHtml(s: string): string {
