@@ -233,7 +233,7 @@ void dot_columns(const WeightMatrix& w, const GemvInput& in, int64_t n, int64_t 
 // instead of 8 adjacent rows (8 streams of K elements, restarted every step, several in one
 // 4 KiB page), which the hardware prefetchers follow far better. The tied LM head (wte
 // [50257, 768], the largest matrix of a decode step), from memory, wasm, 1 thread: F32 0.78 ->
-// 1.00, F16 0.46 -> 0.86 of the read bandwidth (a 4-stream sum)
+// 1.00, F16 0.46 -> 0.84-0.87 of the read bandwidth (a 4-stream sum)
 template <WeightType T>
 void gemv_outin(const WeightMatrix& w, const GemvInput& in, const float* bias, float* y, int64_t n0, int64_t n1) {
   constexpr int kParts = 8;
@@ -274,8 +274,8 @@ void prepare_q8(const float* x, int64_t K, GemvInput& in) {
 #ifndef QKV_NO_SIMD
 // out[g][4] = x W for G groups of 4 columns side by side, group g at data + g * stride groups
 // (G streams of weights in flight; the activation pairs loaded once for all G): per block, sum
-// (int32, exact) the 16 k-pairs' int16 dot products (8 bytes widened in the load, pmovsxbw / v128.load8x8_s; pmaddwd /
-// i32x4.dot_i16x8_s), then acc += sum * d_w * d_x in float
+// (int32, exact) the 16 k-pairs' int16 dot products (8 bytes widened in the load, pmovsxbw /
+// v128.load8x8_s; pmaddwd / i32x4.dot_i16x8_s), then acc += sum * d_w * d_x in float
 template <int G>
 void q8_groups(const int8_t* data, const float* scales, int64_t blocks, int64_t stride, const int16_t* xp,
                const float* sx, float* out) {
@@ -316,9 +316,9 @@ void gemv_q8(const WeightMatrix& w, const GemvInput& in, const float* bias, floa
   const int16_t* xp = in.pairs.data();
   const float* sx = in.block_scale.data();
   // 16 groups (64 columns) side by side: 16 weight streams (+ their scales) in flight. From
-  // memory, GPT-2 shapes, 1 thread, adjacent groups: 4 groups 0.57, 8 0.63, 12 0.67, 16
-  // 0.66-0.69 of the read bandwidth (the LM head: 0.55 / 0.61 / 0.67 / 0.70); far apart (below)
-  // 16 read 0.69 (the LM head: 0.88). The bits do not depend on either
+  // memory, GPT-2 shapes, wasm, 1 thread, adjacent groups: 4 groups 0.57, 8 0.63, 12 0.67, 16
+  // 0.66-0.69 of the read bandwidth (the LM head: 0.55 / 0.61 / 0.67 / 0.70); 16 far apart
+  // (below): 0.69-0.70 (the LM head: 0.83-0.88). The bits depend on neither
   constexpr int64_t kGroups = 16;
 #ifndef QKV_NO_SIMD
   // groups far apart, as gemv_outin takes its columns: the range cut into 16 equal parts, step
@@ -343,15 +343,11 @@ void gemv_q8(const WeightMatrix& w, const GemvInput& in, const float* bias, floa
 #ifndef QKV_NO_SIMD
     const int8_t* wg = data + g * q.blocks * 128;
     const float* dg = w.scales + g * q.blocks * 4;
-    if (count == kGroups) {
-      q8_groups<kGroups>(wg, dg, q.blocks, 1, xp, sx, out);
-    } else {
-      int64_t i = 0;  // the last few groups of a range: 4 at a time, then 1
-      for (; i + 4 <= count; i += 4)
-        q8_groups<4>(wg + i * q.blocks * 128, dg + i * q.blocks * 4, q.blocks, 1, xp, sx, out + i * 4);
-      for (; i < count; ++i)
-        q8_groups<1>(wg + i * q.blocks * 128, dg + i * q.blocks * 4, q.blocks, 1, xp, sx, out + i * 4);
-    }
+    int64_t i = 0;  // fewer than 16 groups left: 4 at a time, then 1
+    for (; i + 4 <= count; i += 4)
+      q8_groups<4>(wg + i * q.blocks * 128, dg + i * q.blocks * 4, q.blocks, 1, xp, sx, out + i * 4);
+    for (; i < count; ++i)
+      q8_groups<1>(wg + i * q.blocks * 128, dg + i * q.blocks * 4, q.blocks, 1, xp, sx, out + i * 4);
 #else
     for (int64_t i = 0; i < count; ++i) {
       const int8_t* wg = data + (g + i) * q.blocks * 128;
