@@ -4,14 +4,15 @@
 //  - GEMV (decode): y = x W over GPT-2-small-shaped layers, as many distinct copies as take
 //    >= 600 MB of F32 weights (beyond the last-level cache): GB/s of weights read, and the
 //    fraction of the measured bandwidth; per weight type;
+//  - GEMV of the tied LM head: wte [50257, 768] read as OutIn (one copy, 154 MB as F32);
 //  - GEMM (prefill): M = 32 / 128 / 512 rows through the same shapes: GFLOP/s (2 M K N per
 //    product), and the fraction of the mul+add peak.
 // Times: this machine is shared, so a 1-thread run is timed by the CPU time the process used
 // (what the code costs; wall time when other jobs take turns on the cores is not), a threaded
 // run by wall time; each figure is the best of several passes.
-// Usage: bench_matmul [threads] [out.json | -] [limits]. Prints a table; writes the JSON when
-// asked. `limits`: only the bandwidth and the peak, as one line "LIMITS {json}" (for
-// bench/model/gpt2_small.mjs).
+// Usage: bench_matmul [threads] [out.json | -] [all | limits | gemv | gemm] [types, e.g. F16,Q8].
+// Prints a table; writes the JSON when asked. `limits`: only the bandwidth and the peak, as
+// one line "LIMITS {json}" (for bench/model/gpt2_small.mjs).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -183,12 +184,13 @@ struct Stored {
   qkv::WeightMatrix w;
 };
 
-Stored make(qkv::WeightType type, int64_t K, int64_t N, std::mt19937& rng) {
+Stored make(qkv::WeightType type, int64_t K, int64_t N, std::mt19937& rng,
+            qkv::WeightLayout layout = qkv::WeightLayout::InOut) {
   std::normal_distribution<float> dist(0.0f, 0.02f);
   std::vector<float> f(size_t(K * N));
   for (auto& v : f) v = dist(rng);
   Stored s;
-  s.w = {type, qkv::WeightLayout::InOut, K, N, nullptr, nullptr};
+  s.w = {type, layout, K, N, nullptr, nullptr};
   if (type == qkv::WeightType::F32) {
     s.bytes.resize(f.size() * 4);
     std::memcpy(s.bytes.data(), f.data(), s.bytes.size());
@@ -196,7 +198,7 @@ Stored make(qkv::WeightType type, int64_t K, int64_t N, std::mt19937& rng) {
     const qkv::Q8Layout q = qkv::Q8Layout::of(K, N);
     s.bytes.resize(q.data_bytes());
     s.scales.resize(q.scale_count());
-    qkv::WeightMatrix src{qkv::WeightType::F32, qkv::WeightLayout::InOut, K, N, f.data(), nullptr};
+    qkv::WeightMatrix src{qkv::WeightType::F32, layout, K, N, f.data(), nullptr};
     qkv::quantize_q8(src, reinterpret_cast<int8_t*>(s.bytes.data()), s.scales.data());
     s.w.scales = s.scales.data();
   } else {
@@ -251,6 +253,7 @@ int main(int argc, char** argv) {
                                    qkv::WeightType::Q8};
   for (qkv::WeightType type : types) {
     const char* tn = qkv::weight_type_name(type);
+    if (argc > 4 && std::string(argv[4]).find(tn) == std::string::npos) continue;  // only these types
     // GEMV over copies of the 4 layer shapes totalling >= 600 MB as F32: each call reads its
     // matrix from memory, not from a cache
     std::vector<Stored> stack;
@@ -280,8 +283,25 @@ int main(int argc, char** argv) {
                              : type == qkv::WeightType::Q8 ? 1.125
                                                            : 2) /
                       best / 1e9);
-    stack.resize(4);  // GEMM: one copy of each shape is enough (compute-bound)
+    if (mode != "gemm") {
+      // the tied LM head: wte [50257, 768] read as OutIn (one copy: 154 MB as F32, beyond the caches)
+      stack.clear();
+      const Stored head = make(type, 768, 50257, rng, qkv::WeightLayout::OutIn);
+      std::vector<float> logits(50257);
+      double best_head = 1e30;
+      for (int pass = 0; pass < 6; ++pass) {
+        const auto t0 = Clock::now();
+        qkv::detail::gemv(head.w, x.data(), nullptr, logits.data(), threads);
+        if (pass > 0) best_head = std::min(best_head, seconds_since(t0));
+      }
+      const double head_gbs = double(head.w.bytes()) / best_head / 1e9;
+      results.push_back({"gemv-lm-head", tn, "LM head [50257, 768] OutIn, from memory", 1, head_gbs, head_gbs / bw});
+      std::printf("gemv %-4s LM head (OutIn): %6.2f GB/s = %.2f of the bandwidth\n", tn, head_gbs, head_gbs / bw);
+    }
     if (mode == "gemv") continue;
+    stack.clear();
+    // GEMM: one copy of each shape is enough (compute-bound)
+    for (const Layer& l : kLayers) stack.push_back(make(type, l.K, l.N, rng));
 
     for (int64_t M : {32, 128, 512}) {
       std::vector<float> xm(size_t(M * 3072), 0.5f), ym(size_t(M * 3072));
@@ -319,8 +339,8 @@ int main(int argc, char** argv) {
       const Result& r = results[i];
       std::fprintf(
           f, "    {\"kernel\": \"%s\", \"type\": \"%s\", \"M\": %lld, \"%s\": %.3f, \"fraction_of_%s\": %.4f}%s\n",
-          r.kind.c_str(), r.type.c_str(), static_cast<long long>(r.M), r.kind == "gemv" ? "gbs" : "gflops", r.value,
-          r.kind == "gemv" ? "bandwidth" : "peak", r.fraction, i + 1 < results.size() ? "," : "");
+          r.kind.c_str(), r.type.c_str(), static_cast<long long>(r.M), r.kind != "gemm" ? "gbs" : "gflops", r.value,
+          r.kind != "gemm" ? "bandwidth" : "peak", r.fraction, i + 1 < results.size() ? "," : "");
     }
     std::fprintf(f, "  ]\n}\n");
     std::fclose(f);

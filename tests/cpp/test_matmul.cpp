@@ -169,17 +169,20 @@ TEST_CASE("matmul: every weight type and layout vs plain loops, odd sizes, both 
 TEST_CASE("matmul: the threaded kernels with the work floor off give the same bits (large enough to split)") {
   std::mt19937 rng(7);
   for (WeightType type : {WeightType::F32, WeightType::F16, WeightType::Q8}) {
-    CAPTURE(weight_type_name(type));
-    const int64_t M = 9, K = 520, N = 1100;  // M * K * N > 2^18 per thread: the pool really runs
-    Stored st = make_weights(type, WeightLayout::InOut, K, N, rng);
-    std::vector<float> x = qkv::testing::normal(M * K, rng);
-    std::vector<float> y1(size_t(M * N)), y4(size_t(M * N)), v1(static_cast<size_t>(N)), v4(static_cast<size_t>(N));
-    matmul(st.w, x.data(), M, nullptr, y1.data(), 1);
-    matmul(st.w, x.data(), M, nullptr, y4.data(), 4);
-    CHECK(y1 == y4);
-    matmul(st.w, x.data(), 1, nullptr, v1.data(), 1);
-    matmul(st.w, x.data(), 1, nullptr, v4.data(), 4);
-    CHECK(v1 == v4);
+    for (WeightLayout layout : {WeightLayout::InOut, WeightLayout::OutIn}) {  // OutIn: columns far apart
+      CAPTURE(weight_type_name(type));
+      CAPTURE(layout_name(layout));
+      const int64_t M = 9, K = 520, N = 1100;  // M * K * N > 2^18 per thread: the pool really runs
+      Stored st = make_weights(type, layout, K, N, rng);
+      std::vector<float> x = qkv::testing::normal(M * K, rng);
+      std::vector<float> y1(size_t(M * N)), y4(size_t(M * N)), v1(static_cast<size_t>(N)), v4(static_cast<size_t>(N));
+      matmul(st.w, x.data(), M, nullptr, y1.data(), 1);
+      matmul(st.w, x.data(), M, nullptr, y4.data(), 4);
+      CHECK(y1 == y4);
+      matmul(st.w, x.data(), 1, nullptr, v1.data(), 1);
+      matmul(st.w, x.data(), 1, nullptr, v4.data(), 4);
+      CHECK(v1 == v4);
+    }
   }
 }
 
