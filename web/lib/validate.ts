@@ -82,3 +82,24 @@ export function pad4(shape: readonly number[]): [number, number, number, number]
 
 /** Largest value a size may take in a wasm call (int32 in the bindings). */
 export const MAX_DIM = 2 ** 31 - 1;
+
+/** Whether `v` is an array or a typed array (not a DataView): what an ids argument may be. */
+export function isNumberArray(v: unknown): v is ArrayLike<number> {
+  return Array.isArray(v) || (ArrayBuffer.isView(v) && !(v instanceof DataView));
+}
+
+/**
+ * `a` as an Int32Array, every entry an integer in [0, limit); otherwise a RangeError naming
+ * `what[i]` ("is not `noun` in [0, limit)", e.g. noun 'a token id').
+ */
+export function intsBelow(fn: string, what: string, a: ArrayLike<number>, limit: number, noun: string): Int32Array {
+  const out = new Int32Array(a.length);
+  for (let i = 0; i < a.length; i++) {
+    const x = Number(a[i]);
+    if (!Number.isInteger(x) || x < 0 || x >= limit) {
+      throw new RangeError(`${fn}: ${what}[${i}] = ${String(a[i])} is not ${noun} in [0, ${limit})`);
+    }
+    out[i] = x;
+  }
+  return out;
+}

@@ -7,7 +7,7 @@
 import { describe, fmtShape } from '../errors.js';
 import { release, track, type Tracked } from '../lifetime.js';
 import { Tensor } from '../tensor.js';
-import { checkOptions, optBool, optInt } from '../validate.js';
+import { checkOptions, intsBelow, isNumberArray, optBool, optInt } from '../validate.js';
 import { HeapScope, heapU8, wasmError } from '../wasm/heap.js';
 import { callThreads } from '../wasm/loader.js';
 import type { EmbindHandle, QkvModule } from '../wasm/module.js';
@@ -212,10 +212,10 @@ export class DecoderModel<C extends object = Record<string, unknown>> {
 
   #ids(fn: string, ids: unknown, room = 0, what = 'ids'): Int32Array {
     const { vocab: V, positions: P, positionsKey } = this.#dims;
-    if (!Array.isArray(ids) && !(ArrayBuffer.isView(ids) && !(ids instanceof DataView))) {
+    if (!isNumberArray(ids)) {
       throw new TypeError(`${fn}: ${what} must be ${what === 'ids' ? '' : 'a string or '}an array of token ids, got ${describe(ids)}`);
     }
-    const a = ids as ArrayLike<number>;
+    const a = ids;
     if (a.length === 0) throw new RangeError(`${fn}: ${what} is empty (need at least 1 token)`);
     if (a.length + room > P) {
       throw new RangeError(
@@ -224,15 +224,7 @@ export class DecoderModel<C extends object = Record<string, unknown>> {
           : `${fn}: ids has ${a.length} tokens, more than the model's context (${positionsKey} = ${P})`,
       );
     }
-    const out = new Int32Array(a.length);
-    for (let i = 0; i < a.length; i++) {
-      const id = Number(a[i]);
-      if (!Number.isInteger(id) || id < 0 || id >= V) {
-        throw new RangeError(`${fn}: ${what}[${i}] = ${String(a[i])} is not a token id in [0, ${V})`);
-      }
-      out[i] = id;
-    }
-    return out;
+    return intsBelow(fn, what, a, V, 'a token id');
   }
 
   /**

@@ -7,7 +7,7 @@
 import { describe, fmtShape } from '../errors.js';
 import { release, track, type Tracked } from '../lifetime.js';
 import { Tensor } from '../tensor.js';
-import { checkOptions, optBool, optInt } from '../validate.js';
+import { checkOptions, intsBelow, isNumberArray, optBool, optInt } from '../validate.js';
 import { HeapScope, wasmError } from '../wasm/heap.js';
 import { callThreads } from '../wasm/loader.js';
 import type { EmbindHandle, QkvModule } from '../wasm/module.js';
@@ -123,10 +123,10 @@ export class EncoderModel {
 
   /** An array of L integers in [0, limit), copied; `what` names it in errors. */
   #ints(fn: string, what: string, a: unknown, L: number | null, limit: number): Int32Array {
-    if (!Array.isArray(a) && !(ArrayBuffer.isView(a) && !(a instanceof DataView))) {
+    if (!isNumberArray(a)) {
       throw new TypeError(`${fn}: ${what} must be an array of integers, got ${describe(a)}`);
     }
-    const v = a as ArrayLike<number>;
+    const v = a;
     if (L === null) {
       if (v.length === 0) throw new RangeError(`${fn}: ${what} is empty (need at least 1 token)`);
       if (v.length > this.maxPositions) {
@@ -135,15 +135,7 @@ export class EncoderModel {
     } else if (v.length !== L) {
       throw new RangeError(`${fn}: ${what} has ${v.length} entries, ids has ${L}`);
     }
-    const out = new Int32Array(v.length);
-    for (let i = 0; i < v.length; i++) {
-      const x = Number(v[i]);
-      if (!Number.isInteger(x) || x < 0 || x >= limit) {
-        throw new RangeError(`${fn}: ${what}[${i}] = ${String(v[i])} is not an integer in [0, ${limit})`);
-      }
-      out[i] = x;
-    }
-    return out;
+    return intsBelow(fn, what, v, limit, 'an integer');
   }
 
   /**

@@ -8,7 +8,7 @@
 import { describe, fmtShape } from '../errors.js';
 import { release, track, type Tracked } from '../lifetime.js';
 import { Tensor } from '../tensor.js';
-import { checkOptions, optBool, optInt } from '../validate.js';
+import { checkOptions, intsBelow, isNumberArray, optBool, optInt } from '../validate.js';
 import { HeapScope, wasmError } from '../wasm/heap.js';
 import { callThreads } from '../wasm/loader.js';
 import type { EmbindHandle, QkvModule } from '../wasm/module.js';
@@ -155,23 +155,15 @@ export class Seq2SeqModel {
   #ids(fn: string, ids: unknown, what: string): Int32Array {
     const V = this.config.vocab_size;
     const P = this.config.max_position_embeddings;
-    if (!Array.isArray(ids) && !(ArrayBuffer.isView(ids) && !(ids instanceof DataView))) {
+    if (!isNumberArray(ids)) {
       throw new TypeError(`${fn}: ${what} must be an array of token ids, got ${describe(ids)}`);
     }
-    const a = ids as ArrayLike<number>;
+    const a = ids;
     if (a.length === 0) throw new RangeError(`${fn}: ${what} is empty (need at least 1 token)`);
     if (a.length > P) {
       throw new RangeError(`${fn}: ${what} has ${a.length} tokens, more than max_position_embeddings = ${P}`);
     }
-    const out = new Int32Array(a.length);
-    for (let i = 0; i < a.length; i++) {
-      const id = Number(a[i]);
-      if (!Number.isInteger(id) || id < 0 || id >= V) {
-        throw new RangeError(`${fn}: ${what}[${i}] = ${String(a[i])} is not a token id in [0, ${V})`);
-      }
-      out[i] = id;
-    }
-    return out;
+    return intsBelow(fn, what, a, V, 'a token id');
   }
 
   /** The encoder's input: text through the tokenizer (with its special tokens), or ids as given. */
