@@ -20,18 +20,6 @@ namespace {
 
 const std::string kData = source_path("tests/data/model");
 
-template <class E, class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "";
-}
-
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
-
 std::vector<float> read_f32(const std::string& path, size_t want) {
   auto b = read_bytes(path);
   REQUIRE(b.size() == want * 4);

@@ -61,16 +61,6 @@ size_t numel(const nlohmann::json& shape) {
   return n;
 }
 
-template <class E, class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
 Llama load(const Checkpoint& c, WeightFormat f = WeightFormat::Auto) {
   return Llama::load(c.config, c.st.data(), c.st.size(), f);
 }

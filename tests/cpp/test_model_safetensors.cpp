@@ -16,22 +16,9 @@ using namespace qkv::model_testing;
 
 namespace {
 
-// The message of the std::invalid_argument that `f` throws ("" when it does not throw).
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "";
-}
-
 std::string st_error(const std::vector<uint8_t>& bytes) {
   return error_of([&] { safetensors::File::parse(bytes.data(), bytes.size()); });
 }
-
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 std::vector<uint8_t> zeros(size_t n) { return std::vector<uint8_t>(n, 0); }
 

@@ -84,18 +84,6 @@ void check_cases(const std::string& name, int threads) {
   }
 }
 
-template <class E, class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "";
-}
-
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
-
 }  // namespace
 
 TEST_CASE("Bart forward matches the PyTorch reference (random checkpoint: 1 + 3 layers, 2 / 4 heads)") {

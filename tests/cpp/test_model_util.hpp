@@ -21,6 +21,19 @@ inline std::string source_path(const std::string& rel) {
 #endif
 }
 
+// The message of the E that `f` throws ("" when it throws none).
+template <class E = std::invalid_argument, class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  }
+  return "";
+}
+
+inline bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
 inline bool file_exists(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   return bool(f);
