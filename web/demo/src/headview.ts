@@ -1,6 +1,8 @@
 // Head view (after BertViz): the tokens twice, queries on the left and keys on the right, a
 // line from query i to key j for each selected head with opacity = weight, one colour per head.
 // Hover (or focus) a token to see only its lines; click a query token to pin it.
+// Keyboard: the query column is one tab stop (a roving tabindex); the arrow keys, Page Up/Down,
+// Home and End move the focus through all the tokens, scrolling the view, and Enter pins.
 // The view is virtualised so 12 heads x 1024 tokens stay responsive (BertViz draws every line
 // and label and stalls near 512 tokens): a scroll box holds a spacer as tall as all the rows
 // (an honest scrollbar), and over its visible part one viewport-sized <canvas> of links and one
@@ -62,6 +64,8 @@ export class HeadView {
   private paintQueued = false;
   /** the pinned query last shown: a newly pinned one off-screen (chosen in the query menu) is scrolled to */
   private shownQuery = -1;
+  /** the query row holding the view's one tab stop; its label is kept while it is scrolled away */
+  private active = 0;
 
   constructor(private container: HTMLElement, private onPin: (q: number) => void) {}
 
@@ -77,6 +81,7 @@ export class HeadView {
     const viewH = Math.min(VIEW_H, height);              // what is drawn at a time
     const dpr = window.devicePixelRatio || 1;
     this.g = { xL, xR, labelW, width, viewH, dpr, y0: 0 };
+    this.active = Math.max(0, Math.min(L - 1, state.query >= 0 ? state.query : this.active));
     this.links = layerLinks(data, state.layer);
 
     // scroll box > spacer (full height) > canvas + SVG, both viewport-sized, moved to scrollTop
@@ -144,16 +149,21 @@ export class HeadView {
     this.svg!.attr('data-paint-ms', (performance.now() - t0).toFixed(1));
   }
 
-  /** The label rows [first, last) of one side (joined by index: rows already drawn stay). */
+  /**
+   * The label rows [first, last) of one side (joined by index: rows already drawn stay), and
+   * the active query's row wherever it is, so that the tab stop (and a focus on it) survives scrolling.
+   */
   private labels(side: 'q' | 'k', first: number, last: number): void {
     const data = this.data!, { xL, xR, labelW } = this.g, view = this;
     const y = (i: number) => TOP + i * ROW_H + ROW_H / 2;
-    this.rows!.select(`g.tokens-${side}`).selectAll<SVGGElement, number>(':scope > g').data(d3.range(first, last), (i) => i)
+    const rows = d3.range(first, last), a = this.active;
+    if (side === 'q' && a < first) rows.unshift(a);
+    if (side === 'q' && a >= last) rows.push(a);
+    this.rows!.select(`g.tokens-${side}`).selectAll<SVGGElement, number>(':scope > g').data(rows, (i) => i)
       .join((enter) => {
         const g = enter.append('g')
           .attr('transform', (i) => `translate(${side === 'q' ? xL : xR},${y(i)})`)
           .attr('data-index', (i) => i)
-          .attr('tabindex', side === 'q' ? 0 : -1)
           .attr('role', side === 'q' ? 'button' : null)
           .attr('aria-label', (i) => `${side === 'q' ? 'query' : 'key'} ${i}: ${showToken(data.tokens[i])}`)
           .style('outline', 'none');
@@ -164,13 +174,38 @@ export class HeadView {
           g.on('mouseenter focus', (_e, i) => view.setHover({ side: 'q', index: i }))
             .on('mouseleave blur', () => view.setHover(null))
             .on('click', (_e, i) => view.onPin(view.state!.query === i ? -1 : i))
-            .on('keydown', (e: KeyboardEvent, i) => { if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); view.onPin(view.state!.query === i ? -1 : i); } });
+            .on('keydown', (e: KeyboardEvent, i) => view.onKey(e, i));
         } else {
           g.on('mouseenter', (_e, j) => view.setHover({ side: 'k', index: j })).on('mouseleave', () => view.setHover(null));
         }
         return g;
       })
+      .attr('tabindex', (i) => (side === 'q' && i === a ? 0 : -1))
       .order();
+  }
+
+  /** A key on query row i: Enter / Space pin it; arrows, Page Up/Down, Home, End move the focus. */
+  private onKey(e: KeyboardEvent, i: number): void {
+    if (e.key === 'Enter' || e.key === ' ') {
+      e.preventDefault();
+      this.onPin(this.state!.query === i ? -1 : i);
+      return;
+    }
+    const L = this.data!.tokens.length, page = Math.max(1, Math.floor((this.g.viewH - TOP) / ROW_H) - 1);
+    const to = { ArrowDown: i + 1, ArrowUp: i - 1, PageDown: i + page, PageUp: i - page, Home: 0, End: L - 1 }[e.key];
+    if (to === undefined) return;
+    e.preventDefault();
+    this.focusQuery(Math.max(0, Math.min(L - 1, to)));
+  }
+
+  /** Makes query row i the tab stop, scrolls it into the viewport (below the header) and focuses it. */
+  private focusQuery(i: number): void {
+    const scroller = this.scroller!, { viewH } = this.g, yq = TOP + i * ROW_H;
+    this.active = i;
+    if (yq < scroller.scrollTop + TOP) scroller.scrollTop = yq - TOP;
+    else if (yq + ROW_H > scroller.scrollTop + viewH) scroller.scrollTop = yq + ROW_H - viewH;
+    this.paint(); // now, so the row's label exists to take the focus
+    this.rows!.select<SVGGElement>(`.tokens-q > g[data-index="${i}"]`).node()?.focus();
   }
 
   /**
@@ -252,9 +287,10 @@ export class HeadView {
     if (state.query !== this.shownQuery) {
       this.shownQuery = state.query;
       const yq = TOP + state.query * ROW_H, { y0, viewH } = this.g;
-      if (state.query >= 0 && (yq < y0 + TOP || yq + ROW_H > y0 + viewH)) {
-        this.scroller.scrollTop = yq - viewH / 2;
-        this.paint(); // at the new scrollTop (its labels, then this update again)
+      if (state.query >= 0) {
+        this.active = state.query; // a pinned query is the tab stop
+        if (yq < y0 + TOP || yq + ROW_H > y0 + viewH) this.scroller.scrollTop = yq - viewH / 2;
+        this.paint(); // at the (new) scrollTop: its labels and tab stop, then this update again
         return;
       }
     }
