@@ -252,8 +252,8 @@ void LlamaSession::reset() {
   position_ = 0;
 }
 
-void LlamaSession::prefill(const int32_t* ids, int64_t L, float* logits, float* attentions, float* queries,
-                           float* keys, bool all_logits) {
+void LlamaSession::prefill(const int32_t* ids, int64_t L, float* logits, float* attentions, float* queries, float* keys,
+                           bool all_logits) {
   const int64_t P = model_.config().max_position_embeddings;
   if (L >= 1 && position_ + L > P) {
     throw std::length_error("LlamaSession: " + std::to_string(position_) + " cached + " + std::to_string(L) +
