@@ -165,6 +165,17 @@ test('chunked forwards on one model run one after another; none while a generati
     assert.deepEqual(r.logits.data.subarray(0, 3), ref.logits.data.subarray(0, 3));
   });
   assert.deepEqual(order, [...order].sort(), `not interleaved: ${order}`);
+  // one aborted while it waits for another leaves at once; the one after it still waits its turn
+  const first = gpt2.forward(x, { chunkSize: 16, outputAttentions: true });
+  const ac = new AbortController();
+  let waitingRan = false;
+  const waiting = gpt2.forward(x, { signal: ac.signal, onProgress: () => { waitingRan = true; } });
+  const third = gpt2.forward(x, { chunkSize: 16 });
+  ac.abort();
+  await assert.rejects(waiting, (e) => e.name === 'AbortError');
+  assert.equal(waitingRan, false);
+  assert.equal(maxDiff({ logits: ref.logits, attentions: ref.attentions }, await first), 0);
+  assert.equal(maxDiff({ logits: ref.logits }, await third), 0);
   // a generation that is running (suspended at a step) holds the session
   const it = gpt2.generate(x.slice(0, 10), { maxNewTokens: 3, temperature: 0 });
   await it.next();

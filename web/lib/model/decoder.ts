@@ -173,6 +173,16 @@ export function modelModule(m: QkvModule): ModelModule {
   return mm as ModelModule;
 }
 
+/** Resolves when `p` settles or `signal` aborts, whichever comes first. */
+function untilSettledOrAborted(p: Promise<unknown>, signal: AbortSignal | undefined): Promise<unknown> {
+  if (!signal) return p;
+  return new Promise((resolve) => {
+    const stop = () => resolve(undefined);
+    signal.addEventListener('abort', stop, { once: true });
+    p.finally(() => { signal.removeEventListener('abort', stop); resolve(undefined); });
+  });
+}
+
 /** The sizes a model's buffers are made from, read from its config.json. */
 export interface ModelDims {
   layers: number;
@@ -322,25 +332,32 @@ export class DecoderModel<C extends object = Record<string, unknown>> {
 
   /** forward() through the session a chunk at a time, once earlier chunked forwards have ended. */
   async #forwardInChunks(fn: string, x: Int32Array, o: ChunkedForward): Promise<ForwardResult> {
+    // the next chunked forward waits for this one and every earlier one (this one may leave
+    // the queue early, when aborted while it waits)
     const earlier = this.#chunkQueue;
     let done!: () => void;
-    this.#chunkQueue = new Promise<void>((resolve) => { done = resolve; });
+    const mine = new Promise<void>((resolve) => { done = resolve; });
+    this.#chunkQueue = Promise.all([earlier, mine]).then(() => {});
+    let owner = false;
     try {
-      await earlier;
+      await untilSettledOrAborted(earlier, o.signal);
       o.signal?.throwIfAborted();
       this.#handle(fn);
       if (this.#generating) {
         throw new Error(`${fn}: a generation is running on this model, and forward with signal, onProgress or chunkSize runs through the same KV cache: finish the generation (or break out of its loop) first, or call forward without them`);
       }
-      this.#chunking = true;
+      this.#chunking = owner = true;
       const handle = () => {
         if (this.#tracked.released) throw new Error(`${fn}: the model was disposed during the forward pass`);
         return this.#handle(fn);
       };
       return await forwardInChunks(this.#m, fn, handle, x, this.#dims, o);
     } finally {
-      if (this.#chunking && !this.#tracked.released) this.#tracked.handle.reset();
-      this.#chunking = false;
+      // only the call that holds the session resets it (one that left the queue early never held it)
+      if (owner) {
+        if (!this.#tracked.released) this.#tracked.handle.reset();
+        this.#chunking = false;
+      }
       done();
     }
   }
