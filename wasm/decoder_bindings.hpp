@@ -65,10 +65,15 @@ struct Decoder {
     return out;
   }
 
-  // session: ids [L] at the next positions -> logits of the last [V]; attentions
-  // [n_layer, H, L, pos + L] or 0
-  std::string prefill(uintptr_t ids, int L, uintptr_t logits, uintptr_t attentions) {
-    return guarded([&] { session.prefill(ptr<const int32_t>(ids), L, ptr<float>(logits), ptr<float>(attentions)); });
+  // session: ids [L] at the next positions -> logits of the last [V] (all_logits: [L, V]);
+  // attentions [n_layer, H, L, pos + L] or 0; queries [n_layer, H, L, D], keys
+  // [n_layer, Hkv, L, D] of these L tokens or 0
+  std::string prefill(uintptr_t ids, int L, uintptr_t logits, uintptr_t attentions, uintptr_t queries, uintptr_t keys,
+                      bool all_logits) {
+    return guarded([&] {
+      session.prefill(ptr<const int32_t>(ids), L, ptr<float>(logits), ptr<float>(attentions), ptr<float>(queries),
+                      ptr<float>(keys), all_logits);
+    });
   }
 
   // session: one token -> logits [V]; attentions [n_layer, H, pos + 1] or 0

@@ -240,12 +240,13 @@ void GPT2Session::reset() {
   position_ = 0;
 }
 
-void GPT2Session::prefill(const int32_t* ids, int64_t L, float* logits, float* attentions) {
+void GPT2Session::prefill(const int32_t* ids, int64_t L, float* logits, float* attentions, float* queries, float* keys,
+                          bool all_logits) {
   if (L >= 1 && position_ + L > model_.config().n_positions) {
     throw std::length_error("GPT2Session: " + std::to_string(position_) + " cached + " + std::to_string(L) +
                             " new tokens exceed n_positions = " + std::to_string(model_.config().n_positions));
   }
-  model_.run(ids, L, position_, &caches_, scratch_, logits, false, attentions);
+  model_.run(ids, L, position_, &caches_, scratch_, logits, all_logits, attentions, queries, keys);
   position_ += L;
 }
 

@@ -102,9 +102,13 @@ class GPT2Session {
   explicit GPT2Session(const GPT2& model);
 
   // Runs ids [L] at the next positions (the prompt, or more of it) and returns the logits of
-  // the last one [V]. attentions, if not null: [n_layer, H, L, position() + L] (before the call).
+  // the last one [V] (all_logits: of each of the L tokens, [L, V]). attentions, if not null:
+  // [n_layer, H, L, position() + L] (before the call). queries, keys, if not null:
+  // [n_layer, H, L, D], those of these L tokens (as GPT2::run). A prompt run in chunks gives
+  // forward()'s rows chunk by chunk.
   // Throws std::length_error when position() + L > n_positions (the cache is left unchanged).
-  void prefill(const int32_t* ids, int64_t L, float* logits, float* attentions = nullptr);
+  void prefill(const int32_t* ids, int64_t L, float* logits, float* attentions = nullptr, float* queries = nullptr,
+               float* keys = nullptr, bool all_logits = false);
 
   // One token at position(): logits [V]; attentions, if not null: [n_layer, H, position() + 1],
   // the new row of every head (the key axis covers every cached position, this one included).

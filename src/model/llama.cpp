@@ -252,14 +252,15 @@ void LlamaSession::reset() {
   position_ = 0;
 }
 
-void LlamaSession::prefill(const int32_t* ids, int64_t L, float* logits, float* attentions) {
+void LlamaSession::prefill(const int32_t* ids, int64_t L, float* logits, float* attentions, float* queries, float* keys,
+                           bool all_logits) {
   const int64_t P = model_.config().max_position_embeddings;
   if (L >= 1 && position_ + L > P) {
     throw std::length_error("LlamaSession: " + std::to_string(position_) + " cached + " + std::to_string(L) +
                             " new tokens exceed max_position_embeddings = " + std::to_string(P));
   }
   if (L >= 1) reserve(position_ + L);
-  model_.run(ids, L, position_, &caches_, scratch_, logits, false, attentions);
+  model_.run(ids, L, position_, &caches_, scratch_, logits, all_logits, attentions, queries, keys);
   position_ += L;
 }
 

@@ -70,9 +70,12 @@ class LlamaSession {
  public:
   explicit LlamaSession(const Llama& model);
 
-  // ids [L] at the next positions -> logits of the last [V]; attentions, if not null:
-  // [n_layer, H, L, position() + L]. Throws std::length_error past max_position_embeddings.
-  void prefill(const int32_t* ids, int64_t L, float* logits, float* attentions = nullptr);
+  // ids [L] at the next positions -> logits of the last [V] (all_logits: [L, V]); attentions,
+  // if not null: [n_layer, H, L, position() + L]; queries [n_layer, H, L, D], keys
+  // [n_layer, Hkv, L, D] of these L tokens if not null (as Llama::run).
+  // Throws std::length_error past max_position_embeddings.
+  void prefill(const int32_t* ids, int64_t L, float* logits, float* attentions = nullptr, float* queries = nullptr,
+               float* keys = nullptr, bool all_logits = false);
   // One token: logits [V]; attentions [n_layer, H, position() + 1] if not null.
   void step(int32_t id, float* logits, float* attentions = nullptr);
 

@@ -44,6 +44,12 @@ export async function sdpa(q: Float32Array, k: Float32Array, v: Float32Array, L:
 export class CheckpointError extends Error {}
 export type Progress = (fraction: number | null, what: string) => void;
 
+/** Progress and cancellation of a forward pass (qkv's forward options of the same names). */
+export interface RunProgress {
+  signal?: AbortSignal;
+  onProgress?: (done: number, total: number) => void;
+}
+
 /** The demo's view of the model's tokenizer: qkv's, plus how one token looks on its own. */
 export interface Tokenizer {
   encode(text: string): number[];
@@ -93,9 +99,11 @@ export interface DemoModel {
   scale: number;
   /**
    * One forward pass over ids: the next-token logits (last position, length vocab_size) and,
-   * when asked, the attention weights attn[layer][head][q][k].
+   * when asked, the attention weights attn[layer][head][q][k]. With `signal` / `onProgress`,
+   * qkv runs it a chunk of tokens at a time: onProgress(tokens done, total) after each chunk,
+   * and an abort rejects with the signal's reason (an AbortError) within one chunk.
    */
-  run(ids: number[], attentions: boolean): Promise<{ logits: Float32Array; attn?: Float32Array[][][] }>;
+  run(ids: number[], attentions: boolean, progress?: RunProgress): Promise<{ logits: Float32Array; attn?: Float32Array[][][] }>;
   /**
    * per-head queries and keys for ids (the neuron view): q[layer][head] = Float32Array(L * headDim);
    * k[layer][head] alike, the key head that query head reads (with GQA one array shared by its group, not copied)
@@ -289,8 +297,8 @@ function demoModel(m: DecoderModel, name: string, backend: string): DemoModel {
     name, config, dims, info: describeModel(name, m.architecture, config, dims), tokenizer, hasTokenizer: !!tok,
     rotary: !gpt2, engine: backend, headDim,
     scale: gpt2 && config.scale_attn_weights === false ? 1 : 1 / Math.sqrt(headDim),
-    async run(ids, attentions) {
-      const out = await m.forward(ids, { outputAttentions: attentions, logits: 'last' });
+    async run(ids, attentions, progress = {}) {
+      const out = await m.forward(ids, { outputAttentions: attentions, logits: 'last', ...progress });
       const logits = (out.logits.data as Float32Array).slice(0, V);
       const attn = attentions ? splitAttentions((out.attentions ?? []).map((t) => ({ data: copy(t), shape: t.shape }))) : undefined;
       out.logits.dispose?.(); out.attentions?.forEach((t) => t.dispose?.());

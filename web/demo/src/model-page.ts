@@ -2,7 +2,7 @@
 // the attention explorer (head view, model view, neuron view) in step with every token.
 // `st` holds the state; update functions change it and call render(), which only draws.
 import './style.css';
-import { $, download, headColor, message, nextFrame, progress, showToken, yieldToEvents } from './ui';
+import { $, download, headColor, message, progress, showToken, yieldToEvents } from './ui';
 import { CheckpointError, loadModelFromFiles, loadModelFromHub, loadModelFromUrl, readDroppedFiles, type DemoModel } from './api';
 import { kvGroupsText, maxRowSumError, toJSON, windowOf, type AttnData } from './contract';
 import { allHeadStats, badgeClass, CAVEAT, type HeadStats } from './patterns';
@@ -14,6 +14,7 @@ import { DEFAULT_MODEL, HUB, fillModelSelect, showDropped } from './models';
 import { clearCheckpointCache, fetchCheckpoint, HUB_GPT2, hubName } from './hub';
 import { Shown } from './shown';
 import { WORD_RULE } from './words';
+import { ForwardProgress, stoppedBy } from './forward-progress';
 
 type Tab = 'head' | 'model' | 'neuron';
 
@@ -35,6 +36,8 @@ const st = {
 };
 /** The debounced prompt analysis waiting to run (0 = none). */
 let promptTimer = 0;
+/** The prompt's forward pass: progress bar, percentage, Cancel. */
+const forward = new ForwardProgress();
 
 const headView = new HeadView($('#headview'), (q) => { st.query = q; st.neuronKey = -1; renderControls(); headView.update(viewState()); });
 const modelView = new ModelView($('#thumbs'), $('#heatmap'), (s) => { st.sel = s; st.layer = s.layer; render(); });
@@ -218,6 +221,7 @@ async function useModel(model: DemoModel): Promise<void> {
   }
   $('#backend').textContent = model.engine;
   $<HTMLButtonElement>('#generate').disabled = false;
+  $<HTMLButtonElement>('#run').disabled = false;
   render();
   await analysePrompt();
 }
@@ -236,13 +240,18 @@ async function analysePrompt(): Promise<void> {
   if ($('#gen-msg').textContent?.startsWith('The prompt:')) message($('#gen-msg'), '');
   if (!ids.length) return;
   const epoch = st.epoch;
-  // a long prompt at 12 x 12 heads takes seconds (L x L weights per head): say so while it runs
-  // (the forward is one call into qkv: no per-layer progress or cancel without a hook there)
+  // a long prompt at 12 x 12 heads takes seconds (L x L weights per head): say so while it runs;
+  // qkv runs it a chunk of tokens at a time, so the bar moves and Cancel stops it
   const busy = ids.length >= 256 ? `Computing the attention of ${ids.length} tokens (${m.dims.layers} layers × ${m.dims.heads} heads)…` : '';
-  if (busy) { message($('#gen-msg'), busy); document.body.dataset.analysing = 'true'; await nextFrame(); await nextFrame(); } // painted before the forward holds the thread
-  let attn: Float32Array[][][] | undefined;
+  if (busy) { message($('#gen-msg'), busy); document.body.dataset.analysing = 'true'; }
+  let attn: Float32Array[][][];
   try {
-    ({ attn } = await m.run(ids, true));
+    attn = await forward.run(m, ids, 'Attention');
+  } catch (e) {
+    const stopped = stoppedBy(e);
+    if (stopped === 'cancelled') message($('#gen-msg'), `Cancelled: the attention of ${ids.length} tokens was not computed. Run (or Generate) computes it again.`, 'info');
+    else if (!stopped) message($('#gen-msg'), `The forward pass failed: ${(e as Error).message}`, 'error');
+    return; // 'replaced': the newer pass draws
   } finally {
     if (busy && $('#gen-msg').textContent === busy) message($('#gen-msg'), '');
     delete document.body.dataset.analysing;
@@ -282,14 +291,15 @@ async function generate(): Promise<void> {
   st.generating = true; st.stopRequested = false; st.query = -1; st.neuronKey = -1;
   document.body.dataset.generating = 'true';
   $<HTMLButtonElement>('#generate').disabled = true;
+  $<HTMLButtonElement>('#run').disabled = true;
   $<HTMLButtonElement>('#stop').disabled = false;
   $('#count').textContent = '0';
   $('#speed').textContent = '–';
   let made = 0;
   try {
-    // the prompt's own rows, then one row per step (the KV cache computes only the new query's row)
-    const first = await m.run(ids, true);
-    const attn = first.attn!;
+    // the prompt's own rows (with progress; Cancel or Stop ends the generation here), then one
+    // row per step (the KV cache computes only the new query's row)
+    const attn = await forward.run(m, ids, 'Prompt');
     setData(ids, promptLength, attn);
     scheduleRender();
     const t0 = performance.now();
@@ -317,18 +327,25 @@ async function generate(): Promise<void> {
       }
       asked = performance.now();
     }
-    // one full pass so the last token has its row too
-    const last = await m.run(ids, true);
-    setData(ids, promptLength, last.attn!);
+    // one full pass so the last token has its row too (cancelled: the views keep the rows they have)
+    let lastRow = true;
+    try {
+      setData(ids, promptLength, await forward.run(m, ids, 'Every row'));
+    } catch (e) {
+      if (!stoppedBy(e)) throw e;
+      lastRow = false;
+    }
     renderOutput(ids, promptLength);
-    message(msg, st.stopRequested ? `Stopped after ${made} tokens.` : `Generated ${made} tokens.`, 'ok');
+    message(msg, `${st.stopRequested ? `Stopped after ${made} tokens.` : `Generated ${made} tokens.`}${lastRow ? '' : ' (Cancelled before the last token\'s attention row.)'}`, 'ok');
   } catch (e) {
-    message(msg, `Generation failed: ${(e as Error).message}`, 'error');
+    if (stoppedBy(e)) message(msg, made ? `Cancelled after ${made} tokens.` : 'Cancelled: nothing was generated. Generate (or Run) starts again.', 'info');
+    else message(msg, `Generation failed: ${(e as Error).message}`, 'error');
   } finally {
     st.generating = false;
     document.body.dataset.generating = 'false';
     document.body.dataset.generated = String(made);
     $<HTMLButtonElement>('#generate').disabled = false;
+    $<HTMLButtonElement>('#run').disabled = false;
     $<HTMLButtonElement>('#stop').disabled = true;
     render();
   }
@@ -387,6 +404,7 @@ async function loadHub(): Promise<void> {
     $<HTMLButtonElement>('#hub-load').disabled = busy;
     $<HTMLButtonElement>('#hub-cancel').disabled = !busy;
     $<HTMLButtonElement>('#generate').disabled = busy || !st.model;
+    $<HTMLButtonElement>('#run').disabled = busy || !st.model;
   };
   buttons(true);
   message(msg, '');
@@ -454,7 +472,8 @@ function wire(): void {
     render();
   });
   $('#generate').addEventListener('click', () => void generate());
-  $('#stop').addEventListener('click', () => { st.stopRequested = true; });
+  $('#stop').addEventListener('click', () => { st.stopRequested = true; forward.cancel(); });
+  $('#run').addEventListener('click', () => { clearTimeout(promptTimer); void analysePrompt(); });
   $('#prompt').addEventListener('keydown', (e) => { if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) void generate(); });
   $('#prompt').addEventListener('input', () => { clearTimeout(promptTimer); promptTimer = window.setTimeout(() => void analysePrompt(), 300); });
   const temp = $<HTMLInputElement>('#temperature');

@@ -11,6 +11,8 @@ import { checkOptions, intsBelow, isNumberArray, optBool, optInt } from '../vali
 import { HeapScope, heapU8, wasmError } from '../wasm/heap.js';
 import { callThreads } from '../wasm/loader.js';
 import type { EmbindHandle, QkvModule } from '../wasm/module.js';
+import { optFunction, optSignal } from './cancel.js';
+import { forwardInChunks, type ChunkedForward } from './chunked.js';
 import type { Tokenizer } from './tokenizer.js';
 
 export interface ForwardOptions {
@@ -28,7 +30,31 @@ export interface ForwardOptions {
    * 'all' is 103 MB of logits).
    */
   logits?: 'all' | 'last';
+  /**
+   * Cancels the forward pass: it then rejects with `signal.reason` (a DOMException named
+   * 'AbortError' unless abort() was given another reason), at the latest one chunk after the
+   * abort. With `signal`, `onProgress` or `chunkSize` the pass runs in chunks (see chunkSize).
+   */
+  signal?: AbortSignal;
+  /**
+   * Called with (tokens done, total tokens): (0, L) first, then after each chunk, ending with
+   * (L, L). Implies the chunked pass.
+   */
+  onProgress?: (done: number, total: number) => void;
+  /**
+   * Tokens per chunk (default {@link FORWARD_CHUNK}; an integer >= 1). The chunked
+   * pass runs the tokens through the model's KV-cache session a chunk at a time and yields to
+   * the event loop between chunks (so a page paints and a Cancel click lands); the model is
+   * causal, so the results are those of the single call (the same kernels add in the same
+   * order: tests/js/model-forward-chunked.test.js checks it bit for bit). It uses the session
+   * that generate() uses: one chunked forward runs at a time per model (later ones wait), and
+   * none while a generation is running on the model (an Error).
+   */
+  chunkSize?: number;
 }
+
+/** Tokens per chunk of a forward pass with signal or onProgress (see {@link ForwardOptions.chunkSize}). */
+export const FORWARD_CHUNK = 64;
 
 /** Where a model's bytes are (all in the wasm module's memory). */
 export interface ModelMemoryUsage {
@@ -117,7 +143,7 @@ interface WasmMemory {
 export interface WasmDecoder extends EmbindHandle {
   forward(ids: number, L: number, logits: number, attentions: number, queries: number, keys: number, lastOnly: boolean): string;
   memory(): WasmMemory;
-  prefill(ids: number, L: number, logits: number, attentions: number): string;
+  prefill(ids: number, L: number, logits: number, attentions: number, queries: number, keys: number, allLogits: boolean): string;
   step(id: number, logits: number, attentions: number): string;
   reset(): void;
   position(): number;
@@ -145,6 +171,16 @@ export function modelModule(m: QkvModule): ModelModule {
     throw new Error('loadModel: this build of the wasm module lacks the model bindings (wasm/bindings_model.cpp)');
   }
   return mm as ModelModule;
+}
+
+/** Resolves when `p` settles or `signal` aborts, whichever comes first. */
+function untilSettledOrAborted(p: Promise<unknown>, signal: AbortSignal | undefined): Promise<unknown> {
+  if (!signal) return p;
+  return new Promise((resolve) => {
+    const stop = () => resolve(undefined);
+    signal.addEventListener('abort', stop, { once: true });
+    p.finally(() => { signal.removeEventListener('abort', stop); resolve(undefined); });
+  });
 }
 
 /** The sizes a model's buffers are made from, read from its config.json. */
@@ -186,6 +222,10 @@ export class DecoderModel<C extends object = Record<string, unknown>> {
   readonly #tracked: Tracked<WasmDecoder>;
   readonly #dims: ModelDims;
   #generating = false;
+  /** True while a chunked forward holds the session. */
+  #chunking = false;
+  /** Settles when the last chunked forward queued so far ends: the next one waits for it. */
+  #chunkQueue: Promise<void> = Promise.resolve();
 
   /** @internal use {@link loadModel} */
   constructor(m: QkvModule, handle: WasmDecoder, config: C, tokenizer: Tokenizer | null, dims: ModelDims, architecture: Architecture) {
@@ -228,21 +268,33 @@ export class DecoderModel<C extends object = Record<string, unknown>> {
   }
 
   /**
-   * Runs the whole sequence (no cache): logits [1, L, vocab] (logits: 'last': [1, 1, vocab]);
-   * with outputAttentions, one [1, n_head, L, L] Tensor per layer; with outputQueriesKeys, per
-   * layer the heads' queries and keys, each [1, n_head, L, head_dim].
+   * Runs the whole sequence: logits [1, L, vocab] (logits: 'last': [1, 1, vocab]); with
+   * outputAttentions, one [1, n_head, L, L] Tensor per layer; with outputQueriesKeys, per
+   * layer the heads' queries and keys, each [1, n_head, L, head_dim]. One wasm call without a
+   * cache; with `signal`, `onProgress` or `chunkSize`, chunk by chunk through the KV-cache
+   * session, with progress and cancellation (the same numbers: see {@link ForwardOptions.chunkSize}).
    */
   async forward(ids: ArrayLike<number>, options: ForwardOptions = {}): Promise<ForwardResult> {
     const fn = 'model.forward';
-    const opts = checkOptions(fn, options, ['outputAttentions', 'outputQueriesKeys', 'logits']);
+    const opts = checkOptions(fn, options, ['outputAttentions', 'outputQueriesKeys', 'logits', 'signal', 'onProgress', 'chunkSize']);
     const want = optBool(fn, opts, 'outputAttentions', false);
     const wantQK = optBool(fn, opts, 'outputQueriesKeys', false);
     const which = opts.logits ?? 'all';
     if (which !== 'all' && which !== 'last') {
       throw new TypeError(`${fn}: options.logits must be 'all' or 'last', got ${describe(opts.logits)}`);
     }
+    const signal = optSignal(fn, opts);
+    const onProgress = optFunction<(done: number, total: number) => void>(fn, opts, 'onProgress');
+    const chunkSize = opts.chunkSize ?? FORWARD_CHUNK;
+    if (typeof chunkSize !== 'number' || !Number.isSafeInteger(chunkSize) || chunkSize < 1) {
+      throw new RangeError(`${fn}: options.chunkSize must be an integer >= 1 (tokens per chunk), got ${describe(opts.chunkSize)}`);
+    }
     const h = this.#handle(fn);
     const x = this.#ids(fn, ids);
+    signal?.throwIfAborted();
+    if (signal || onProgress || opts.chunkSize !== undefined) {
+      return this.#forwardInChunks(fn, x, { outputAttentions: want, outputQueriesKeys: wantQK, logits: which, chunkSize, signal, onProgress });
+    }
     const L = x.length;
     const { vocab: V, heads: H, kvHeads: Hkv, layers: NL, headDim: D } = this.#dims;
     const scope = new HeapScope(this.#m, fn);
@@ -278,6 +330,38 @@ export class DecoderModel<C extends object = Record<string, unknown>> {
     }
   }
 
+  /** forward() through the session a chunk at a time, once earlier chunked forwards have ended. */
+  async #forwardInChunks(fn: string, x: Int32Array, o: ChunkedForward): Promise<ForwardResult> {
+    // the next chunked forward waits for this one and every earlier one (this one may leave
+    // the queue early, when aborted while it waits)
+    const earlier = this.#chunkQueue;
+    let done!: () => void;
+    const mine = new Promise<void>((resolve) => { done = resolve; });
+    this.#chunkQueue = Promise.all([earlier, mine]).then(() => {});
+    let owner = false;
+    try {
+      await untilSettledOrAborted(earlier, o.signal);
+      o.signal?.throwIfAborted();
+      this.#handle(fn);
+      if (this.#generating) {
+        throw new Error(`${fn}: a generation is running on this model, and forward with signal, onProgress or chunkSize runs through the same KV cache: finish the generation (or break out of its loop) first, or call forward without them`);
+      }
+      this.#chunking = owner = true;
+      const handle = () => {
+        if (this.#tracked.released) throw new Error(`${fn}: the model was disposed during the forward pass`);
+        return this.#handle(fn);
+      };
+      return await forwardInChunks(this.#m, fn, handle, x, this.#dims, o);
+    } finally {
+      // only the call that holds the session resets it (one that left the queue early never held it)
+      if (owner) {
+        if (!this.#tracked.released) this.#tracked.handle.reset();
+        this.#chunking = false;
+      }
+      done();
+    }
+  }
+
   /**
    * Generates tokens after `prompt` (text, tokenized with model.tokenizer, or token ids), one
    * step per token through the KV cache: prefill once, then each token attends to the cached
@@ -307,6 +391,9 @@ export class DecoderModel<C extends object = Record<string, unknown>> {
     if (this.#generating) {
       throw new Error(`${fn}: another generation is running on this model; finish it (or break out of its loop) first`);
     }
+    if (this.#chunking) {
+      throw new Error(`${fn}: a forward pass with signal, onProgress or chunkSize is running on this model (through the same KV cache); await it (or abort it) first`);
+    }
     this.#generating = true;
     const L = x.length;
     const { vocab: V, heads: H, layers: NL } = this.#dims;
@@ -320,7 +407,7 @@ export class DecoderModel<C extends object = Record<string, unknown>> {
       const attFloats = want ? NL * H * Math.max(L * L, L + maxNew) : 0;
       const pAtt = want ? scope.alloc(4 * attFloats, `attentions (${attFloats} floats)`) : 0;
       h.reset();
-      let err = h.prefill(pIds, L, pLogits, pAtt);
+      let err = h.prefill(pIds, L, pLogits, pAtt, 0, 0, false);
       if (err) throw wasmError(fn, err);
       // rows[l] = [H, Lk] from the buffer: the last query row of each layer and head
       const rows = (Lq: number, Lk: number): Tensor[] => {

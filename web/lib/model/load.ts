@@ -11,6 +11,7 @@ import { checkOptions } from '../validate.js';
 import { MAX_HEAP_BYTES, heapU8, wasmError } from '../wasm/heap.js';
 import { loadModule } from '../wasm/loader.js';
 import type { QkvModule } from '../wasm/module.js';
+import { optFunction, optSignal } from './cancel.js';
 import { EncoderModel, encoderModule, type EncoderConfig, type WasmEncoder } from './encoder.js';
 import {
   filesFromObject, parseConfig, readAll, readFolder,
@@ -180,13 +181,8 @@ export async function loadModel(source: ModelSource, options: LoadOptions = {}):
   if (!WEIGHTS.includes(weights)) {
     throw new TypeError(`${fn}: options.weights must be ${WEIGHTS.map((w) => `'${w}'`).join(', ')}, got ${describe(opts.weights)}`);
   }
-  if (opts.onProgress !== undefined && typeof opts.onProgress !== 'function') {
-    throw new TypeError(`${fn}: options.onProgress must be a function, got ${describe(opts.onProgress)}`);
-  }
-  const signal = opts.signal;
-  if (signal !== undefined && !(typeof AbortSignal !== 'undefined' && signal instanceof AbortSignal)) {
-    throw new TypeError(`${fn}: options.signal must be an AbortSignal, got ${describe(signal)}`);
-  }
+  optFunction(fn, opts as Record<string, unknown>, 'onProgress');
+  const signal = optSignal(fn, opts as Record<string, unknown>);
   signal?.throwIfAborted();
   let raw: RawFiles;
   if (typeof source === 'string' || source instanceof URL) {
