@@ -15,7 +15,7 @@ export function describe(x: unknown): string {
   if (Array.isArray(x)) return `an array of length ${x.length}`;
   if (ArrayBuffer.isView(x)) return `${x.constructor.name}(${(x as unknown as ArrayLike<unknown>).length ?? x.byteLength})`;
   const name = (x as object).constructor?.name;
-  return name && name !== 'Object' ? `a ${name}` : 'an object';
+  return name && name !== 'Object' ? `${/^[AEIOU]/.test(name) ? 'an' : 'a'} ${name}` : 'an object';
 }
 
 /** Bytes in human units. */
