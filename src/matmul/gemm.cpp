@@ -175,6 +175,18 @@ void pack_q8(const WeightMatrix& w, int64_t k0, int64_t k1, int64_t j0, int64_t 
   }
 }
 
+// dst[0 : n] = src[0 : n], n <= kNR: a whole panel row as kNV vector copies (a memcpy of a
+// run-time size is a call into Emscripten's memcpy, which copies 4 bytes at a time: with it,
+// packing took ~24% of a 32-row product instead of ~14%)
+inline void copy_panel_row(float* dst, const float* src, int64_t n) {
+  if (n == kNR) {
+    QKV_UNROLL
+    for (int v = 0; v < kNV; ++v) simd::store(dst + v * kW, simd::load<V>(src + v * kW));
+  } else {
+    std::memcpy(dst, src, size_t(n) * 4);
+  }
+}
+
 // Packs W[k0 : k1, j0 : j1] into panels [ceil((j1 - j0) / kNR)][k1 - k0][kNR], zero-padded.
 void pack_w(const WeightMatrix& w, int64_t k0, int64_t k1, int64_t j0, int64_t j1, float* panels,
             std::vector<float>& line) {
@@ -195,13 +207,13 @@ void pack_w(const WeightMatrix& w, int64_t k0, int64_t k1, int64_t j0, int64_t j
         const int64_t n = std::min<int64_t>(kNR, cols - p * kNR);
         float* dst = panels + (p * kc + (k - k0)) * kNR;
         QKV_UNROLL
-        for (int r = 0; r < 8; ++r) std::memcpy(dst + r * kNR, rows + r * w.N + p * kNR, size_t(n) * 4);
+        for (int r = 0; r < 8; ++r) copy_panel_row(dst + r * kNR, rows + r * w.N + p * kNR, n);
       }
     }
     for (; k < k1; ++k) {
       for (int64_t p = 0; p < count; ++p) {
         const int64_t n = std::min<int64_t>(kNR, cols - p * kNR);
-        std::memcpy(panels + (p * kc + (k - k0)) * kNR, W + k * w.N + j0 + p * kNR, size_t(n) * 4);
+        copy_panel_row(panels + (p * kc + (k - k0)) * kNR, W + k * w.N + j0 + p * kNR, n);
       }
     }
   } else if (w.layout == WeightLayout::InOut) {
@@ -210,7 +222,7 @@ void pack_w(const WeightMatrix& w, int64_t k0, int64_t k1, int64_t j0, int64_t j
       row_inout(w, k, j0, j1, line.data());
       for (int64_t p = 0; p < count; ++p) {
         const int64_t n = std::min<int64_t>(kNR, cols - p * kNR);
-        std::memcpy(panels + (p * kc + (k - k0)) * kNR, line.data() + p * kNR, size_t(n) * 4);
+        copy_panel_row(panels + (p * kc + (k - k0)) * kNR, line.data() + p * kNR, n);
       }
     }
   } else {
