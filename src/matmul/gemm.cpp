@@ -13,9 +13,11 @@
 // 2 rows x 4 vectors (16 columns in wasm) in both the plain and the relaxed SIMD build, 8
 // chains, 4 loads and 2 broadcasts per k. Measured in Node 20 (GPT-2-small shapes, M = 32 /
 // 128 / 512, builds alternating, CPU time), 2 x 4 against 3 x 3: plain +0-1% / +2-9% / +5-6%,
-// relaxed -2-5% / +1-6% / +6-9%; in the relaxed build 4 x 3, 3 x 4, 5 x 2 and 2 x 5 were all
-// slower than 3 x 3 (V8 spills past ~13 live vectors: relaxed_madd frees fewer registers than
-// the products' count suggests).
+// relaxed +4-5%; 4 x 2 relaxed 8-11% slower. Larger tiles spill in V8: TurboFan schedules all
+// loads of a block before its arithmetic, so R x NV keeps R*NV + NV + R vectors live, and x64
+// V8 has 15 xmm registers to give (2 x 4: 14; 2 x 6: 20, 5 accumulators stored and reloaded
+// every k). Unrolling k by hand puts more loads in one block (25% slower); LLVM's own
+// unrolling keeps an exit test, so a block, per k. README "The relaxed-SIMD build" has more.
 // QKV_GEMM_MR / QKV_GEMM_NV override the tile (for such measurements).
 // Every y element adds its products in k order in any split, so the thread count changes no bit.
 #include <algorithm>
