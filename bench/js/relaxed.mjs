@@ -38,7 +38,7 @@ function report(name, runtime, raw, cpuClock, load) {
     ...summary, wall: summarize(raw, { cpu: false }), raw,
   };
   writeFileSync(new URL(`relaxed-${name}.json`, results), JSON.stringify(result, null, 1) + '\n');
-  console.log(table(summary, `relaxed vs plain SIMD, 1 thread — ${runtime} (load ${load.map((x) => x.toFixed(1)).join(' ')})`));
+  console.log(table(summary, `relaxed vs plain SIMD${withOrt ? " vs onnxruntime-web" : ""}, 1 thread — ${runtime} (load ${load.map((x) => x.toFixed(1)).join(' ')})`));
   console.log(table(result.wall, '(the same run by wall time)'));
   console.log('');
 }
