@@ -1,12 +1,12 @@
-// Relaxed SIMD vs plain SIMD, one thread, in Node and in Chromium (headless), each with both
-// builds loaded side by side and their calls alternating (bench/js/relaxed-core.js): SDPA
-// non-causal and causal (B=1, H=8, D=64), the GPT-2-small prefill matmuls (M = 32, 128, 512),
-// and each build's limit (bench/js/peak.js) in the same run. Timed by on-CPU time (the machine
-// is shared): Node by the process's CPU time, Chromium by its renderer main thread's (Linux
-// /proc); the wall-clock figures of the same run are in the JSON and printed below.
-// Node 20 needs relaxed SIMD switched on:
+// Relaxed SIMD vs plain SIMD vs onnxruntime-web, one thread, in Node and in Chromium (headless),
+// both qkv builds loaded side by side and ORT's wasm backend beside them, their calls
+// alternating (bench/js/relaxed-core.js): SDPA non-causal and causal (B=1, H=8, D=64), the
+// GPT-2-small prefill matmuls (M = 32, 128, 512), and each build's limit (bench/js/peak.js) in
+// the same run. Timed by on-CPU time (the machine is shared): Node by the process's CPU time,
+// Chromium by its renderer main thread's (Linux /proc); the wall-clock figures of the same run
+// are in the JSON and printed below. Node 20 needs relaxed SIMD switched on:
 //   node --experimental-wasm-relaxed-simd bench/js/relaxed.mjs [--sizes 512,1024] [--Ms 32,128,512]
-//        [--rounds 3] [--runtimes node,chromium]
+//        [--rounds 3] [--runtimes node,chromium] [--no-ort]
 // Prints a table per runtime; writes bench/results/relaxed-node.json and relaxed-chromium.json.
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
@@ -23,20 +23,22 @@ const sizes = opt('--sizes', '512,1024').split(',').map(Number);
 const Ms = opt('--Ms', '32,128,512').split(',').map(Number);
 const rounds = Number(opt('--rounds', '3'));
 const runtimes = opt('--runtimes', 'node,chromium').split(',');
+const withOrt = !args.includes('--no-ort');
 const dist = path.join(ROOT, 'dist');
 const results = new URL('../results/', import.meta.url);
+const ortVersion = `onnxruntime-web ${JSON.parse(readFileSync(path.join(ROOT, 'node_modules/onnxruntime-web/package.json'), 'utf8')).version}`;
 mkdirSync(results, { recursive: true });
 
 function report(name, runtime, raw, cpuClock, load) {
   const summary = summarize(raw, { cpu: true, cpuClock });
   const result = {
-    runtime, cpu: os.cpus()[0]?.model, load, date: new Date().toISOString(), rounds, threads: 1,
-    method: 'builds alternating per call site and round; per row the fastest of `rounds` (a warm-up batch of ~200 ms, then a batch: ' +
+    runtime, cpu: os.cpus()[0]?.model, load, date: new Date().toISOString(), rounds, threads: 1, ort: withOrt ? ortVersion : null,
+    method: 'builds (and ORT) alternating per call site and round; per row the fastest of `rounds` (a warm-up batch of ~200 ms, then a batch: ' +
       'median wall ms per call, on-CPU ms per call: Node the process, Chromium the renderer main thread); limit: the fastest peak.js loop on the same clock (relaxed: its relaxed_madd loops)',
     ...summary, wall: summarize(raw, { cpu: false }), raw,
   };
   writeFileSync(new URL(`relaxed-${name}.json`, results), JSON.stringify(result, null, 1) + '\n');
-  console.log(table(summary, `relaxed vs plain SIMD, 1 thread — ${runtime} (load ${load.map((x) => x.toFixed(1)).join(' ')})`));
+  console.log(table(summary, `relaxed vs plain SIMD${withOrt ? " vs onnxruntime-web" : ""}, 1 thread — ${runtime} (load ${load.map((x) => x.toFixed(1)).join(' ')})`));
   console.log(table(result.wall, '(the same run by wall time)'));
   console.log('');
 }
@@ -60,7 +62,12 @@ if (runtimes.includes('node')) {
       const { user, system } = process.cpuUsage();
       return (user + system) / 1000;
     };
-    const raw = await runRelaxed(builds, { sizes, Ms, rounds, cpuMs });
+    let ort = null;
+    if (withOrt) {
+      ort = await import('onnxruntime-web');
+      ort.env.wasm.numThreads = 1;
+    }
+    const raw = await runRelaxed(builds, { sizes, Ms, rounds, cpuMs, ort });
     for (const { qkv } of builds) qkv.dispose();
     report('node', `node ${process.version} ${process.execArgv.join(' ')}`, raw, 'process CPU time', os.loadavg());
   } finally {
@@ -107,7 +114,7 @@ if (runtimes.includes('chromium')) {
   await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
   const browser = await launch(['--renderer-process-limit=1', '--qkv-relaxed-bench']);
   try {
-    const page = await openPage(browser, `http://127.0.0.1:${server.address().port}/bench/js/relaxed.html?sizes=${sizes}&Ms=${Ms}&rounds=${rounds}`);
+    const page = await openPage(browser, `http://127.0.0.1:${server.address().port}/bench/js/relaxed.html?sizes=${sizes}&Ms=${Ms}&rounds=${rounds}&ort=${withOrt ? 1 : 0}`);
     await page.waitForFunction(() => window.__relaxed !== undefined, null, { timeout: 0, polling: 500 });
     const raw = await page.evaluate(() => window.__relaxed);
     if (raw.error) throw new Error(`relaxed page: ${raw.error}`);

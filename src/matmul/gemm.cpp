@@ -13,9 +13,11 @@
 // 2 rows x 4 vectors (16 columns in wasm) in both the plain and the relaxed SIMD build, 8
 // chains, 4 loads and 2 broadcasts per k. Measured in Node 20 (GPT-2-small shapes, M = 32 /
 // 128 / 512, builds alternating, CPU time), 2 x 4 against 3 x 3: plain +0-1% / +2-9% / +5-6%,
-// relaxed -2-5% / +1-6% / +6-9%; in the relaxed build 4 x 3, 3 x 4, 5 x 2 and 2 x 5 were all
-// slower than 3 x 3 (V8 spills past ~13 live vectors: relaxed_madd frees fewer registers than
-// the products' count suggests).
+// relaxed +4-5%; 4 x 2 relaxed 8-11% slower. Larger tiles spill in V8: TurboFan schedules all
+// loads of a block before its arithmetic, so R x NV keeps R*NV + NV + R vectors live, and x64
+// V8 has 15 xmm registers to give (2 x 4: 14; 2 x 6: 20, 5 accumulators stored and reloaded
+// every k). Unrolling k by hand puts more loads in one block (25% slower); LLVM's own
+// unrolling keeps an exit test, so a block, per k. README "The relaxed-SIMD build" has more.
 // QKV_GEMM_MR / QKV_GEMM_NV override the tile (for such measurements).
 // Every y element adds its products in k order in any split, so the thread count changes no bit.
 #include <algorithm>
@@ -175,6 +177,18 @@ void pack_q8(const WeightMatrix& w, int64_t k0, int64_t k1, int64_t j0, int64_t 
   }
 }
 
+// dst[0 : n] = src[0 : n], n <= kNR: a whole panel row as kNV vector copies (a memcpy of a
+// run-time size is a call into Emscripten's memcpy, which copies 4 bytes at a time: with it,
+// packing took ~24% of a 32-row product instead of ~14%)
+inline void copy_panel_row(float* dst, const float* src, int64_t n) {
+  if (n == kNR) {
+    QKV_UNROLL
+    for (int v = 0; v < kNV; ++v) simd::store(dst + v * kW, simd::load<V>(src + v * kW));
+  } else {
+    std::memcpy(dst, src, size_t(n) * 4);
+  }
+}
+
 // Packs W[k0 : k1, j0 : j1] into panels [ceil((j1 - j0) / kNR)][k1 - k0][kNR], zero-padded.
 void pack_w(const WeightMatrix& w, int64_t k0, int64_t k1, int64_t j0, int64_t j1, float* panels,
             std::vector<float>& line) {
@@ -195,13 +209,13 @@ void pack_w(const WeightMatrix& w, int64_t k0, int64_t k1, int64_t j0, int64_t j
         const int64_t n = std::min<int64_t>(kNR, cols - p * kNR);
         float* dst = panels + (p * kc + (k - k0)) * kNR;
         QKV_UNROLL
-        for (int r = 0; r < 8; ++r) std::memcpy(dst + r * kNR, rows + r * w.N + p * kNR, size_t(n) * 4);
+        for (int r = 0; r < 8; ++r) copy_panel_row(dst + r * kNR, rows + r * w.N + p * kNR, n);
       }
     }
     for (; k < k1; ++k) {
       for (int64_t p = 0; p < count; ++p) {
         const int64_t n = std::min<int64_t>(kNR, cols - p * kNR);
-        std::memcpy(panels + (p * kc + (k - k0)) * kNR, W + k * w.N + j0 + p * kNR, size_t(n) * 4);
+        copy_panel_row(panels + (p * kc + (k - k0)) * kNR, W + k * w.N + j0 + p * kNR, n);
       }
     }
   } else if (w.layout == WeightLayout::InOut) {
@@ -210,7 +224,7 @@ void pack_w(const WeightMatrix& w, int64_t k0, int64_t k1, int64_t j0, int64_t j
       row_inout(w, k, j0, j1, line.data());
       for (int64_t p = 0; p < count; ++p) {
         const int64_t n = std::min<int64_t>(kNR, cols - p * kNR);
-        std::memcpy(panels + (p * kc + (k - k0)) * kNR, line.data() + p * kNR, size_t(n) * 4);
+        copy_panel_row(panels + (p * kc + (k - k0)) * kNR, line.data() + p * kNR, n);
       }
     }
   } else {
@@ -223,15 +237,27 @@ void pack_w(const WeightMatrix& w, int64_t k0, int64_t k1, int64_t j0, int64_t j
   }
 }
 
-// x[:, k0 : k1] -> row blocks of kMR (the last may be shorter), each [k1 - k0][rows]
+// x[:, k0 : k1] -> row blocks of kMR (the last may be shorter), each [k1 - k0][rows]. Two rows
+// (the wasm tile's) are interleaved 4 columns at a time with vector zips; the plain loop with
+// 64-bit indices became emulated i64x2 multiplies in wasm, ~4% of a 512-row product.
 void pack_x(const float* x, int64_t M, int64_t K, int64_t k0, int64_t k1, float* out) {
   const int64_t kc = k1 - k0;
   for (int64_t m0 = 0; m0 < M; m0 += kMR) {
-    const int64_t rows = std::min<int64_t>(kMR, M - m0);
+    const int rows = int(std::min<int64_t>(kMR, M - m0));
+    const float* src = x + m0 * K + k0;
     float* dst = out + m0 * kc;
-    for (int64_t r = 0; r < rows; ++r) {
-      const float* src = x + (m0 + r) * K + k0;
-      for (int64_t k = 0; k < kc; ++k) dst[k * rows + r] = src[k];
+    int64_t k = 0;
+#ifndef QKV_NO_SIMD
+    if (rows == 2) {  // dst = [x0[k] x1[k] x0[k+1] x1[k+1] ...]
+      for (; k + kW <= kc; k += kW) {
+        const V r0 = simd::load<V>(src + k), r1 = simd::load<V>(src + K + k);
+        simd::store(dst + 2 * k, xsimd::zip_lo(r0, r1));
+        simd::store(dst + 2 * k + kW, xsimd::zip_hi(r0, r1));
+      }
+    }
+#endif
+    for (; k < kc; ++k) {
+      for (int r = 0; r < rows; ++r) dst[k * rows + r] = src[r * K + k];
     }
   }
 }
