@@ -64,7 +64,8 @@ const headState = (page) => page.evaluate(() => {
   const g = Object.fromEntries(['xl', 'xr', 'top', 'row-h', 'dpr', 'y0', 'first', 'last', 'tokens', 'visible-lines'].map((a) => [a, Number(svg.getAttribute(`data-${a}`))]));
   const box = document.querySelector('#headview .headview-scroll');
   const labels = [...svg.querySelectorAll('.tokens-q > g')].map((e) => [Number(e.dataset.index), e.querySelector('text').textContent]);
-  return { ...g, viewH: box.clientHeight, scrollTop: box.scrollTop, labels, nodes: svg.querySelectorAll('.tokens-q > g, .tokens-k > g').length, offscreen: [...svg.querySelectorAll('.offscreen-keys')].map((t) => t.textContent) };
+  const tabStops = [...svg.querySelectorAll('.tokens-q > g[tabindex="0"]')].map((e) => Number(e.dataset.index));
+  return { ...g, tabStops, viewH: box.clientHeight, scrollTop: box.scrollTop, labels, nodes: svg.querySelectorAll('.tokens-q > g, .tokens-k > g').length, offscreen: [...svg.querySelectorAll('.offscreen-keys')].map((t) => t.textContent) };
 });
 
 /** Canvas ink (max alpha in a 4x4 px box) where the line i -> j passes 10 px before the key column. */
@@ -152,7 +153,9 @@ test('12 layers x 12 heads x ~1000 tokens: head view virtualised and scrolled wi
   const firstSeen = Math.ceil((s.scrollTop + 2 * s['row-h']) / s['row-h']), lastSeen = Math.floor((s.scrollTop + s.viewH - s.top) / s['row-h']) - 1;
   assert.ok(firstSeen > 200 && lastSeen < ref.L, `rows in view after the scroll: ${firstSeen}..${lastSeen}`);
   for (let i = firstSeen; i <= lastSeen; i++) assert.deepEqual(s.labels.find(([k]) => k === i), [i, label(ref.texts[i])], `label of row ${i} after the scroll`);
-  assert.ok(!s.labels.some(([k]) => k < 100), 'the labels of the top rows are gone');
+  // one label stays above the viewport: the keyboard's tab stop (row 0 until a key moves it)
+  assert.deepEqual(s.tabStops, [0], 'one tab stop, kept while scrolled away');
+  assert.ok(!s.labels.some(([k]) => k < 100 && k !== 0), 'the labels of the other top rows are gone');
   assert.ok(s.nodes <= 300, `label nodes after the scroll: ${s.nodes}`);
 
   // pin a query whose strongest link (over the heads) ends a few rows above it, scrolled into
