@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -256,12 +257,22 @@ int main(int argc, char** argv) {
     if (argc > 4 && std::string(argv[4]).find(tn) == std::string::npos) continue;  // only these types
     // GEMV over copies of the 4 layer shapes totalling >= 600 MB as F32: each call reads its
     // matrix from memory, not from a cache
+    // the layers' layout as the model holds them: F32 and Q8 as GPT-2's file stores them
+    // ([K, N]), F16 and BF16 rewritten [N, K] on load (WeightLoader::load);
+    // QKV_BENCH_LAYOUT=InOut or OutIn forces one, to compare
+    const char* forced = std::getenv("QKV_BENCH_LAYOUT");
+    const bool half = type == qkv::WeightType::F16 || type == qkv::WeightType::BF16;
+    const qkv::WeightLayout layer_layout =
+        forced ? (std::string(forced) == "OutIn" ? qkv::WeightLayout::OutIn : qkv::WeightLayout::InOut)
+               : (half ? qkv::WeightLayout::OutIn : qkv::WeightLayout::InOut);
+    const std::string layer_what =
+        std::string("GPT-2 layers ") + (layer_layout == qkv::WeightLayout::OutIn ? "[N, K]" : "[K, N]");
     std::vector<Stored> stack;
     size_t f32_bytes = 0, bytes = 0;
     const size_t want = mode == "gemm" ? 1 : size_t(600) << 20;
     while (f32_bytes < want) {
       for (const Layer& l : kLayers) {
-        stack.push_back(make(type, l.K, l.N, rng));
+        stack.push_back(make(type, l.K, l.N, rng, layer_layout));
         f32_bytes += size_t(l.K * l.N * 4);
         bytes += stack.back().w.bytes();
       }
@@ -275,9 +286,10 @@ int main(int argc, char** argv) {
       if (pass > 0) best = std::min(best, seconds_since(t0));
     }
     const double gbs = double(bytes) / best / 1e9;
-    if (mode != "gemm") results.push_back({"gemv", tn, "GPT-2 layers, weights from memory", 1, gbs, gbs / bw});
+    if (mode != "gemm") results.push_back({"gemv", tn, layer_what + ", weights from memory", 1, gbs, gbs / bw});
     if (mode != "gemm")
-      std::printf("gemv %-4s: %6.2f GB/s of weights = %.2f of the bandwidth; %.2f Gweights/s\n", tn, gbs, gbs / bw,
+      std::printf("gemv %-4s (%s): %6.2f GB/s of weights = %.2f of the bandwidth; %.2f Gweights/s\n", tn,
+                  layer_what.c_str(), gbs, gbs / bw,
                   double(bytes) /
                       double(type == qkv::WeightType::F32  ? 4
                              : type == qkv::WeightType::Q8 ? 1.125
@@ -301,7 +313,7 @@ int main(int argc, char** argv) {
     if (mode == "gemv") continue;
     stack.clear();
     // GEMM: one copy of each shape is enough (compute-bound)
-    for (const Layer& l : kLayers) stack.push_back(make(type, l.K, l.N, rng));
+    for (const Layer& l : kLayers) stack.push_back(make(type, l.K, l.N, rng, layer_layout));
 
     for (int64_t M : {32, 128, 512}) {
       std::vector<float> xm(size_t(M * 3072), 0.5f), ym(size_t(M * 3072));
@@ -316,7 +328,7 @@ int main(int argc, char** argv) {
         if (pass > 0) best_t = std::min(best_t, seconds_since(t0));
       }
       const double gf = flops / best_t / 1e9;
-      results.push_back({"gemm", tn, "GPT-2 layer shapes", M, gf, gf / peak});
+      results.push_back({"gemm", tn, layer_what, M, gf, gf / peak});
       std::printf("gemm %-4s M=%-4lld: %6.2f GFLOP/s = %.2f of the mul+add peak\n", tn, static_cast<long long>(M), gf,
                   gf / peak);
     }
