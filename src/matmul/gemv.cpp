@@ -228,23 +228,25 @@ void dot_columns(const WeightMatrix& w, const GemvInput& in, int64_t n, int64_t 
   }
 }
 
-// y[n0:n1] = bias + x W, W [N, K]: 8 columns at a time, far apart. The range is cut into 8
-// equal parts and step j takes column j of each, so each of the 8 streams walks through one
-// part's consecutive rows: 8 long sequential reads (one per part, 1/8 of the matrix each)
-// instead of 8 adjacent rows (8 streams of K elements, restarted every step, several in one
-// 4 KiB page), which the hardware prefetchers follow far better. The tied LM head (wte
-// [50257, 768], the largest matrix of a decode step), from memory, wasm, 1 thread: F32 0.78 ->
-// 1.00, F16 0.46 -> 0.84-0.87 of the read bandwidth (a 4-stream sum)
+// y[n0:n1] = bias + x W, W [N, K]: 8 columns at a time (16 for 16-bit weights), far apart. The
+// range is cut into 8 (16) equal parts and step j takes column j of each, so each stream walks
+// through one part's consecutive rows: 8 (16) long sequential reads instead of 8 adjacent rows
+// (8 streams of K elements, restarted every step, several in one 4 KiB page), which the
+// hardware prefetchers follow far better. The tied LM head (wte [50257, 768], the largest
+// matrix of a decode step), from memory, wasm, 1 thread: F32 0.78 -> 1.00, F16 0.46 -> 0.84-0.92
+// of the read bandwidth (a 4-stream sum) with 8 parts, 0.96-1.06 with 16 (F16 moves half the
+// bytes per multiply-add: twice the streams keep as many bytes in flight; SmolLM2's layers
+// 0.83-0.86 either way, load 3-7)
 template <WeightType T>
 void gemv_outin(const WeightMatrix& w, const GemvInput& in, const float* bias, float* y, int64_t n0, int64_t n1) {
-  constexpr int kParts = 8;
+  constexpr int kParts = T == WeightType::F32 ? 8 : 16;
   const int64_t part = (n1 - n0) / kParts;  // columns per part
   float sum[kParts];
   for (int64_t j = 0; j < part; ++j) {
     dot_columns<T, kParts>(w, in, n0 + j, part, sum);
     for (int c = 0; c < kParts; ++c) y[n0 + j + c * part] = sum[c];
   }
-  int64_t n = n0 + kParts * part;  // the last (n1 - n0) % 8 columns one at a time
+  int64_t n = n0 + kParts * part;  // the last (n1 - n0) % kParts columns one at a time
   for (; n < n1; ++n) dot_columns<T, 1>(w, in, n, 1, y + n);
   if (bias) {
     for (n = n0; n < n1; ++n) y[n] += bias[n];
