@@ -7,9 +7,9 @@
 //    element adds its products in k order after its bias, as the matrix product (gemm.cpp)
 //    does: one token decoded gives the bits the same token gets in a prefill.
 //    (F32 only, in practice: the loader rewrites 16-bit Conv1D matrices [N, K], weight_loader.cpp.)
-//  OutIn [N, K] (the tied LM head reads wte [V, E] so; Llama's matrices): 8 columns at a time, far apart (8 long
-//    sequential streams), each a dot product of x with one contiguous row of W, 4 lanes per
-//    column summed at the end.
+//  OutIn [N, K] (the tied LM head reads wte [V, E] so; Llama's matrices; GPT-2's 16-bit ones):
+//    8 columns at a time (16 for 16-bit weights), far apart (as many long sequential streams),
+//    each a dot product of x with one contiguous row of W, 4 lanes per column summed at the end.
 //  Q8: groups of 4 columns, 16 groups side by side, far apart; x quantized to int16 per
 //    32-block; int16 dot products (pmaddwd / i32x4.dot_i16x8_s) put each column's partial sum
 //    in its own lane (weights.hpp).

@@ -186,9 +186,9 @@ WeightBuffers WeightLoader::load(MallocBytes file, size_t size) {
     if (m.matmul && m.layout == WeightLayout::InOut && (m.to == WeightType::F16 || m.to == WeightType::BF16)) {
       // A 16-bit [K, N] matrix (GPT-2's Conv1D) is rewritten as [N, K], in place (the one scratch
       // buffer is the only extra memory, one matrix's size). Decoding then reads it as Llama's
-      // matrices, 8 long streams far apart (gemv.cpp's gemv_outin), not 16 adjacent rows each
-      // only N * 2 bytes long: 0.67 -> ~0.85 of the read bandwidth, the difference between F16
-      // decoding 1.5x and 1.8x as fast as F32. The price: a decoded token's output columns add
+      // matrices, 16 long streams far apart (gemv.cpp's gemv_outin), not 16 adjacent rows each
+      // only N * 2 bytes long: 0.67 -> 0.80-0.85 of the read bandwidth (GPT-2 small's layers,
+      // wasm), F16 decoding 1.5x -> ~1.8x as fast as F32. The price: a decoded token's output columns add
       // their products in 4 lanes, not in k order as the prefill's GEMM does, so for 16-bit
       // GPT-2 weights a decoded token no longer gets a prefill's bits exactly (it stays within
       // rounding; F32 keeps [K, N] and the exact match).
