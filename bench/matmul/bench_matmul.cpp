@@ -10,7 +10,8 @@
 // Times: this machine is shared, so a 1-thread run is timed by the CPU time the process used
 // (what the code costs; wall time when other jobs take turns on the cores is not), a threaded
 // run by wall time; each figure is the best of several passes.
-// Usage: bench_matmul [threads] [out.json | -] [all | limits | gemv | gemm] [types, e.g. F16,Q8].
+// Usage: bench_matmul [threads] [out.json | -] [all | limits | gemv | gemm] [types, e.g. F16,Q8]
+//   [gpt2 | smol: the layer shapes] [InOut | OutIn: their layout, else as the model holds them].
 // Prints a table; writes the JSON when asked. `limits`: only the bandwidth and the peak, as
 // one line "LIMITS {json}" (for bench/model/gpt2_small.mjs).
 #include <algorithm>
@@ -176,6 +177,10 @@ struct Layer {
 };
 const Layer kLayers[] = {
     {"attn.c_attn", 768, 2304}, {"attn.c_proj", 768, 768}, {"mlp.c_fc", 768, 3072}, {"mlp.c_proj", 3072, 768}};
+// SmolLM2-135M's (Llama, nn.Linear [N, K]): q, k, v, o, gate, up, down
+const Layer kSmolLayers[] = {{"q_proj", 576, 576},    {"k_proj", 576, 192},     {"v_proj", 576, 192},
+                             {"o_proj", 576, 576},    {"gate_proj", 576, 1536}, {"up_proj", 576, 1536},
+                             {"down_proj", 1536, 576}};
 
 // One stored matrix (owns its bytes).
 struct Stored {
@@ -256,12 +261,24 @@ int main(int argc, char** argv) {
     if (argc > 4 && std::string(argv[4]).find(tn) == std::string::npos) continue;  // only these types
     // GEMV over copies of the 4 layer shapes totalling >= 600 MB as F32: each call reads its
     // matrix from memory, not from a cache
+    // the layers' layout as the model holds them: GPT-2's F32 and Q8 as its file stores them
+    // ([K, N]), F16 and BF16 rewritten [N, K] on load (WeightLoader::load); SmolLM2's (the 5th
+    // argument "smol") [N, K] as nn.Linear stores them. A 6th argument InOut or OutIn forces one.
+    const bool smol = argc > 5 && std::string(argv[5]) == "smol";
+    const bool half = type == qkv::WeightType::F16 || type == qkv::WeightType::BF16;
+    const std::string forced = argc > 6 ? argv[6] : "";
+    const qkv::WeightLayout layer_layout =
+        forced == "OutIn" || (forced.empty() && (half || smol)) ? qkv::WeightLayout::OutIn : qkv::WeightLayout::InOut;
+    const std::string layer_what = std::string(smol ? "SmolLM2 layers " : "GPT-2 layers ") +
+                                   (layer_layout == qkv::WeightLayout::OutIn ? "[N, K]" : "[K, N]");
+    std::vector<Layer> layers(std::begin(kLayers), std::end(kLayers));
+    if (smol) layers.assign(std::begin(kSmolLayers), std::end(kSmolLayers));
     std::vector<Stored> stack;
     size_t f32_bytes = 0, bytes = 0;
     const size_t want = mode == "gemm" ? 1 : size_t(600) << 20;
     while (f32_bytes < want) {
-      for (const Layer& l : kLayers) {
-        stack.push_back(make(type, l.K, l.N, rng));
+      for (const Layer& l : layers) {
+        stack.push_back(make(type, l.K, l.N, rng, layer_layout));
         f32_bytes += size_t(l.K * l.N * 4);
         bytes += stack.back().w.bytes();
       }
@@ -275,9 +292,10 @@ int main(int argc, char** argv) {
       if (pass > 0) best = std::min(best, seconds_since(t0));
     }
     const double gbs = double(bytes) / best / 1e9;
-    if (mode != "gemm") results.push_back({"gemv", tn, "GPT-2 layers, weights from memory", 1, gbs, gbs / bw});
+    if (mode != "gemm") results.push_back({"gemv", tn, layer_what + ", weights from memory", 1, gbs, gbs / bw});
     if (mode != "gemm")
-      std::printf("gemv %-4s: %6.2f GB/s of weights = %.2f of the bandwidth; %.2f Gweights/s\n", tn, gbs, gbs / bw,
+      std::printf("gemv %-4s (%s): %6.2f GB/s of weights = %.2f of the bandwidth; %.2f Gweights/s\n", tn,
+                  layer_what.c_str(), gbs, gbs / bw,
                   double(bytes) /
                       double(type == qkv::WeightType::F32  ? 4
                              : type == qkv::WeightType::Q8 ? 1.125
@@ -301,7 +319,7 @@ int main(int argc, char** argv) {
     if (mode == "gemv") continue;
     stack.clear();
     // GEMM: one copy of each shape is enough (compute-bound)
-    for (const Layer& l : kLayers) stack.push_back(make(type, l.K, l.N, rng));
+    for (const Layer& l : layers) stack.push_back(make(type, l.K, l.N, rng, layer_layout));
 
     for (int64_t M : {32, 128, 512}) {
       std::vector<float> xm(size_t(M * 3072), 0.5f), ym(size_t(M * 3072));
@@ -316,7 +334,7 @@ int main(int argc, char** argv) {
         if (pass > 0) best_t = std::min(best_t, seconds_since(t0));
       }
       const double gf = flops / best_t / 1e9;
-      results.push_back({"gemm", tn, "GPT-2 layer shapes", M, gf, gf / peak});
+      results.push_back({"gemm", tn, layer_what, M, gf, gf / peak});
       std::printf("gemm %-4s M=%-4lld: %6.2f GFLOP/s = %.2f of the mul+add peak\n", tn, static_cast<long long>(M), gf,
                   gf / peak);
     }

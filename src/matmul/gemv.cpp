@@ -6,12 +6,15 @@
 //    in order; y (<= a few thousand floats) stays in L1 while the 4 rows stream past. Each y
 //    element adds its products in k order after its bias, as the matrix product (gemm.cpp)
 //    does: one token decoded gives the bits the same token gets in a prefill.
-//  OutIn [N, K] (the tied LM head reads wte [V, E] so): 8 columns at a time, far apart (8 long
-//    sequential streams), each a dot product of x with one contiguous row of W, 4 lanes per
-//    column summed at the end.
+//    (F32 only, in practice: the loader rewrites 16-bit Conv1D matrices [N, K], weight_loader.cpp.)
+//  OutIn [N, K] (the tied LM head reads wte [V, E] so; Llama's matrices; GPT-2's 16-bit ones):
+//    8 columns at a time (16 for 16-bit weights), far apart (as many long sequential streams),
+//    each a dot product of x with one contiguous row of W, 4 lanes per column summed at the end.
 //  Q8: groups of 4 columns, 16 groups side by side, far apart; x quantized to int16 per
 //    32-block; int16 dot products (pmaddwd / i32x4.dot_i16x8_s) put each column's partial sum
 //    in its own lane (weights.hpp).
+// Every multiply-add is simd::madd: a mul then an add (the bits as before), one f32x4.relaxed_madd
+// in the relaxed-SIMD builds.
 // Every output column sees the same operations whichever thread and position it falls in
 // (thread ranges start on 8-column boundaries), so the bits do not depend on the thread count.
 #include <algorithm>
@@ -66,8 +69,8 @@ void f32_rows(const float* w, int64_t N, const float* xs, float* y, float* end) 
     F4 lo = F4::load_unaligned(y), hi = F4::load_unaligned(y + 4);
     QKV_UNROLL
     for (int r = 0; r < R; ++r) {
-      lo += v[r] * F4::load_unaligned(p[r]);
-      hi += v[r] * F4::load_unaligned(p[r] + 4);
+      lo = simd::madd(v[r], F4::load_unaligned(p[r]), lo);
+      hi = simd::madd(v[r], F4::load_unaligned(p[r] + 4), hi);
       p[r] += 8;
     }
     lo.store_unaligned(y);
@@ -102,7 +105,6 @@ void gemv_f32_inout(const WeightMatrix& w, const float* x, const float* bias, fl
 // acc holds each group as [even 4][odd 4] (halves.hpp)
 template <bool kF16, int R>
 void half_rows(const uint16_t* w, int64_t N, const float* xs, float* acc, float* end) {
-  const auto wide = [](I4 h) { return kF16 ? halves::f16_high_scaled(h) : halves::bf16_high(h); };
   F4 v[R];
   const uint16_t* p[R];
   QKV_UNROLL
@@ -112,8 +114,8 @@ void half_rows(const uint16_t* w, int64_t N, const float* xs, float* acc, float*
     QKV_UNROLL
     for (int r = 0; r < R; ++r) {
       const I4 u = halves::load_pairs(p[r]);
-      even += v[r] * wide(halves::even_high(u));
-      odd += v[r] * wide(halves::odd_high(u));
+      even = simd::madd(v[r], halves::wide_even<kF16>(u), even);
+      odd = simd::madd(v[r], halves::wide_odd<kF16>(u), odd);
       p[r] += 8;
     }
     even.store_unaligned(acc);
@@ -190,7 +192,7 @@ void dot_columns(const WeightMatrix& w, const GemvInput& in, int64_t n, int64_t 
     for (; k + 4 <= K; k += 4) {
       const F4 xk = F4::load_unaligned(x + k);
       QKV_UNROLL
-      for (int c = 0; c < C; ++c) acc[c] += xk * F4::load_unaligned(row + c * S + k);
+      for (int c = 0; c < C; ++c) acc[c] = simd::madd(xk, F4::load_unaligned(row + c * S + k), acc[c]);
     }
     QKV_UNROLL
     for (int c = 0; c < C; ++c) sum[c] = xsimd::hadd(acc[c]);
@@ -203,15 +205,14 @@ void dot_columns(const WeightMatrix& w, const GemvInput& in, int64_t n, int64_t 
     constexpr bool kF16 = T == WeightType::F16;
     const uint16_t* row = static_cast<const uint16_t*>(w.data) + n * K;
 #ifndef QKV_NO_SIMD
-    const auto wide = [](I4 h) { return kF16 ? halves::f16_high_scaled(h) : halves::bf16_high(h); };
     const float *xe = in.even.data(), *xo = in.odd.data();
     for (; k + 8 <= K; k += 8) {
       const F4 e = F4::load_unaligned(xe + k / 2), o = F4::load_unaligned(xo + k / 2);
       QKV_UNROLL
       for (int c = 0; c < C; ++c) {
         const I4 u = halves::load_pairs(row + c * S + k);
-        acc[c] += e * wide(halves::even_high(u));
-        acc[c] += o * wide(halves::odd_high(u));
+        acc[c] = simd::madd(e, halves::wide_even<kF16>(u), acc[c]);
+        acc[c] = simd::madd(o, halves::wide_odd<kF16>(u), acc[c]);
       }
     }
     QKV_UNROLL
@@ -227,23 +228,25 @@ void dot_columns(const WeightMatrix& w, const GemvInput& in, int64_t n, int64_t 
   }
 }
 
-// y[n0:n1] = bias + x W, W [N, K]: 8 columns at a time, far apart. The range is cut into 8
-// equal parts and step j takes column j of each, so each of the 8 streams walks through one
-// part's consecutive rows: 8 long sequential reads (one per part, 1/8 of the matrix each)
-// instead of 8 adjacent rows (8 streams of K elements, restarted every step, several in one
-// 4 KiB page), which the hardware prefetchers follow far better. The tied LM head (wte
-// [50257, 768], the largest matrix of a decode step), from memory, wasm, 1 thread: F32 0.78 ->
-// 1.00, F16 0.46 -> 0.84-0.87 of the read bandwidth (a 4-stream sum)
+// y[n0:n1] = bias + x W, W [N, K]: 8 columns at a time (16 for 16-bit weights), far apart. The
+// range is cut into 8 (16) equal parts and step j takes column j of each, so each stream walks
+// through one part's consecutive rows: 8 (16) long sequential reads instead of 8 adjacent rows
+// (8 streams of K elements, restarted every step, several in one 4 KiB page), which the
+// hardware prefetchers follow far better. The tied LM head (wte [50257, 768], the largest
+// matrix of a decode step), from memory, wasm, 1 thread: F32 0.78 -> 1.00, F16 0.46 -> 0.84-0.92
+// of the read bandwidth (a 4-stream sum) with 8 parts, 0.96-1.06 with 16 (F16 moves half the
+// bytes per multiply-add: twice the streams keep as many bytes in flight; SmolLM2's layers
+// 0.83-0.86 either way, load 3-7)
 template <WeightType T>
 void gemv_outin(const WeightMatrix& w, const GemvInput& in, const float* bias, float* y, int64_t n0, int64_t n1) {
-  constexpr int kParts = 8;
+  constexpr int kParts = T == WeightType::F32 ? 8 : 16;
   const int64_t part = (n1 - n0) / kParts;  // columns per part
   float sum[kParts];
   for (int64_t j = 0; j < part; ++j) {
     dot_columns<T, kParts>(w, in, n0 + j, part, sum);
     for (int c = 0; c < kParts; ++c) y[n0 + j + c * part] = sum[c];
   }
-  int64_t n = n0 + kParts * part;  // the last (n1 - n0) % 8 columns one at a time
+  int64_t n = n0 + kParts * part;  // the last (n1 - n0) % kParts columns one at a time
   for (; n < n1; ++n) dot_columns<T, 1>(w, in, n, 1, y + n);
   if (bias) {
     for (n = n0; n < n1; ++n) y[n] += bias[n];

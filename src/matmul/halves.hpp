@@ -89,6 +89,20 @@ inline I4 odd_high(I4 u) { return u & I4(int32_t(0xFFFF0000u)); }
 inline F4 bf16_high(I4 h) { return xsimd::bitwise_cast<F4>(h); }
 // IEEE half in the high half: value * 2^-112 (finite values)
 inline F4 f16_high_scaled(I4 h) { return xsimd::bitwise_cast<F4>((h >> 3) & I4(int32_t(0x8FFFFFFFu))); }
+
+// A load's even / odd elements widened, in the fewest ops: F16 even is f16_high_scaled(u << 16)
+// (3 ops); F16 odd needs no separate clearing of the low half, since the shifted low half
+// lands in bits 12..0 and one mask clears them with the sign's copies (2 ops, not 3:
+// (u >> 3) & 0x8FFFE000 == f16_high_scaled(odd_high(u)), checked over all halves in
+// tests/cpp/test_matmul.cpp); bfloat16 one op each. F16 results carry the 2^-112.
+template <bool kF16>
+inline F4 wide_even(I4 u) {
+  return kF16 ? f16_high_scaled(even_high(u)) : bf16_high(even_high(u));
+}
+template <bool kF16>
+inline F4 wide_odd(I4 u) {
+  return kF16 ? xsimd::bitwise_cast<F4>((u >> 3) & I4(int32_t(0x8FFFE000u))) : bf16_high(odd_high(u));
+}
 #endif
 
 }  // namespace qkv::halves

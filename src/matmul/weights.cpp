@@ -183,4 +183,17 @@ size_t prepare_f16_weights(uint16_t* p, size_t n, const char* what) {
   return flushed;
 }
 
+void transpose_16bit(uint16_t* p, int64_t rows, int64_t cols, std::vector<uint16_t>& scratch) {
+  scratch.assign(p, p + rows * cols);  // the [rows, cols] original
+  // 32 x 32 tiles: each tile's 32 source rows and 32 destination rows stay in L1
+  constexpr int64_t kTile = 32;
+  for (int64_t r0 = 0; r0 < rows; r0 += kTile) {
+    for (int64_t c0 = 0; c0 < cols; c0 += kTile) {
+      const int64_t r1 = std::min(rows, r0 + kTile), c1 = std::min(cols, c0 + kTile);
+      for (int64_t c = c0; c < c1; ++c)
+        for (int64_t r = r0; r < r1; ++r) p[c * rows + r] = scratch[size_t(r * cols + c)];
+    }
+  }
+}
+
 }  // namespace qkv

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "linear.hpp"  // WeightLayout: InOut = [K, N] (GPT-2's Conv1D), OutIn = [N, K] (nn.Linear, tied embeddings)
 
@@ -67,5 +68,10 @@ void quantize_q8(const WeightMatrix& src, int8_t* data, float* scales);
 // slower; wasm cannot switch on flush-to-zero): N(0, 0.02) weights have ~0.24% of them, enough
 // to make the F16 matrix-vector kernel 1.7x slower. The change is below 6.1e-5 per weight.
 size_t prepare_f16_weights(uint16_t* p, size_t n, const char* what);
+
+// Rewrites the 16-bit matrix at p from [rows, cols] to [cols, rows], in place, through scratch
+// (resized to rows * cols; pass the same vector for every matrix so one buffer serves them all).
+// The loader stores GPT-2's 16-bit Conv1D matrices so (see WeightLoader::load).
+void transpose_16bit(uint16_t* p, int64_t rows, int64_t cols, std::vector<uint16_t>& scratch);
 
 }  // namespace qkv

@@ -108,6 +108,48 @@ TEST_CASE("halves: F16 and BF16 widening is exact and matches the safetensors re
   CHECK(halves::f32_to_bf16(1.00390625f) == 0x3F80);  // halfway: to even
 }
 
+#ifndef QKV_NO_SIMD
+TEST_CASE("halves: the kernels' vector widening of even and odd elements, every half, any neighbour") {
+  // each half h as the even (low) and the odd (high) element of a lane, beside a neighbour that
+  // varies (all bits set, none, and h's complement): the widening must not see the neighbour
+  const auto lane_value = [](halves::F4 v, int i) {
+    alignas(16) float f[4];
+    v.store_aligned(f);
+    return f[i];
+  };
+  for (uint32_t h = 0; h < 65536; ++h) {
+    const uint32_t other[4] = {0u, 0xFFFFu, ~h & 0xFFFFu, (h * 40503u) & 0xFFFFu};
+    alignas(16) int32_t even_lanes[4], odd_lanes[4];
+    for (int i = 0; i < 4; ++i) {
+      even_lanes[i] = int32_t(h | other[i] << 16);
+      odd_lanes[i] = int32_t(other[i] | h << 16);
+    }
+    const halves::I4 ue = halves::I4::load_aligned(even_lanes), uo = halves::I4::load_aligned(odd_lanes);
+    const halves::F4 bf_even = halves::wide_even<false>(ue), bf_odd = halves::wide_odd<false>(uo);
+    const halves::F4 f16_even = halves::wide_even<true>(ue), f16_odd = halves::wide_odd<true>(uo);
+    const bool finite = (h & 0x7C00u) != 0x7C00u;
+    for (int i = 0; i < 4; ++i) {
+      const float bf = halves::bf16_to_f32(uint16_t(h));
+      if (!std::isnan(bf)) {
+        REQUIRE(lane_value(bf_even, i) == bf);
+        REQUIRE(lane_value(bf_odd, i) == bf);
+      }
+      if (!finite) continue;  // F16 weights are checked to be finite on load
+      const float want = halves::f16_to_f32(uint16_t(h));
+      // the 2^-112 undone in two exact steps (a subnormal half is a subnormal float here)
+      const float scale = halves::kF16Half;
+      REQUIRE(lane_value(f16_even, i) * scale * scale == want);
+      REQUIRE(lane_value(f16_odd, i) * scale * scale == want);
+      // bit for bit the widening of the half alone in a high half (signed zeros included)
+      const float ref = lane_value(halves::f16_high_scaled(halves::I4(int32_t(h << 16))), 0);
+      const float e = lane_value(f16_even, i), o = lane_value(f16_odd, i);
+      REQUIRE(std::memcmp(&e, &ref, 4) == 0);
+      REQUIRE(std::memcmp(&o, &ref, 4) == 0);
+    }
+  }
+}
+#endif
+
 TEST_CASE("matmul: every weight type and layout vs plain loops, odd sizes, both kernels, 1-3 threads") {
   std::mt19937 rng(20240611);
   struct Shape {
@@ -183,6 +225,23 @@ TEST_CASE("matmul: the threaded kernels with the work floor off give the same bi
       matmul(st.w, x.data(), 1, nullptr, v4.data(), 4);
       CHECK(v1 == v4);
     }
+  }
+}
+
+TEST_CASE("transpose_16bit: [rows, cols] -> [cols, rows] in place, odd sizes across the 32 x 32 tiles") {
+  std::vector<uint16_t> scratch;  // one buffer for every matrix, as the loader does
+  for (const auto& [rows, cols] :
+       std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {1, 40}, {33, 1}, {31, 65}, {96, 64}, {70, 129}}) {
+    CAPTURE(rows);
+    CAPTURE(cols);
+    std::vector<uint16_t> m(size_t(rows * cols));
+    for (size_t i = 0; i < m.size(); ++i) m[i] = uint16_t(i * 2654435761u >> 7);
+    const std::vector<uint16_t> original = m;
+    transpose_16bit(m.data(), rows, cols, scratch);
+    bool same = true;
+    for (int64_t k = 0; k < rows; ++k)
+      for (int64_t n = 0; n < cols; ++n) same = same && m[size_t(n * rows + k)] == original[size_t(k * cols + n)];
+    CHECK(same);
   }
 }
 

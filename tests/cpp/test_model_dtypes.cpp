@@ -225,10 +225,21 @@ TEST_CASE("gpt2 dtypes: where the bytes are, per load option") {
     CHECK(b.converted == 0);
     CHECK(b.vectors == 0);
     CHECK(b.matrices == matrix_elements * 4);
+    CHECK(m.weight_store().weights().h[0].mlp_c_fc.layout == WeightLayout::InOut);  // F32 Conv1D: as stored
   }
   {
     GPT2 m = GPT2::load(tc.json(), f32.data(), f32.size(), WeightFormat::F16);
     const GPT2WeightBytes b = m.weight_store().bytes();
+    // 16-bit Conv1D matrices are rewritten [N, K] on load (WeightLoader::load); their values
+    // are checked against the F32 path and PyTorch above
+    for (const GPT2LayerWeights& L : m.weight_store().weights().h) {
+      for (const WeightMatrix* w : {&L.attn_c_attn, &L.attn_c_proj, &L.mlp_c_fc, &L.mlp_c_proj}) {
+        CHECK(w->layout == WeightLayout::OutIn);
+        CHECK(w->type == WeightType::F16);
+      }
+    }
+    CHECK(m.weight_store().weights().h[0].mlp_c_fc.K == int64_t(E));
+    CHECK(m.weight_store().weights().h[0].mlp_c_fc.N == int64_t(I));
     CHECK(b.file == 0);  // freed after conversion
     CHECK(b.matrices == matrix_elements * 2);
     CHECK(b.converted >= b.matrices);
