@@ -252,22 +252,56 @@ void gemv_outin(const WeightMatrix& w, const GemvInput& in, const float* bias, f
 
 // ------------------------------------------------------------------ Q8
 
-// x [K] -> int16 per block of 32 (scale = max|x| / 32767), laid out as the kernel reads it
+// x [K] -> int16 per block of 32 (scale d = max|x| / 32767, xq = nearest(x / d) clamped to
+// +-32767), laid out as the kernel reads it: each k-pair (xq[2p], xq[2p+1]) 4 times, once per
+// column of a group. The vectors keep their capacity from call to call (no allocation).
 void prepare_q8(const float* x, int64_t K, GemvInput& in) {
   const Q8Layout q = Q8Layout::of(K, 4);
-  const int64_t Kp = q.blocks * 32;
-  in.pairs.assign(size_t(Kp / 2 * 8), 0);
-  in.block_scale.assign(size_t(q.blocks), 0.0f);
+  in.pairs.resize(size_t(q.blocks * 16 * 8));
+  in.block_scale.resize(size_t(q.blocks));
   for (int64_t b = 0; b < q.blocks; ++b) {
+    // xb [32] = the block, zeros past K
+    float xb[32] = {};
+    const int64_t n = std::min<int64_t>(32, K - b * 32);
+    std::copy(x + b * 32, x + b * 32 + n, xb);
+    int16_t* out = in.pairs.data() + b * 16 * 8;  // [16 k-pairs][4 copies][2]
+#ifndef QKV_NO_SIMD
+    // amax = max |xb| (lane-wise, then across lanes; max is exact in any order)
+    const __m128 sign = _mm_set1_ps(-0.0f);
+    __m128 m = _mm_setzero_ps();
+    for (int i = 0; i < 32; i += 4) m = _mm_max_ps(_mm_andnot_ps(sign, _mm_loadu_ps(xb + i)), m);
+    m = _mm_max_ps(m, _mm_shuffle_ps(m, m, _MM_SHUFFLE(1, 0, 3, 2)));
+    m = _mm_max_ps(m, _mm_shuffle_ps(m, m, _MM_SHUFFLE(2, 3, 0, 1)));
+    const float d = _mm_cvtss_f32(m) / 32767.0f;
+    const __m128 inv = _mm_set1_ps(d > 0.0f ? 1.0f / d : 0.0f);
+    // xq = x * inv clamped to +-32767, rounded to the nearest integer (ties to even) by adding
+    // 1.5 * 2^23, whose float has ulp 1: the integer is then the low mantissa bits
+    const __m128 limit = _mm_set1_ps(32767.0f), magic = _mm_set1_ps(12582912.0f);
+    const __m128i magic_bits = _mm_castps_si128(magic);
+    for (int i = 0; i < 32; i += 8) {
+      __m128i v[2];
+      for (int h = 0; h < 2; ++h) {
+        __m128 t = _mm_mul_ps(_mm_loadu_ps(xb + i + 4 * h), inv);
+        t = _mm_max_ps(_mm_min_ps(t, limit), _mm_sub_ps(_mm_setzero_ps(), limit));
+        v[h] = _mm_sub_epi32(_mm_castps_si128(_mm_add_ps(t, magic)), magic_bits);
+      }
+      const __m128i xq = _mm_packs_epi32(v[0], v[1]);  // xq[i .. i+8) as int16: k-pairs i/2 .. i/2+4
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + (i / 2 + 0) * 8), _mm_shuffle_epi32(xq, 0x00));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + (i / 2 + 1) * 8), _mm_shuffle_epi32(xq, 0x55));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + (i / 2 + 2) * 8), _mm_shuffle_epi32(xq, 0xAA));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + (i / 2 + 3) * 8), _mm_shuffle_epi32(xq, 0xFF));
+    }
+#else
     float amax = 0.0f;
-    for (int64_t k = b * 32; k < std::min(K, b * 32 + 32); ++k) amax = std::max(amax, std::fabs(x[k]));
+    for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(xb[i]));
     const float d = amax / 32767.0f;
     const float inv = d > 0.0f ? 1.0f / d : 0.0f;
-    in.block_scale[size_t(b)] = d;
-    for (int64_t k = b * 32; k < std::min(K, b * 32 + 32); ++k) {
-      const int16_t v = int16_t(std::min(32767.0f, std::max(-32767.0f, std::nearbyint(x[k] * inv))));
-      for (int64_t c = 0; c < 4; ++c) in.pairs[size_t((k / 2) * 8 + c * 2 + k % 2)] = v;
+    for (int i = 0; i < 32; ++i) {
+      const int16_t v = int16_t(std::max(-32767.0f, std::min(32767.0f, std::nearbyint(xb[i] * inv))));
+      for (int c = 0; c < 4; ++c) out[(i / 2) * 8 + c * 2 + i % 2] = v;
     }
+#endif
+    in.block_scale[size_t(b)] = d;
   }
 }
 
@@ -412,22 +446,59 @@ void gemv_columns(const WeightMatrix& w, const GemvInput& in, const float* bias,
 
 }  // namespace
 
+// A thread joins a matrix-vector product for at least 128 KiB of weights (~10 us from memory in
+// wasm). The product is bound by memory, not arithmetic, so this floor is in bytes: the
+// matmuls' floor of 2^18 multiply-adds kept SmolLM2's 576 x 576 projections (1.3 MB in F32,
+// 0.37 MB in Q8) on one thread.
+constexpr int64_t kMinGemvBytesPerThread = int64_t(1) << 17;
+
 void gemv(const WeightMatrix& w, const float* x, const float* bias, float* y, int threads) {
-  GemvInput in;
-  prepare(w, x, in);
-  // threads take whole 8-column units (two Q8 groups; a 16-byte load of a 16-bit row)
+  const MatmulOutput one{&w, bias, y};
+  gemv_many(&one, 1, x, threads);
+}
+
+// Every output's columns, in 8-column units (two Q8 groups; a 16-byte load of a 16-bit row),
+// laid end to end and cut into one contiguous range of units per thread: a range may end in
+// one matrix and go on in the next. A column's operations do not depend on the range it falls
+// in, so the bits are those of separate calls on any thread count.
+void gemv_many(const MatmulOutput* outputs, size_t count, const float* x, int threads) {
   constexpr int64_t kUnit = 8;
-  const int64_t units = (w.N + kUnit - 1) / kUnit;
-  threads = useful_threads(threads, units, w.K * w.N, kMinWorkPerThread);
-  if (threads <= 1) {
-    gemv_columns(w, in, bias, y, 0, w.N);
-    return;
+  // x prepared once per weight type (and, for 16-bit weights, layout); the caller's thread
+  // keeps the buffers from call to call
+  thread_local std::vector<GemvInput> prepared;
+  if (prepared.size() < count) prepared.resize(count);
+  std::vector<const GemvInput*> input(count);
+  std::vector<int64_t> first_unit(count + 1, 0);  // output i: units [first_unit[i], first_unit[i + 1])
+  int64_t bytes = 0;  // weights read
+  for (size_t i = 0; i < count; ++i) {
+    const WeightMatrix& w = *outputs[i].w;
+    for (size_t j = 0; j < i && !input[i]; ++j) {
+      const WeightMatrix& v = *outputs[j].w;
+      const bool layout_free = w.type == WeightType::F32 || w.type == WeightType::Q8;
+      if (v.type == w.type && (layout_free || v.layout == w.layout)) input[i] = input[j];
+    }
+    if (!input[i]) {
+      prepare(w, x, prepared[i]);
+      input[i] = &prepared[i];
+    }
+    first_unit[i + 1] = first_unit[i] + (w.N + kUnit - 1) / kUnit;
+    bytes += int64_t(w.bytes());
   }
-  parallel_for(threads, threads, [&](int64_t item, int) {
-    const int64_t n0 = std::min(w.N, units * item / threads * kUnit);
-    const int64_t n1 = std::min(w.N, units * (item + 1) / threads * kUnit);
-    if (n0 < n1) gemv_columns(w, in, bias, y, n0, n1);
-  });
+  const int64_t units = first_unit[count];
+  // units [u0, u1) of every output they cross
+  const auto run_units = [&](int64_t u0, int64_t u1) {
+    for (size_t i = 0; i < count; ++i) {
+      const int64_t a = std::max(u0, first_unit[i]), b = std::min(u1, first_unit[i + 1]);
+      if (a >= b) continue;
+      const WeightMatrix& w = *outputs[i].w;
+      const int64_t n0 = (a - first_unit[i]) * kUnit, n1 = std::min(w.N, (b - first_unit[i]) * kUnit);
+      gemv_columns(w, *input[i], outputs[i].bias, outputs[i].y, n0, n1);
+    }
+  };
+  threads = useful_threads(threads, units, bytes, kMinGemvBytesPerThread);
+  if (threads <= 1) return run_units(0, units);
+  parallel_for(threads, threads,
+               [&](int64_t item, int) { run_units(units * item / threads, units * (item + 1) / threads); });
 }
 
 }  // namespace qkv::detail
