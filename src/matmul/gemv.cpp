@@ -9,8 +9,8 @@
 //  OutIn [N, K] (the tied LM head reads wte [V, E] so): 8 columns at a time, far apart (8 long
 //    sequential streams), each a dot product of x with one contiguous row of W, 4 lanes per
 //    column summed at the end.
-//  Q8: groups of 4 columns, 16 groups side by side, far apart; x quantized to int16 per
-//    32-block; int16 dot products (pmaddwd / i32x4.dot_i16x8_s) put each column's partial sum
+//  Q8: groups of 4 columns, 8 groups side by side, far apart, one group at a time per block; x
+//    quantized to int16 per 32-block; int16 dot products (pmaddwd / i32x4.dot_i16x8_s) put each column's partial sum
 //    in its own lane (weights.hpp).
 // Every output column sees the same operations whichever thread and position it falls in
 // (thread ranges start on 8-column boundaries), so the bits do not depend on the thread count.
@@ -307,9 +307,13 @@ void prepare_q8(const float* x, int64_t K, GemvInput& in) {
 
 #ifndef QKV_NO_SIMD
 // out[g][4] = x W for G groups of 4 columns side by side, group g at data + g * stride groups
-// (G streams of weights in flight; the activation pairs loaded once for all G): per block, sum
-// (int32, exact) the 16 k-pairs' int16 dot products (8 bytes widened in the load, pmovsxbw /
-// v128.load8x8_s; pmaddwd / i32x4.dot_i16x8_s), then acc += sum * d_w * d_x in float
+// (G streams of weights in flight): per block and group, sum (int32, exact, so in any order)
+// the 16 k-pairs' int16 dot products (8 bytes widened in the load, pmovsxbw / v128.load8x8_s;
+// pmaddwd / i32x4.dot_i16x8_s) in two accumulators, then acc += sum * d_w * d_x in float.
+// One group at a time within a block keeps 2 sums live, where the pairs-outer order kept G
+// (16 sums, 16 accumulators and the x pair: more than x86's 16 vector registers, so V8
+// spilled). In wasm, 1 thread, min of runs on this loaded machine: 576 x 576 in cache 21.4 ->
+// 20.7 us, the 49152 x 576 LM head 2.6-3.2 -> 2.0-2.2 ms (G = 16 pairs-outer -> G = 8 this way)
 template <int G>
 void q8_groups(const int8_t* data, const float* scales, int64_t blocks, int64_t stride, const int16_t* xp,
                const float* sx, float* out) {
@@ -317,25 +321,22 @@ void q8_groups(const int8_t* data, const float* scales, int64_t blocks, int64_t 
   QKV_UNROLL
   for (int g = 0; g < G; ++g) acc[g] = F4(0.0f);
   for (int64_t b = 0; b < blocks; ++b) {
-    __m128i sum[G];
-    QKV_UNROLL
-    for (int g = 0; g < G; ++g) sum[g] = _mm_setzero_si128();
     const int8_t* wb = data + b * 128;
-    const int16_t* xb = xp + b * 16 * 8;
-    QKV_UNROLL
-    for (int p = 0; p < 16; ++p) {  // k-pair p: (x[2p], x[2p+1]) x 4 against 8 bytes of each group
-      const __m128i xv = _mm_loadu_si128(reinterpret_cast<const __m128i*>(xb + p * 8));
-      QKV_UNROLL
-      for (int g = 0; g < G; ++g) {
-        const __m128i wv = _mm_cvtepi8_epi16(
-            _mm_loadl_epi64(reinterpret_cast<const __m128i*>(wb + g * stride * blocks * 128 + p * 8)));
-        sum[g] = _mm_add_epi32(sum[g], _mm_madd_epi16(wv, xv));
-      }
-    }
+    const int16_t* xb = xp + b * 16 * 8;  // [16 k-pairs][(x[2p], x[2p+1]) x 4]
     const F4 dx(sx[b]);
     QKV_UNROLL
     for (int g = 0; g < G; ++g) {
-      acc[g] += F4(_mm_cvtepi32_ps(sum[g])) * (F4::load_unaligned(scales + (g * stride * blocks + b) * 4) * dx);
+      const int8_t* w = wb + g * stride * blocks * 128;
+      __m128i s0 = _mm_setzero_si128(), s1 = _mm_setzero_si128();
+      QKV_UNROLL
+      for (int p = 0; p < 16; p += 2) {  // k-pairs p and p + 1 against 8 bytes each of the group
+        const __m128i w0 = _mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(w + p * 8)));
+        const __m128i w1 = _mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(w + p * 8 + 8)));
+        s0 = _mm_add_epi32(s0, _mm_madd_epi16(w0, _mm_loadu_si128(reinterpret_cast<const __m128i*>(xb + p * 8))));
+        s1 = _mm_add_epi32(s1, _mm_madd_epi16(w1, _mm_loadu_si128(reinterpret_cast<const __m128i*>(xb + p * 8 + 8))));
+      }
+      const F4 sum(_mm_cvtepi32_ps(_mm_add_epi32(s0, s1)));
+      acc[g] += sum * (F4::load_unaligned(scales + (g * stride * blocks + b) * 4) * dx);
     }
   }
   QKV_UNROLL
@@ -349,13 +350,15 @@ void gemv_q8(const WeightMatrix& w, const GemvInput& in, const float* bias, floa
   const int8_t* data = static_cast<const int8_t*>(w.data);
   const int16_t* xp = in.pairs.data();
   const float* sx = in.block_scale.data();
-  // 16 groups (64 columns) side by side: 16 weight streams (+ their scales) in flight. From
-  // memory, GPT-2 shapes, wasm, 1 thread, adjacent groups: 4 groups 0.57, 8 0.63, 12 0.67, 16
-  // 0.66-0.69 of the read bandwidth (the LM head: 0.55 / 0.61 / 0.67 / 0.70); 16 far apart
-  // (below): 0.69-0.70 (the LM head: 0.83-0.88). The bits depend on neither
-  constexpr int64_t kGroups = 16;
+  // 8 groups (32 columns) side by side: 8 weight streams (+ their scales) in flight. Earlier,
+  // with the pairs-outer kernel, from memory, GPT-2 shapes, wasm, 1 thread, adjacent groups: 4
+  // groups 0.57, 8 0.63, 12 0.67, 16 0.66-0.69 of the read bandwidth (the LM head: 0.55 / 0.61 /
+  // 0.67 / 0.70); 16 far apart (below): 0.69-0.70 (the LM head: 0.83-0.88). With the
+  // group-at-a-time kernel, far apart, SmolLM2's LM head: 8 groups 14.5-15.9 GB/s, 12 14.1-14.4,
+  // 16 12.8-14.0 (the old kernel with 16: 10.0-12.2). The bits depend on none of these choices
+  constexpr int64_t kGroups = 8;
 #ifndef QKV_NO_SIMD
-  // groups far apart, as gemv_outin takes its columns: the range cut into 16 equal parts, step
+  // groups far apart, as gemv_outin takes its columns: the range cut into 8 equal parts, step
   // j takes group j of each, so each weight stream walks through one part's consecutive groups
   {
     const int64_t part = (g1 - g0) / kGroups;  // groups per part
@@ -368,7 +371,7 @@ void gemv_q8(const WeightMatrix& w, const GemvInput& in, const float* bias, floa
         for (int64_t c = 0; c < 4 && n + c < w.N; ++c) y[n + c] = out[i * 4 + c] + (bias ? bias[n + c] : 0.0f);
       }
     }
-    g0 += kGroups * part;  // the last (g1 - g0) % 16 groups: below
+    g0 += kGroups * part;  // the last (g1 - g0) % 8 groups: below
   }
 #endif
   for (int64_t g = g0; g < g1;) {
@@ -377,7 +380,7 @@ void gemv_q8(const WeightMatrix& w, const GemvInput& in, const float* bias, floa
 #ifndef QKV_NO_SIMD
     const int8_t* wg = data + g * q.blocks * 128;
     const float* dg = w.scales + g * q.blocks * 4;
-    int64_t i = 0;  // fewer than 16 groups left: 4 at a time, then 1
+    int64_t i = 0;  // fewer than 8 groups left: 4 at a time, then 1
     for (; i + 4 <= count; i += 4)
       q8_groups<4>(wg + i * q.blocks * 128, dg + i * q.blocks * 4, q.blocks, 1, xp, sx, out + i * 4);
     for (; i < count; ++i)
