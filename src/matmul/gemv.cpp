@@ -10,8 +10,8 @@
 //    sequential streams), each a dot product of x with one contiguous row of W, 4 lanes per
 //    column summed at the end.
 //  Q8: groups of 4 columns, 8 groups side by side, far apart, one group at a time per block; x
-//    quantized to int16 per 32-block; int16 dot products (pmaddwd / i32x4.dot_i16x8_s) put each column's partial sum
-//    in its own lane (weights.hpp).
+//    quantized to int16 per 32-block; int16 dot products (pmaddwd / i32x4.dot_i16x8_s) put each
+//    column's partial sum in its own lane (weights.hpp).
 // Every output column sees the same operations whichever thread and position it falls in
 // (thread ranges start on 8-column boundaries), so the bits do not depend on the thread count.
 #include <algorithm>
