@@ -466,12 +466,18 @@ void gemv(const WeightMatrix& w, const float* x, const float* bias, float* y, in
 // in, so the bits are those of separate calls on any thread count.
 void gemv_many(const MatmulOutput* outputs, size_t count, const float* x, int threads) {
   constexpr int64_t kUnit = 8;
-  // x prepared once per weight type (and, for 16-bit weights, layout); the caller's thread
-  // keeps the buffers from call to call
-  thread_local std::vector<GemvInput> prepared;
+  // x prepared once per weight type (and, for 16-bit weights, layout). The caller's thread
+  // keeps the buffers from call to call; the helpers reach them through these references
+  // (naming a thread_local in the lambda would give each helper its own, empty one)
+  thread_local std::vector<GemvInput> prepared_buffers;
+  thread_local std::vector<const GemvInput*> input_buffer;
+  thread_local std::vector<int64_t> first_unit_buffer;
+  std::vector<GemvInput>& prepared = prepared_buffers;
+  std::vector<const GemvInput*>& input = input_buffer;  // output i reads *input[i]
+  std::vector<int64_t>& first_unit = first_unit_buffer;  // output i: units [first_unit[i], first_unit[i + 1])
   if (prepared.size() < count) prepared.resize(count);
-  std::vector<const GemvInput*> input(count);
-  std::vector<int64_t> first_unit(count + 1, 0);  // output i: units [first_unit[i], first_unit[i + 1])
+  input.assign(count, nullptr);
+  first_unit.assign(count + 1, 0);
   int64_t bytes = 0;  // weights read
   for (size_t i = 0; i < count; ++i) {
     const WeightMatrix& w = *outputs[i].w;
