@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <exception>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -25,11 +26,18 @@ class Pool {
 
   void run(int64_t items, int threads, const std::function<void(int64_t, int)>& body) {
     std::lock_guard<std::mutex> one_job_at_a_time(job_mutex_);
-    const int helpers = static_cast<int>(std::min<int64_t>(threads, items)) - 1;
-    while (static_cast<int>(workers_.size()) < helpers) {
+    int helpers = static_cast<int>(std::min<int64_t>(threads, items)) - 1;
+    while (static_cast<int>(workers_.size()) < helpers && !no_more_threads_) {
       const int id = static_cast<int>(workers_.size()) + 1;
-      workers_.emplace_back([this, id] { loop(id); });
+      try {
+        workers_.emplace_back([this, id] { loop(id); });
+      } catch (const std::system_error&) {
+        // no threads to be had (a wasm build without pthreads, or the system's limit): the
+        // items run on the threads there are (the caller alone at worst), with the same bits
+        no_more_threads_ = true;
+      }
     }
+    helpers = std::min(helpers, static_cast<int>(workers_.size()));
     {
       std::lock_guard<std::mutex> lock(mutex_);
       body_ = &body;
@@ -107,6 +115,7 @@ class Pool {
   std::mutex mutex_;
   std::condition_variable wake_, done_;
   std::vector<std::thread> workers_;
+  bool no_more_threads_ = false;  // a thread failed to start: stop trying
   const std::function<void(int64_t, int)>* body_ = nullptr;
   int64_t items_ = 0;
   std::atomic<int64_t> next_{0};

@@ -10,8 +10,9 @@
 namespace qkv {
 
 // Runs body(item, worker) for item in [0, items) on up to `threads` threads (the caller is
-// worker 0). worker < threads identifies per-thread scratch. Exceptions from body are
-// rethrown in the caller after all items finish.
+// worker 0; fewer where threads cannot be started, e.g. a wasm build without pthreads).
+// worker < threads identifies per-thread scratch. Exceptions from body are rethrown in the
+// caller after all items finish.
 void parallel_for(int64_t items, int threads, const std::function<void(int64_t item, int worker)>& body);
 
 // The default floor on work per thread: 2^18 multiply-adds, ~10-20 us of compute in wasm,

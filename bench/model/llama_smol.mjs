@@ -3,7 +3,7 @@
 // (no download): load time, peak RSS, prefill of 128 tokens, greedy decode tokens/s, for
 // weights 'auto' (the F32 file read in place), 'f16' and 'int8', on 1 and 2 threads.
 //
-//   node bench/model/llama_smol.mjs [--decode 32] [--reps 3] [--threads 1,2]
+//   node bench/model/llama_smol.mjs [--decode 32] [--reps 3] [--threads 1,2] [--weights auto,f16,int8] [--no-peer]
 //
 // Each (weights, threads) runs in its own child process, so peak RSS (resourceUsage().maxRSS)
 // is that configuration's own. Times are wall and CPU (user + system of the process, every
@@ -27,6 +27,7 @@ const arg = (name, fallback) => {
 const DECODE = Number(arg('--decode', 32));
 const REPS = Number(arg('--reps', 3));
 const THREADS = arg('--threads', '1,2').split(',').map(Number);
+const WEIGHTS = arg('--weights', 'auto,f16,int8').split(',');
 const PREFILL = 128;
 const DIR = path.join(ROOT, 'build', 'bench-llama', 'smollm2-135m-shape');
 const ONNX = path.join(ROOT, 'build', 'bench-llama', 'smollm2-135m-shape-kv.onnx');
@@ -190,7 +191,7 @@ async function main() {
   }
   const rows = [];
   for (const threads of THREADS) {
-    for (const weights of ['auto', 'f16', 'int8', ...(PEER ? ['ort'] : [])]) {
+    for (const weights of [...WEIGHTS, ...(PEER ? ['ort'] : [])]) {
       const r = spawnSync(process.execPath, [fileURLToPath(import.meta.url), '--child', weights, String(threads),
         '--decode', String(DECODE), '--reps', String(REPS)], { encoding: 'utf8', maxBuffer: 1 << 24 });
       if (r.status !== 0) {

@@ -10,9 +10,9 @@
 //  OutIn [N, K] (the tied LM head reads wte [V, E] so; Llama's matrices; GPT-2's 16-bit ones):
 //    8 columns at a time (16 for 16-bit weights), far apart (as many long sequential streams),
 //    each a dot product of x with one contiguous row of W, 4 lanes per column summed at the end.
-//  Q8: groups of 4 columns, 16 groups side by side, far apart; x quantized to int16 per
-//    32-block; int16 dot products (pmaddwd / i32x4.dot_i16x8_s) put each column's partial sum
-//    in its own lane (weights.hpp).
+//  Q8: groups of 4 columns, 8 groups side by side, far apart, one group at a time per block; x
+//    quantized to int16 per 32-block; int16 dot products (pmaddwd / i32x4.dot_i16x8_s) put each
+//    column's partial sum in its own lane (weights.hpp).
 // Every multiply-add is simd::madd: a mul then an add (the bits as before), one f32x4.relaxed_madd
 // in the relaxed-SIMD builds.
 // Every output column sees the same operations whichever thread and position it falls in
@@ -255,30 +255,68 @@ void gemv_outin(const WeightMatrix& w, const GemvInput& in, const float* bias, f
 
 // ------------------------------------------------------------------ Q8
 
-// x [K] -> int16 per block of 32 (scale = max|x| / 32767), laid out as the kernel reads it
+// x [K] -> int16 per block of 32 (scale d = max|x| / 32767, xq = nearest(x / d) clamped to
+// +-32767), laid out as the kernel reads it: each k-pair (xq[2p], xq[2p+1]) 4 times, once per
+// column of a group. The vectors keep their capacity from call to call (no allocation).
 void prepare_q8(const float* x, int64_t K, GemvInput& in) {
   const Q8Layout q = Q8Layout::of(K, 4);
-  const int64_t Kp = q.blocks * 32;
-  in.pairs.assign(size_t(Kp / 2 * 8), 0);
-  in.block_scale.assign(size_t(q.blocks), 0.0f);
+  in.pairs.resize(size_t(q.blocks * 16 * 8));
+  in.block_scale.resize(size_t(q.blocks));
   for (int64_t b = 0; b < q.blocks; ++b) {
+    // xb [32] = the block, zeros past K
+    float xb[32] = {};
+    const int64_t n = std::min<int64_t>(32, K - b * 32);
+    std::copy(x + b * 32, x + b * 32 + n, xb);
+    int16_t* out = in.pairs.data() + b * 16 * 8;  // [16 k-pairs][4 copies][2]
+#ifndef QKV_NO_SIMD
+    // amax = max |xb| (lane-wise, then across lanes; max is exact in any order)
+    const __m128 sign = _mm_set1_ps(-0.0f);
+    __m128 m = _mm_setzero_ps();
+    for (int i = 0; i < 32; i += 4) m = _mm_max_ps(_mm_andnot_ps(sign, _mm_loadu_ps(xb + i)), m);
+    m = _mm_max_ps(m, _mm_shuffle_ps(m, m, _MM_SHUFFLE(1, 0, 3, 2)));
+    m = _mm_max_ps(m, _mm_shuffle_ps(m, m, _MM_SHUFFLE(2, 3, 0, 1)));
+    const float d = _mm_cvtss_f32(m) / 32767.0f;
+    const __m128 inv = _mm_set1_ps(d > 0.0f ? 1.0f / d : 0.0f);
+    // xq = x * inv clamped to +-32767, rounded to the nearest integer (ties to even) by adding
+    // 1.5 * 2^23, whose float has ulp 1: the integer is then the low mantissa bits
+    const __m128 limit = _mm_set1_ps(32767.0f), magic = _mm_set1_ps(12582912.0f);
+    const __m128i magic_bits = _mm_castps_si128(magic);
+    for (int i = 0; i < 32; i += 8) {
+      __m128i v[2];
+      for (int h = 0; h < 2; ++h) {
+        __m128 t = _mm_mul_ps(_mm_loadu_ps(xb + i + 4 * h), inv);
+        t = _mm_max_ps(_mm_min_ps(t, limit), _mm_sub_ps(_mm_setzero_ps(), limit));
+        v[h] = _mm_sub_epi32(_mm_castps_si128(_mm_add_ps(t, magic)), magic_bits);
+      }
+      const __m128i xq = _mm_packs_epi32(v[0], v[1]);  // xq[i .. i+8) as int16: k-pairs i/2 .. i/2+4
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + (i / 2 + 0) * 8), _mm_shuffle_epi32(xq, 0x00));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + (i / 2 + 1) * 8), _mm_shuffle_epi32(xq, 0x55));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + (i / 2 + 2) * 8), _mm_shuffle_epi32(xq, 0xAA));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + (i / 2 + 3) * 8), _mm_shuffle_epi32(xq, 0xFF));
+    }
+#else
     float amax = 0.0f;
-    for (int64_t k = b * 32; k < std::min(K, b * 32 + 32); ++k) amax = std::max(amax, std::fabs(x[k]));
+    for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(xb[i]));
     const float d = amax / 32767.0f;
     const float inv = d > 0.0f ? 1.0f / d : 0.0f;
-    in.block_scale[size_t(b)] = d;
-    for (int64_t k = b * 32; k < std::min(K, b * 32 + 32); ++k) {
-      const int16_t v = int16_t(std::min(32767.0f, std::max(-32767.0f, std::nearbyint(x[k] * inv))));
-      for (int64_t c = 0; c < 4; ++c) in.pairs[size_t((k / 2) * 8 + c * 2 + k % 2)] = v;
+    for (int i = 0; i < 32; ++i) {
+      const int16_t v = int16_t(std::max(-32767.0f, std::min(32767.0f, std::nearbyint(xb[i] * inv))));
+      for (int c = 0; c < 4; ++c) out[(i / 2) * 8 + c * 2 + i % 2] = v;
     }
+#endif
+    in.block_scale[size_t(b)] = d;
   }
 }
 
 #ifndef QKV_NO_SIMD
 // out[g][4] = x W for G groups of 4 columns side by side, group g at data + g * stride groups
-// (G streams of weights in flight; the activation pairs loaded once for all G): per block, sum
-// (int32, exact) the 16 k-pairs' int16 dot products (8 bytes widened in the load, pmovsxbw /
-// v128.load8x8_s; pmaddwd / i32x4.dot_i16x8_s), then acc += sum * d_w * d_x in float
+// (G streams of weights in flight): per block and group, sum (int32, exact, so in any order)
+// the 16 k-pairs' int16 dot products (8 bytes widened in the load, pmovsxbw / v128.load8x8_s;
+// pmaddwd / i32x4.dot_i16x8_s) in two accumulators, then acc += sum * d_w * d_x in float.
+// One group at a time within a block keeps 2 sums live, where the pairs-outer order kept G
+// (16 sums, 16 accumulators and the x pair: more than x86's 16 vector registers, so V8
+// spilled). In wasm, 1 thread, min of runs on this loaded machine: 576 x 576 in cache 21.4 ->
+// 20.7 us, the 49152 x 576 LM head 2.6-3.2 -> 2.0-2.2 ms (G = 16 pairs-outer -> G = 8 this way)
 template <int G>
 void q8_groups(const int8_t* data, const float* scales, int64_t blocks, int64_t stride, const int16_t* xp,
                const float* sx, float* out) {
@@ -286,25 +324,22 @@ void q8_groups(const int8_t* data, const float* scales, int64_t blocks, int64_t 
   QKV_UNROLL
   for (int g = 0; g < G; ++g) acc[g] = F4(0.0f);
   for (int64_t b = 0; b < blocks; ++b) {
-    __m128i sum[G];
-    QKV_UNROLL
-    for (int g = 0; g < G; ++g) sum[g] = _mm_setzero_si128();
     const int8_t* wb = data + b * 128;
-    const int16_t* xb = xp + b * 16 * 8;
-    QKV_UNROLL
-    for (int p = 0; p < 16; ++p) {  // k-pair p: (x[2p], x[2p+1]) x 4 against 8 bytes of each group
-      const __m128i xv = _mm_loadu_si128(reinterpret_cast<const __m128i*>(xb + p * 8));
-      QKV_UNROLL
-      for (int g = 0; g < G; ++g) {
-        const __m128i wv = _mm_cvtepi8_epi16(
-            _mm_loadl_epi64(reinterpret_cast<const __m128i*>(wb + g * stride * blocks * 128 + p * 8)));
-        sum[g] = _mm_add_epi32(sum[g], _mm_madd_epi16(wv, xv));
-      }
-    }
+    const int16_t* xb = xp + b * 16 * 8;  // [16 k-pairs][(x[2p], x[2p+1]) x 4]
     const F4 dx(sx[b]);
     QKV_UNROLL
     for (int g = 0; g < G; ++g) {
-      acc[g] += F4(_mm_cvtepi32_ps(sum[g])) * (F4::load_unaligned(scales + (g * stride * blocks + b) * 4) * dx);
+      const int8_t* w = wb + g * stride * blocks * 128;
+      __m128i s0 = _mm_setzero_si128(), s1 = _mm_setzero_si128();
+      QKV_UNROLL
+      for (int p = 0; p < 16; p += 2) {  // k-pairs p and p + 1 against 8 bytes each of the group
+        const __m128i w0 = _mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(w + p * 8)));
+        const __m128i w1 = _mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(w + p * 8 + 8)));
+        s0 = _mm_add_epi32(s0, _mm_madd_epi16(w0, _mm_loadu_si128(reinterpret_cast<const __m128i*>(xb + p * 8))));
+        s1 = _mm_add_epi32(s1, _mm_madd_epi16(w1, _mm_loadu_si128(reinterpret_cast<const __m128i*>(xb + p * 8 + 8))));
+      }
+      const F4 sum(_mm_cvtepi32_ps(_mm_add_epi32(s0, s1)));
+      acc[g] += sum * (F4::load_unaligned(scales + (g * stride * blocks + b) * 4) * dx);
     }
   }
   QKV_UNROLL
@@ -318,13 +353,15 @@ void gemv_q8(const WeightMatrix& w, const GemvInput& in, const float* bias, floa
   const int8_t* data = static_cast<const int8_t*>(w.data);
   const int16_t* xp = in.pairs.data();
   const float* sx = in.block_scale.data();
-  // 16 groups (64 columns) side by side: 16 weight streams (+ their scales) in flight. From
-  // memory, GPT-2 shapes, wasm, 1 thread, adjacent groups: 4 groups 0.57, 8 0.63, 12 0.67, 16
-  // 0.66-0.69 of the read bandwidth (the LM head: 0.55 / 0.61 / 0.67 / 0.70); 16 far apart
-  // (below): 0.69-0.70 (the LM head: 0.83-0.88). The bits depend on neither
-  constexpr int64_t kGroups = 16;
+  // 8 groups (32 columns) side by side: 8 weight streams (+ their scales) in flight. Earlier,
+  // with the pairs-outer kernel, from memory, GPT-2 shapes, wasm, 1 thread, adjacent groups: 4
+  // groups 0.57, 8 0.63, 12 0.67, 16 0.66-0.69 of the read bandwidth (the LM head: 0.55 / 0.61 /
+  // 0.67 / 0.70); 16 far apart (below): 0.69-0.70 (the LM head: 0.83-0.88). With the
+  // group-at-a-time kernel, far apart, SmolLM2's LM head: 8 groups 14.5-15.9 GB/s, 12 14.1-14.4,
+  // 16 12.8-14.0 (the old kernel with 16: 10.0-12.2). The bits depend on none of these choices
+  constexpr int64_t kGroups = 8;
 #ifndef QKV_NO_SIMD
-  // groups far apart, as gemv_outin takes its columns: the range cut into 16 equal parts, step
+  // groups far apart, as gemv_outin takes its columns: the range cut into 8 equal parts, step
   // j takes group j of each, so each weight stream walks through one part's consecutive groups
   {
     const int64_t part = (g1 - g0) / kGroups;  // groups per part
@@ -337,7 +374,7 @@ void gemv_q8(const WeightMatrix& w, const GemvInput& in, const float* bias, floa
         for (int64_t c = 0; c < 4 && n + c < w.N; ++c) y[n + c] = out[i * 4 + c] + (bias ? bias[n + c] : 0.0f);
       }
     }
-    g0 += kGroups * part;  // the last (g1 - g0) % 16 groups: below
+    g0 += kGroups * part;  // the last (g1 - g0) % 8 groups: below
   }
 #endif
   for (int64_t g = g0; g < g1;) {
@@ -346,7 +383,7 @@ void gemv_q8(const WeightMatrix& w, const GemvInput& in, const float* bias, floa
 #ifndef QKV_NO_SIMD
     const int8_t* wg = data + g * q.blocks * 128;
     const float* dg = w.scales + g * q.blocks * 4;
-    int64_t i = 0;  // fewer than 16 groups left: 4 at a time, then 1
+    int64_t i = 0;  // fewer than 8 groups left: 4 at a time, then 1
     for (; i + 4 <= count; i += 4)
       q8_groups<4>(wg + i * q.blocks * 128, dg + i * q.blocks * 4, q.blocks, 1, xp, sx, out + i * 4);
     for (; i < count; ++i)
@@ -415,22 +452,65 @@ void gemv_columns(const WeightMatrix& w, const GemvInput& in, const float* bias,
 
 }  // namespace
 
+// A thread joins a matrix-vector product for at least 128 KiB of weights (~10 us from memory in
+// wasm). The product is bound by memory, not arithmetic, so this floor is in bytes: the
+// matmuls' floor of 2^18 multiply-adds kept SmolLM2's 576 x 576 projections (1.3 MB in F32,
+// 0.37 MB in Q8) on one thread.
+constexpr int64_t kMinGemvBytesPerThread = int64_t(1) << 17;
+
 void gemv(const WeightMatrix& w, const float* x, const float* bias, float* y, int threads) {
-  GemvInput in;
-  prepare(w, x, in);
-  // threads take whole 8-column units (two Q8 groups; a 16-byte load of a 16-bit row)
+  const MatmulOutput one{&w, bias, y};
+  gemv_many(&one, 1, x, threads);
+}
+
+// Every output's columns, in 8-column units (two Q8 groups; a 16-byte load of a 16-bit row),
+// laid end to end and cut into one contiguous range of units per thread: a range may end in
+// one matrix and go on in the next. A column's operations do not depend on the range it falls
+// in, so the bits are those of separate calls on any thread count.
+void gemv_many(const MatmulOutput* outputs, size_t count, const float* x, int threads) {
   constexpr int64_t kUnit = 8;
-  const int64_t units = (w.N + kUnit - 1) / kUnit;
-  threads = useful_threads(threads, units, w.K * w.N, kMinWorkPerThread);
-  if (threads <= 1) {
-    gemv_columns(w, in, bias, y, 0, w.N);
-    return;
+  // x prepared once per weight type (and, for 16-bit weights, layout). The caller's thread
+  // keeps the buffers from call to call; the helpers reach them through these references
+  // (naming a thread_local in the lambda would give each helper its own, empty one)
+  thread_local std::vector<GemvInput> prepared_buffers;
+  thread_local std::vector<const GemvInput*> input_buffer;
+  thread_local std::vector<int64_t> first_unit_buffer;
+  std::vector<GemvInput>& prepared = prepared_buffers;
+  std::vector<const GemvInput*>& input = input_buffer;  // output i reads *input[i]
+  std::vector<int64_t>& first_unit = first_unit_buffer;  // output i: units [first_unit[i], first_unit[i + 1])
+  if (prepared.size() < count) prepared.resize(count);
+  input.assign(count, nullptr);
+  first_unit.assign(count + 1, 0);
+  int64_t bytes = 0;  // weights read
+  for (size_t i = 0; i < count; ++i) {
+    const WeightMatrix& w = *outputs[i].w;
+    for (size_t j = 0; j < i && !input[i]; ++j) {
+      const WeightMatrix& v = *outputs[j].w;
+      const bool layout_free = w.type == WeightType::F32 || w.type == WeightType::Q8;
+      if (v.type == w.type && (layout_free || v.layout == w.layout)) input[i] = input[j];
+    }
+    if (!input[i]) {
+      prepare(w, x, prepared[i]);
+      input[i] = &prepared[i];
+    }
+    first_unit[i + 1] = first_unit[i] + (w.N + kUnit - 1) / kUnit;
+    bytes += int64_t(w.bytes());
   }
-  parallel_for(threads, threads, [&](int64_t item, int) {
-    const int64_t n0 = std::min(w.N, units * item / threads * kUnit);
-    const int64_t n1 = std::min(w.N, units * (item + 1) / threads * kUnit);
-    if (n0 < n1) gemv_columns(w, in, bias, y, n0, n1);
-  });
+  const int64_t units = first_unit[count];
+  // units [u0, u1) of every output they cross
+  const auto run_units = [&](int64_t u0, int64_t u1) {
+    for (size_t i = 0; i < count; ++i) {
+      const int64_t a = std::max(u0, first_unit[i]), b = std::min(u1, first_unit[i + 1]);
+      if (a >= b) continue;
+      const WeightMatrix& w = *outputs[i].w;
+      const int64_t n0 = (a - first_unit[i]) * kUnit, n1 = std::min(w.N, (b - first_unit[i]) * kUnit);
+      gemv_columns(w, *input[i], outputs[i].bias, outputs[i].y, n0, n1);
+    }
+  };
+  threads = useful_threads(threads, units, bytes, kMinGemvBytesPerThread);
+  if (threads <= 1) return run_units(0, units);
+  parallel_for(threads, threads,
+               [&](int64_t item, int) { run_units(units * item / threads, units * (item + 1) / threads); });
 }
 
 }  // namespace qkv::detail

@@ -11,7 +11,9 @@
 //    dequantizes W and multiplies in float.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 
 #include "matmul/weights.hpp"
 
@@ -20,6 +22,23 @@ namespace qkv {
 // x [M, K] row-major, bias [N] or nullptr, y [M, N] (overwritten; must not alias x).
 void matmul(const WeightMatrix& w, const float* x, int64_t M, const float* bias, float* y, int threads = 1);
 
+// One of several products of the same x: y [M, w->N] = x [M, K] W (+ bias [N] or nullptr).
+struct MatmulOutput {
+  const WeightMatrix* w = nullptr;
+  const float* bias = nullptr;
+  float* y = nullptr;
+};
+
+// Several matmul() calls on one x (Llama's q/k/v projections, its gate and up projections):
+// the same bits as separate calls, in any thread count. Every W must have the same K; no y may
+// alias x or another y. Decoding (M == 1) prepares x once per weight type and splits all the
+// outputs' columns over the threads in one parallel_for (one dispatch instead of one per matrix);
+// M > 1 runs the matrix products one after another.
+void matmul_many(const MatmulOutput* outputs, size_t count, const float* x, int64_t M, int threads = 1);
+inline void matmul_many(std::initializer_list<MatmulOutput> outputs, const float* x, int64_t M, int threads = 1) {
+  matmul_many(outputs.begin(), outputs.size(), x, M, threads);
+}
+
 // The same as plain loops over weight_at(), accumulating in double: the ground truth.
 void matmul_reference(const WeightMatrix& w, const float* x, int64_t M, const float* bias, float* y);
 
@@ -27,6 +46,8 @@ namespace detail {
 // The two kernels behind matmul(), callable directly (tests and benchmarks run both on any M).
 void gemv(const WeightMatrix& w, const float* x, const float* bias, float* y, int threads);
 void gemm(const WeightMatrix& w, const float* x, int64_t M, const float* bias, float* y, int threads);
+// y_i = x W_i + bias_i for every output, x prepared once, all columns in one parallel_for.
+void gemv_many(const MatmulOutput* outputs, size_t count, const float* x, int threads);
 }  // namespace detail
 
 }  // namespace qkv

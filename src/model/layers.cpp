@@ -81,6 +81,20 @@ void gelu_tanh(float* x, int64_t n) {
   }
 }
 
+void swiglu(float* gate, const float* up, int64_t n) {
+  int64_t i = 0;
+#ifndef QKV_NO_SIMD
+  using V = simd::Batch;
+  constexpr int64_t W = simd::lanes<V>;
+  const V one(1.0f);
+  for (; i + W <= n; i += W) {
+    const V g = V::load_unaligned(gate + i);
+    (g / (one + xsimd::exp(-g)) * V::load_unaligned(up + i)).store_unaligned(gate + i);
+  }
+#endif
+  for (; i < n; ++i) gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+}
+
 void add_in_place(float* y, const float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += x[i];
 }

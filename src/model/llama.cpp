@@ -11,6 +11,7 @@
 #include "matmul/matmul.hpp"
 #include "model/decoder_checks.hpp"
 #include "model/generate.hpp"
+#include "model/layers.hpp"
 
 namespace qkv {
 
@@ -161,10 +162,9 @@ void Llama::run(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache
 
     // xb [L, E] = rmsnorm(x) * input_layernorm
     rmsnorm(xb, x, w.input_layernorm, L, E, c.rms_norm_eps);
-    // q [L, H*D], k [L, Hkv*D], v [L, Hkv*D] = xb @ W^T (+ bias: Qwen2, attention_bias)
-    matmul(w.q_proj, xb, L, w.q_bias, q, threads_);
-    matmul(w.k_proj, xb, L, w.k_bias, k, threads_);
-    matmul(w.v_proj, xb, L, w.v_bias, v, threads_);
+    // q [L, H*D], k [L, Hkv*D], v [L, Hkv*D] = xb @ W^T (+ bias: Qwen2, attention_bias), in one
+    // call (decoding: xb prepared once, the three matrices' columns split over the threads at once)
+    matmul_many({{&w.q_proj, w.q_bias, q}, {&w.k_proj, w.k_bias, k}, {&w.v_proj, w.v_bias, v}}, xb, L, threads_);
     // rotary embedding of q and k, every head, at positions pos0 + t
     rope(q, L, H, D, s.cos.data(), s.sin.data());
     rope(k, L, Hkv, D, s.cos.data(), s.sin.data());
@@ -196,9 +196,8 @@ void Llama::run(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache
     // xb [L, E] = rmsnorm(x) * post_attention_layernorm
     rmsnorm(xb, x, w.post_attention_layernorm, L, E, c.rms_norm_eps);
     // SwiGLU: hb [L, I] = silu(xb @ gate^T) * (xb @ up^T), silu(g) = g / (1 + e^-g)
-    matmul(w.gate_proj, xb, L, nullptr, hb, threads_);
-    matmul(w.up_proj, xb, L, nullptr, hb2, threads_);
-    for (size_t i = 0; i < n * size_t(I); ++i) hb[i] = hb[i] / (1.0f + std::exp(-hb[i])) * hb2[i];
+    matmul_many({{&w.gate_proj, nullptr, hb}, {&w.up_proj, nullptr, hb2}}, xb, L, threads_);
+    swiglu(hb, hb2, L * I);
     // xb2 [L, E] = hb @ down^T; residual: x += xb2
     matmul(w.down_proj, hb, L, nullptr, xb2, threads_);
     for (size_t i = 0; i < n * size_t(E); ++i) x[i] += xb2[i];

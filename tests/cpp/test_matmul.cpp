@@ -245,6 +245,63 @@ TEST_CASE("transpose_16bit: [rows, cols] -> [cols, rows] in place, odd sizes acr
   }
 }
 
+TEST_CASE("matmul_many: the bits of separate matmul calls, any thread count, mixed types; bad lists are errors") {
+  std::mt19937 rng(11);
+  const int64_t K = 520;
+  // sum N * K > 3 * 2^18: three threads really run, and their ranges end inside matrices
+  const int64_t widths[] = {1100, 404, 13};
+  const WeightType mixes[][3] = {{WeightType::F32, WeightType::F32, WeightType::F32},
+                                 {WeightType::Q8, WeightType::Q8, WeightType::Q8},
+                                 {WeightType::F16, WeightType::BF16, WeightType::F16},
+                                 {WeightType::Q8, WeightType::F32, WeightType::F16}};
+  for (WeightLayout layout : {WeightLayout::InOut, WeightLayout::OutIn}) {
+    for (const auto& types : mixes) {
+      for (int64_t M : {1, 3}) {
+        CAPTURE(layout_name(layout));
+        CAPTURE(weight_type_name(types[0]));
+        CAPTURE(weight_type_name(types[1]));
+        CAPTURE(weight_type_name(types[2]));
+        CAPTURE(M);
+        std::vector<Stored> st;
+        for (int i = 0; i < 3; ++i) st.push_back(make_weights(types[i], layout, K, widths[i], rng));
+        const std::vector<float> x = qkv::testing::normal(M * K, rng), bias = qkv::testing::normal(widths[0], rng);
+        const float* biases[3] = {bias.data(), nullptr, bias.data()};  // the third reads the first 13
+        std::vector<std::vector<float>> want(3);
+        for (int i = 0; i < 3; ++i) {
+          want[size_t(i)].assign(size_t(M * widths[i]), NAN);
+          matmul(st[size_t(i)].w, x.data(), M, biases[i], want[size_t(i)].data(), 1);
+        }
+        for (int threads : {1, 2, 3, 4}) {
+          CAPTURE(threads);
+          std::vector<std::vector<float>> y(3);
+          for (int i = 0; i < 3; ++i) y[size_t(i)].assign(size_t(M * widths[i]), NAN);
+          matmul_many({{&st[0].w, biases[0], y[0].data()}, {&st[1].w, biases[1], y[1].data()},
+                       {&st[2].w, biases[2], y[2].data()}},
+                      x.data(), M, threads);
+          for (int i = 0; i < 3; ++i) CHECK(y[size_t(i)] == want[size_t(i)]);
+        }
+      }
+    }
+  }
+  // one output, and none
+  std::vector<Stored> st;
+  st.push_back(make_weights(WeightType::Q8, WeightLayout::OutIn, 40, 9, rng));
+  st.push_back(make_weights(WeightType::F32, WeightLayout::OutIn, 41, 9, rng));
+  std::vector<float> x = qkv::testing::normal(41, rng), y(9, NAN), want(9);
+  matmul(st[0].w, x.data(), 1, nullptr, want.data(), 2);
+  matmul_many({{&st[0].w, nullptr, y.data()}}, x.data(), 1, 2);
+  CHECK(y == want);
+  matmul_many(nullptr, 0, x.data(), 1, 2);
+  CHECK_THROWS_WITH_AS(
+      matmul_many({{&st[0].w, nullptr, y.data()}, {&st[1].w, nullptr, y.data()}}, x.data(), 1),
+      "matmul_many: output 1 has W [41, 9], output 0 W [40, 9]: one x [1, K] needs the same K",
+      std::invalid_argument);
+  CHECK_THROWS_WITH_AS(matmul_many({{&st[0].w, nullptr, y.data()}, {nullptr, nullptr, y.data()}}, x.data(), 1),
+                       "matmul_many: output 1 has no weight matrix", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(matmul_many({{&st[1].w, nullptr, nullptr}}, x.data(), 1),
+                       "matmul_many: null buffer (W F32 [41, 9], M = 1)", std::invalid_argument);
+}
+
 TEST_CASE("quantize_q8: layout, error bound, zeros and read_column") {
   std::mt19937 rng(3);
   for (WeightLayout layout : {WeightLayout::InOut, WeightLayout::OutIn}) {

@@ -11,6 +11,7 @@
 
 #include "matmul/halves.hpp"
 #include "model/json.hpp"
+#include "model/layers.hpp"
 #include "model/llama.hpp"
 #include "model/safetensors.hpp"
 #include "test_model_util.hpp"
@@ -93,6 +94,27 @@ Outputs run_forward(const Llama& m, const std::vector<int32_t>& ids) {
 }
 
 }  // namespace
+
+TEST_CASE("llama: swiglu (vector exp and its scalar tail) matches silu(gate) * up in double") {
+  std::vector<float> gate, up;
+  for (int i = 0; i < 203; ++i) {  // not a multiple of the vector width: the tail runs too
+    gate.push_back(float(i - 101) * 0.37f);
+    up.push_back(0.5f + float(i % 7));
+  }
+  gate[0] = -120.0f;  // e^120 overflows float: silu -> -0
+  gate[1] = 95.0f;
+  gate[2] = 0.0f;
+  gate[3] = 1e-20f;
+  std::vector<float> out = gate;
+  swiglu(out.data(), up.data(), int64_t(out.size()));
+  for (size_t i = 0; i < gate.size(); ++i) {
+    const double g = gate[i], want = g / (1.0 + std::exp(-g)) * up[i];
+    CAPTURE(g);
+    CHECK(std::fabs(out[i] - want) <= 4e-7 * std::fabs(want) + 1e-38);
+  }
+  CHECK(out[0] == 0.0f);
+  CHECK(out[2] == 0.0f);
+}
 
 TEST_CASE("llama: config.json of each model_type") {
   const LlamaConfig l = LlamaConfig::from_json(read_checkpoint("llama-rope3").config);
