@@ -53,7 +53,7 @@ struct Decoder {
   }
 
   DecoderMemory memory() const {
-    const GPT2WeightBytes w = model.weight_store().bytes();
+    const WeightBytes w = model.weight_store().bytes();
     DecoderMemory out;
     out.file = double(w.file);
     out.matrices = double(w.matrices);

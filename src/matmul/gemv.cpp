@@ -476,7 +476,7 @@ void gemv_many(const MatmulOutput* outputs, size_t count, const float* x, int th
   thread_local std::vector<const GemvInput*> input_buffer;
   thread_local std::vector<int64_t> first_unit_buffer;
   std::vector<GemvInput>& prepared = prepared_buffers;
-  std::vector<const GemvInput*>& input = input_buffer;  // output i reads *input[i]
+  std::vector<const GemvInput*>& input = input_buffer;   // output i reads *input[i]
   std::vector<int64_t>& first_unit = first_unit_buffer;  // output i: units [first_unit[i], first_unit[i + 1])
   if (prepared.size() < count) prepared.resize(count);
   input.assign(count, nullptr);

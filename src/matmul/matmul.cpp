@@ -30,15 +30,16 @@ void matmul(const WeightMatrix& w, const float* x, int64_t M, const float* bias,
 }
 
 void matmul_many(const MatmulOutput* outputs, size_t count, const float* x, int64_t M, int threads) {
-  if (count > 0 && !outputs) throw std::invalid_argument("matmul_many: null list of " + std::to_string(count) + " outputs");
+  if (count > 0 && !outputs)
+    throw std::invalid_argument("matmul_many: null list of " + std::to_string(count) + " outputs");
   for (size_t i = 0; i < count; ++i) {
     const WeightMatrix* w = outputs[i].w;
     if (!w) throw std::invalid_argument("matmul_many: output " + std::to_string(i) + " has no weight matrix");
     check("matmul_many", *w, x, M, outputs[i].y);
     if (w->K != outputs[0].w->K) {
-      throw std::invalid_argument("matmul_many: output " + std::to_string(i) + " has W [" + std::to_string(w->K) + ", " +
-                                  std::to_string(w->N) + "], output 0 W [" + std::to_string(outputs[0].w->K) + ", " +
-                                  std::to_string(outputs[0].w->N) + "]: one x [" + std::to_string(M) +
+      throw std::invalid_argument("matmul_many: output " + std::to_string(i) + " has W [" + std::to_string(w->K) +
+                                  ", " + std::to_string(w->N) + "], output 0 W [" + std::to_string(outputs[0].w->K) +
+                                  ", " + std::to_string(outputs[0].w->N) + "]: one x [" + std::to_string(M) +
                                   ", K] needs the same K");
     }
   }

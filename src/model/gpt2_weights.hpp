@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "matmul/weights.hpp"
-#include "model/weight_loader.hpp"  // WeightFormat, MallocBytes, GPT2WeightBytes
+#include "model/weight_loader.hpp"  // WeightFormat, MallocBytes, WeightBytes
 
 namespace qkv {
 
@@ -49,7 +49,7 @@ class GPT2WeightStore {
   static GPT2WeightStore load(const GPT2Config& config, MallocBytes file, size_t size, WeightFormat format);
 
   const GPT2Weights& weights() const { return weights_; }
-  GPT2WeightBytes bytes() const { return buffers_.bytes; }
+  WeightBytes bytes() const { return buffers_.bytes; }
   // The matmuls' matrices' dtype (wte and the layers'): "F32", "F16", "BF16", "Q8", or "mixed"
   // (a file mixing them, read as stored).
   const char* matrix_type() const { return matrix_type_; }

@@ -10,7 +10,7 @@
 
 #include "matmul/weights.hpp"
 #include "model/llama_config.hpp"
-#include "model/weight_loader.hpp"  // WeightFormat, MallocBytes, GPT2WeightBytes
+#include "model/weight_loader.hpp"  // WeightFormat, MallocBytes, WeightBytes
 
 namespace qkv {
 
@@ -44,7 +44,7 @@ class LlamaWeightStore {
   const LlamaWeights& weights() const { return weights_; }
   // The matmuls' matrices' dtype: "F32", "F16", "BF16", "Q8", or "mixed".
   const char* matrix_type() const { return matrix_type_; }
-  GPT2WeightBytes bytes() const { return buffers_.bytes; }  // where the bytes are (file, matrices, vectors, converted)
+  WeightBytes bytes() const { return buffers_.bytes; }  // where the bytes are (file, matrices, vectors, converted)
 
   LlamaWeightStore() = default;
   LlamaWeightStore(LlamaWeightStore&&) = default;

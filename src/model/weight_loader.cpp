@@ -15,7 +15,8 @@ WeightFormat parse_weight_format(std::string_view name) {
   if (name == "f32") return WeightFormat::F32;
   if (name == "f16") return WeightFormat::F16;
   if (name == "int8") return WeightFormat::Int8;
-  throw std::invalid_argument("GPT2: weights must be 'auto', 'f32', 'f16' or 'int8', got '" + std::string(name) + "'");
+  throw std::invalid_argument("Model::load: weights must be 'auto', 'f32', 'f16' or 'int8', got '" + std::string(name) +
+                              "'");
 }
 
 const char* weight_format_name(WeightFormat f) {

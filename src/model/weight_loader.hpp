@@ -40,7 +40,7 @@ struct FreeDeleter {
 using MallocBytes = std::unique_ptr<uint8_t, FreeDeleter>;
 
 // Where the weights' bytes are (GPT-2's and the Llama family's stores alike).
-struct GPT2WeightBytes {
+struct WeightBytes {
   size_t file = 0;       // the safetensors buffer, when the weights are read in place from it (else freed: 0)
   size_t matrices = 0;   // the matrices and embedding tables as held (in the file or the converted buffer)
   size_t vectors = 0;    // 1-D parameters widened to float32 (the rest are read in place)
@@ -52,7 +52,7 @@ struct WeightBuffers {
   MallocBytes file;            // the safetensors bytes, kept while tensors are read from them in place
   MallocBytes converted;       // the converted matrices, at 16-byte aligned offsets (null when in place)
   std::vector<float> vectors;  // 1-D parameters widened to float32
-  GPT2WeightBytes bytes;
+  WeightBytes bytes;
   size_t flushed = 0;  // F16 weights below 2^-14 in magnitude set to zero (prepare_f16_weights)
 };
 

@@ -275,7 +275,8 @@ TEST_CASE("matmul_many: the bits of separate matmul calls, any thread count, mix
           CAPTURE(threads);
           std::vector<std::vector<float>> y(3);
           for (int i = 0; i < 3; ++i) y[size_t(i)].assign(size_t(M * widths[i]), NAN);
-          matmul_many({{&st[0].w, biases[0], y[0].data()}, {&st[1].w, biases[1], y[1].data()},
+          matmul_many({{&st[0].w, biases[0], y[0].data()},
+                       {&st[1].w, biases[1], y[1].data()},
                        {&st[2].w, biases[2], y[2].data()}},
                       x.data(), M, threads);
           for (int i = 0; i < 3; ++i) CHECK(y[size_t(i)] == want[size_t(i)]);
@@ -292,10 +293,9 @@ TEST_CASE("matmul_many: the bits of separate matmul calls, any thread count, mix
   matmul_many({{&st[0].w, nullptr, y.data()}}, x.data(), 1, 2);
   CHECK(y == want);
   matmul_many(nullptr, 0, x.data(), 1, 2);
-  CHECK_THROWS_WITH_AS(
-      matmul_many({{&st[0].w, nullptr, y.data()}, {&st[1].w, nullptr, y.data()}}, x.data(), 1),
-      "matmul_many: output 1 has W [41, 9], output 0 W [40, 9]: one x [1, K] needs the same K",
-      std::invalid_argument);
+  CHECK_THROWS_WITH_AS(matmul_many({{&st[0].w, nullptr, y.data()}, {&st[1].w, nullptr, y.data()}}, x.data(), 1),
+                       "matmul_many: output 1 has W [41, 9], output 0 W [40, 9]: one x [1, K] needs the same K",
+                       std::invalid_argument);
   CHECK_THROWS_WITH_AS(matmul_many({{&st[0].w, nullptr, y.data()}, {nullptr, nullptr, y.data()}}, x.data(), 1),
                        "matmul_many: output 1 has no weight matrix", std::invalid_argument);
   CHECK_THROWS_WITH_AS(matmul_many({{&st[1].w, nullptr, nullptr}}, x.data(), 1),

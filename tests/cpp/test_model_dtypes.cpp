@@ -220,7 +220,7 @@ TEST_CASE("gpt2 dtypes: where the bytes are, per load option") {
   const size_t vector_elements = NL * (4 * E + 3 * E + E + I + E) + 2 * E;
   {
     GPT2 m = GPT2::load(tc.json(), f32.data(), f32.size(), WeightFormat::Auto);
-    const GPT2WeightBytes b = m.weight_store().bytes();
+    const WeightBytes b = m.weight_store().bytes();
     CHECK(b.file == f32.size());  // read in place
     CHECK(b.converted == 0);
     CHECK(b.vectors == 0);
@@ -229,7 +229,7 @@ TEST_CASE("gpt2 dtypes: where the bytes are, per load option") {
   }
   {
     GPT2 m = GPT2::load(tc.json(), f32.data(), f32.size(), WeightFormat::F16);
-    const GPT2WeightBytes b = m.weight_store().bytes();
+    const WeightBytes b = m.weight_store().bytes();
     // 16-bit Conv1D matrices are rewritten [N, K] on load (WeightLoader::load); their values
     // are checked against the F32 path and PyTorch above
     for (const GPT2LayerWeights& L : m.weight_store().weights().h) {
@@ -248,7 +248,7 @@ TEST_CASE("gpt2 dtypes: where the bytes are, per load option") {
   }
   {
     GPT2 m = GPT2::load(tc.json(), f32.data(), f32.size(), WeightFormat::Int8);
-    const GPT2WeightBytes b = m.weight_store().bytes();
+    const WeightBytes b = m.weight_store().bytes();
     CHECK(b.file == 0);
     // Q8: 1 byte + a float per 32 (K padded to 32); wpe stays F32
     const size_t q8 = Q8Layout::of(E, V).bytes() + NL * (Q8Layout::of(E, 3 * E).bytes() + Q8Layout::of(E, E).bytes() +
@@ -257,8 +257,8 @@ TEST_CASE("gpt2 dtypes: where the bytes are, per load option") {
     CHECK(std::string(m.weight_store().matrix_type()) == "Q8");  // the matmuls' (wpe: F32)
   }
   CHECK(std::string(weight_format_name(parse_weight_format("int8"))) == "int8");
-  CHECK_THROWS_WITH_AS(parse_weight_format("q4"), "GPT2: weights must be 'auto', 'f32', 'f16' or 'int8', got 'q4'",
-                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(parse_weight_format("q4"),
+                       "Model::load: weights must be 'auto', 'f32', 'f16' or 'int8', got 'q4'", std::invalid_argument);
 }
 
 TEST_CASE("gpt2 dtypes: unaligned tensors in the file are copied, not read unaligned") {

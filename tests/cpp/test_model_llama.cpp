@@ -329,7 +329,7 @@ TEST_CASE("llama: F16, BF16 and int8 weights through the same path") {
       CHECK(m.weight_store().matrix_type() == cs.type);
       // held once: read in place from the file as stored (auto, or f32 on an F32 file), else
       // converted into one buffer and the file freed
-      const GPT2WeightBytes b = m.weight_store().bytes();
+      const WeightBytes b = m.weight_store().bytes();
       const bool in_place = cs.format == WeightFormat::Auto || cs.format == WeightFormat::F32;
       CHECK((b.file > 0) == in_place);
       CHECK((b.converted > 0) == !in_place);
