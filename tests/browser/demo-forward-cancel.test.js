@@ -2,11 +2,12 @@
 // generated GPT-2-shaped checkpoint of 24 layers x 12 heads (n_positions 1024) from the local
 // "Hub", a ~1000-token prompt (seconds of forward with attentions, run by qkv a chunk of 64
 // tokens at a time; 24 layers so that Playwright's click, which waits for several frames and
-// so for several chunks, lands before the end). A user types the prompt and cancels as the bar moves; Run then Cancel at
-// once (a user's two clicks, and faster: both in one task); Generate then Cancel during the
-// prompt's pass; each time the page says it was cancelled and stays usable: a second Run draws
-// the head view of every token, Generate generates. The texts read are the ones a user sees
-// (the bar's caption, the message). Times are written to build/artifacts/demo/forward-cancel.json.
+// so for several chunks, lands before the end). A user types the prompt and cancels as the bar
+// moves; Run then Cancel at once (a user's two clicks, and faster: both in one task); Generate
+// then Cancel during the prompt's pass; the neuron view's queries-and-keys pass, cancelled, then
+// computed on request. Each time the page says it was cancelled and stays usable: a second Run
+// draws the head view of every token, Generate generates. The texts read are the ones a user
+// sees (the bar's caption, the message). Times are written to build/artifacts/demo/forward-cancel.json.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
@@ -17,7 +18,7 @@ import { LONG_PROMPT as PROMPT, startDemoHub } from './hub-server.js';
 const ART = join(ROOT, 'build/artifacts/demo');
 const DIR = join(ROOT, 'build/test-hub/gpt2-12x12-cancel');
 const CANCELLED = /^Cancelled: the attention of (\d+) tokens was not computed\. Run \(or Generate\) computes it again\.$/;
-const CAPTION = /^(Attention|Prompt|Every row): (\d+) % \((\d+) of (\d+) tokens\)$/;
+const CAPTION = /^(Attention|Prompt|Every row|Queries and keys): (\d+) % \((\d+) of (\d+) tokens\)$/;
 let demo, hub, browser, stop;
 
 before(async () => {
@@ -109,7 +110,7 @@ function checkCaptions(captions, L) {
   }
 }
 
-test('a long forward: progress bar with a percentage, Cancel (typed prompt, Run, Generate), the page stays usable', async () => {
+test('a long forward: progress bar with a percentage, Cancel (typed prompt, Run, Generate, the neuron view's queries and keys), the page stays usable', async () => {
   const times = {};
   const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   const problems = [];
@@ -190,6 +191,24 @@ test('a long forward: progress bar with a percentage, Cancel (typed prompt, Run,
   times.generateTwoTokensMs = Date.now() - t0; // two full passes (prompt, every row) and two steps
   assert.equal(await page.textContent('#gen-msg'), 'Generated 2 tokens.');
   assert.equal(await page.getAttribute('body', 'data-tokens'), String(L + 2));
+
+  // 5. the neuron view's queries and keys (a pass of their own over every token): the same bar,
+  //    captioned 'Queries and keys', and Cancel; the view says so and keeps its button to compute
+  //    them, which draws the view (the last query's bars). If the pass ends before the click, Run
+  //    makes a new text whose queries and keys the open neuron view asks for again.
+  times.attempts.neuron = await untilCancelled(page, (n) => page.click(n === 1 ? '#tab-neuron' : '#run'), /^Queries and keys: [1-9]\d? % /);
+  const note = /^Cancelled: the queries and keys of (\d+) tokens were not computed\. Compute them$/.exec(await page.textContent('#neuron'));
+  assert.ok(note && Number(note[1]) >= L, `the neuron view says it was cancelled: ${await page.textContent('#neuron')}`);
+  assert.equal(await page.isHidden('#fwd'), true, 'the bar is gone');
+  s = await seen(page);
+  const qkCaptions = s.captions.filter((c) => c.startsWith('Queries and keys'));
+  checkCaptions(qkCaptions, Number(note[1]));
+  assert.ok(qkCaptions.length >= 2 && qkCaptions.every((c) => !c.includes('100 %')), `stopped part-way: ${JSON.stringify(qkCaptions)}`);
+  await page.click('#neuron button:text-is("Compute them")');
+  await page.waitForSelector('#neuron .bars-note', { timeout: 300_000 });
+  assert.match(await page.textContent('#neuron .bars-note'), new RegExp(`of the ${note[1]} this query sees`));
+  s = await seen(page);
+  assert.equal(s.captions.at(-1), `Queries and keys: 100 % (${note[1]} of ${note[1]} tokens)`);
 
   assert.deepEqual(problems, []);
   await page.screenshot({ path: join(ART, 'forward-cancel.png') });

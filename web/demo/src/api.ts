@@ -106,9 +106,10 @@ export interface DemoModel {
   run(ids: number[], attentions: boolean, progress?: RunProgress): Promise<{ logits: Float32Array; attn?: Float32Array[][][] }>;
   /**
    * per-head queries and keys for ids (the neuron view): q[layer][head] = Float32Array(L * headDim);
-   * k[layer][head] alike, the key head that query head reads (with GQA one array shared by its group, not copied)
+   * k[layer][head] alike, the key head that query head reads (with GQA one array shared by its group, not copied).
+   * `progress` as for {@link run}.
    */
-  queriesKeys(ids: number[]): Promise<{ q: Float32Array[][]; k: Float32Array[][] }>;
+  queriesKeys(ids: number[], progress?: RunProgress): Promise<{ q: Float32Array[][]; k: Float32Array[][] }>;
   /**
    * Generates after ids, one token per step. Each step carries the attention row of the query
    * that predicted it: rows[layer][head] over positions 0..position-1 (query = position - 1).
@@ -304,8 +305,8 @@ function demoModel(m: DecoderModel, name: string, backend: string): DemoModel {
       out.logits.dispose?.(); out.attentions?.forEach((t) => t.dispose?.());
       return { logits, attn };
     },
-    async queriesKeys(ids) {
-      const out = await m.forward(ids, { outputQueriesKeys: true, logits: 'last' });
+    async queriesKeys(ids, progress = {}) {
+      const out = await m.forward(ids, { outputQueriesKeys: true, logits: 'last', ...progress });
       const qk = out.queriesKeys ?? [];
       // keys are [1, kvHeads, L, D]: query head h reads key head floor(h / group) (the same array)
       const result = {

@@ -3,7 +3,7 @@
 // between chunks and Cancel stops it within one chunk. One pass at a time: a newer one (the
 // prompt changed, Generate) replaces the running one quietly.
 import { $, nextFrame, progress } from './ui';
-import type { DemoModel } from './api';
+import type { DemoModel, RunProgress } from './api';
 
 /** Passes this short finish at once: no bar (it would only flash). */
 const SHOW_FROM_TOKENS = 64;
@@ -33,18 +33,29 @@ export class ForwardProgress {
     this.#running?.abort(CANCELLED);
   }
 
+  /** A pass is running (its bar shown when long). */
+  get busy(): boolean {
+    return this.#running !== null;
+  }
+
+  /** The attention weights of ids, attn[layer][head][q][k], through {@link run}. */
+  async attention(m: DemoModel, ids: number[], what: string): Promise<Float32Array[][][]> {
+    return (await this.run(what, ids.length, (p) => m.run(ids, true, p))).attn!;
+  }
+
   /**
-   * m.run(ids, true) with the bar captioned "`what`: 42 % (420 of 1000 tokens)" while it runs.
-   * Rejects with a reason {@link stoppedBy} recognises when cancelled or replaced.
-   * body[data-forward] says 'running', 'done', 'cancelled' (for tests and screen readers' hosts).
+   * pass({ signal, onProgress }) over `tokens` tokens, with the bar captioned "`what`: 42 % (420
+   * of 1000 tokens)" while it runs. Rejects with a reason {@link stoppedBy} recognises when
+   * cancelled or replaced. body[data-forward] says 'running', 'done', 'cancelled' (for tests
+   * and screen readers' hosts).
    */
-  async run(m: DemoModel, ids: number[], what: string): Promise<Float32Array[][][]> {
+  async run<T>(what: string, tokens: number, pass: (p: RunProgress) => Promise<T>): Promise<T> {
     this.#running?.abort(REPLACED);
     const abort = (this.#running = new AbortController());
-    const show = ids.length > SHOW_FROM_TOKENS;
+    const show = tokens > SHOW_FROM_TOKENS;
     const caption = (done: number, total: number) => `${what}: ${Math.floor((100 * done) / total)} % (${done} of ${total} tokens)`;
     if (show) {
-      progress(this.#bar, 0, caption(0, ids.length), this.#text);
+      progress(this.#bar, 0, caption(0, tokens), this.#text);
       this.#row.hidden = false;
     }
     document.body.dataset.forward = 'running';
@@ -52,13 +63,13 @@ export class ForwardProgress {
       // the bar (and the caller's message) painted before the first chunk; a Cancel meanwhile counts
       await nextFrame();
       await nextFrame();
-      const { attn } = await m.run(ids, true, {
+      const result = await pass({
         signal: abort.signal,
         onProgress: (done, total) => { if (show) progress(this.#bar, done / total, caption(done, total), this.#text); },
       });
       abort.signal.throwIfAborted(); // cancelled while its last chunk ran: the result is dropped, as the user asked
       document.body.dataset.forward = 'done';
-      return attn!;
+      return result;
     } catch (e) {
       if (stoppedBy(e) === 'cancelled') document.body.dataset.forward = 'cancelled';
       throw e;

@@ -31,6 +31,8 @@ const st = {
   generating: false,
   stopRequested: false,
   qkPending: false,
+  /** The text whose queries-and-keys pass the user cancelled: not started again until asked. */
+  qkCancelled: null as AttnData | null,
   /** Bumped by every generation: a prompt analysis started before it must not draw after it. */
   epoch: 0,
 };
@@ -141,29 +143,44 @@ function renderNeuronView(): void {
   const d = st.data!;
   const box = $('#neuron');
   if (!d.q || !d.k) {
-    // the queries and keys come from qkv's forward (outputQueriesKeys), fetched once per token sequence
-    if (st.model && !st.qkPending) {
+    // the queries and keys come from qkv's forward (outputQueriesKeys), fetched once per token
+    // sequence, with the progress bar and Cancel; not while another pass runs (its end draws
+    // this view again)
+    const note = (text: string, tone: string) => {
+      const p = document.createElement('p');
+      p.className = tone === 'error' ? 'small' : 'small muted';
+      p.dataset.tone = tone;
+      p.textContent = text;
+      return p;
+    };
+    if (st.model && !st.qkPending && !forward.busy && st.qkCancelled !== d) {
       st.qkPending = true;
-      const ids = d.ids.slice();
-      st.model.queriesKeys(ids).then((qk) => {
+      const ids = d.ids.slice(), m = st.model;
+      box.replaceChildren(note('Computing the queries and keys…', 'info'));
+      forward.run('Queries and keys', ids.length, (p) => m.queriesKeys(ids, p)).then((qk) => {
         st.qkPending = false;
         const cur = st.data;
         if (cur && cur.ids.length === ids.length && cur.ids.every((id, i) => id === ids[i])) { cur.q = qk.q; cur.k = qk.k; }
         if (st.tab === 'neuron' && st.data) renderNeuronView();
       }, (e: unknown) => {
         st.qkPending = false;
-        const p = document.createElement('p');
-        p.className = 'small';
-        p.dataset.tone = 'error';
-        p.textContent = `Could not get the queries and keys from qkv: ${(e as Error).message}`;
-        box.replaceChildren(p);
+        const stopped = stoppedBy(e);
+        if (stopped === 'replaced') return; // a newer pass (a new prompt) draws this view when it ends
+        if (stopped === 'cancelled') {
+          st.qkCancelled = d;
+          const again = document.createElement('button');
+          again.type = 'button';
+          again.textContent = 'Compute them';
+          again.addEventListener('click', () => { st.qkCancelled = null; renderNeuronView(); });
+          const p = note(`Cancelled: the queries and keys of ${ids.length} tokens were not computed. `, 'info');
+          p.append(again);
+          box.replaceChildren(p);
+        } else {
+          box.replaceChildren(note(`Could not get the queries and keys from qkv: ${(e as Error).message}`, 'error'));
+        }
       });
-    }
-    if (!box.querySelector('[data-tone=error]')) {
-      const p = document.createElement('p');
-      p.className = 'small muted';
-      p.textContent = 'Computing the queries and keys…';
-      box.replaceChildren(p);
+    } else if (!box.querySelector('[data-tone]')) {
+      box.replaceChildren(note('Computing the queries and keys…', 'info'));
     }
     return;
   }
@@ -246,7 +263,7 @@ async function analysePrompt(): Promise<void> {
   if (busy) { message($('#gen-msg'), busy); document.body.dataset.analysing = 'true'; }
   let attn: Float32Array[][][];
   try {
-    attn = await forward.run(m, ids, 'Attention');
+    attn = await forward.attention(m, ids, 'Attention');
   } catch (e) {
     const stopped = stoppedBy(e);
     if (stopped === 'cancelled') message($('#gen-msg'), `Cancelled: the attention of ${ids.length} tokens was not computed. Run (or Generate) computes it again.`, 'info');
@@ -299,7 +316,7 @@ async function generate(): Promise<void> {
   try {
     // the prompt's own rows (with progress; Cancel or Stop ends the generation here), then one
     // row per step (the KV cache computes only the new query's row)
-    const attn = await forward.run(m, ids, 'Prompt');
+    const attn = await forward.attention(m, ids, 'Prompt');
     setData(ids, promptLength, attn);
     scheduleRender();
     const t0 = performance.now();
@@ -330,7 +347,7 @@ async function generate(): Promise<void> {
     // one full pass so the last token has its row too (cancelled: the views keep the rows they have)
     let lastRow = true;
     try {
-      setData(ids, promptLength, await forward.run(m, ids, 'Every row'));
+      setData(ids, promptLength, await forward.attention(m, ids, 'Every row'));
     } catch (e) {
       if (!stoppedBy(e)) throw e;
       lastRow = false;
