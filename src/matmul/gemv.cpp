@@ -389,10 +389,10 @@ void gemv_q8(const WeightMatrix& w, const GemvInput& in, const float* bias, floa
   // 16 12.8-14.0 (the old kernel with 16: 10.0-12.2). The bits depend on none of these choices
   constexpr int64_t kGroups = 8;
 #ifndef QKV_NO_SIMD
-  // groups far apart, as gemv_outin takes its columns: the range cut into 8 equal parts, step
+  // groups far apart, as gemv_outin takes its columns: the range cut into 8 parts (part_stride), step
   // j takes group j of each, so each weight stream walks through one part's consecutive groups
-  {
-    const int64_t part = (g1 - g0) / kGroups;  // groups per part
+  while (g1 - g0 >= kGroups) {
+    const int64_t part = part_stride(g1 - g0, q.blocks * 128, kGroups);  // groups per part (not 4 KiB apart)
     for (int64_t j = 0; j < part; ++j) {
       float out[kGroups * 4];
       const int64_t g = g0 + j;
@@ -402,7 +402,7 @@ void gemv_q8(const WeightMatrix& w, const GemvInput& in, const float* bias, floa
         for (int64_t c = 0; c < 4 && n + c < w.N; ++c) y[n + c] = out[i * 4 + c] + (bias ? bias[n + c] : 0.0f);
       }
     }
-    g0 += kGroups * part;  // the last (g1 - g0) % 8 groups: below
+    g0 += kGroups * part;  // then the groups left over: again, the last < 8 below
   }
 #endif
   for (int64_t g = g0; g < g1;) {
