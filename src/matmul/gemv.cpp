@@ -228,13 +228,14 @@ void dot_columns(const WeightMatrix& w, const GemvInput& in, int64_t n, int64_t 
   }
 }
 
-// Rows per part for `streams` parts of `count` rows of `row_bytes` each (gemv_outin): the largest
-// stride <= count / streams whose stream starts, stride rows apart, fall on at least streams / 2
-// different 64-byte lines of a 4 KiB page (at most 2 streams per L1 set: the streams advance
-// together, so starts that share a set keep sharing it), trying 8 strides down, else the one that
-// spreads them most. Streams a multiple of 4 KiB apart all fall in one 12-way L1 set and evict
-// each other's lines: 576 x 1536 (16 parts of 96 rows of 1152 bytes: 27 x 4 KiB), 1536 x 576
-// (36 x 3072 bytes) and SmolLM2's LM head (3072 x 1152) did.
+// Rows per part for `streams` parts of `count` rows of `row_bytes` each (gemv_outin; gemv_q8 with
+// groups for rows): the largest stride <= count / streams whose stream starts, stride rows apart,
+// fall on at least streams / 2 different 64-byte lines of a 4 KiB page (at most 2 streams per L1
+// set: the streams advance together, so starts that share a set keep sharing it), trying 8 strides
+// down, else the one that spreads them most. Streams a multiple of 4 KiB apart all fall in one
+// 12-way L1 set and evict each other's lines: 576 x 1536 (16 parts of 96 rows of 1152 bytes:
+// 27 x 4 KiB), 1536 x 576 (36 x 3072 bytes) and SmolLM2's LM head (49152 x 576: 3072 x 1152 bytes) did;
+// the Q8 kernel's 8 parts of 48 groups of 2304 bytes (576 x 1536) too.
 int64_t part_stride(int64_t count, int64_t row_bytes, int streams) {
   const int64_t most = count / streams;
   int64_t best = most;
