@@ -5,6 +5,7 @@
 //    >= 600 MB of F32 weights (beyond the last-level cache): GB/s of weights read, and the
 //    fraction of the measured bandwidth; per weight type;
 //  - GEMV of the tied LM head: wte [50257, 768] read as OutIn (one copy, 154 MB as F32);
+//  - GEMV of one 576 x 576 matrix from the caches: the kernel's own speed, memory aside;
 //  - GEMM (prefill): M = 32 / 128 / 512 rows through the same shapes: GFLOP/s (2 M K N per
 //    product), and the fraction of the mul+add peak.
 // Times: this machine is shared, so a 1-thread run is timed by the CPU time the process used
@@ -315,6 +316,23 @@ int main(int argc, char** argv) {
       const double head_gbs = double(head.w.bytes()) / best_head / 1e9;
       results.push_back({"gemv-lm-head", tn, "LM head [50257, 768] OutIn, from memory", 1, head_gbs, head_gbs / bw});
       std::printf("gemv %-4s LM head (OutIn): %6.2f GB/s = %.2f of the bandwidth\n", tn, head_gbs, head_gbs / bw);
+    }
+    if (mode != "gemm") {
+      // the kernel alone: one 576 x 576 matrix (SmolLM2's q_proj; 1.3 MB as F32, 0.66 as F16),
+      // in the layers' layout, called over and over from the caches (L2): GB/s of weights when
+      // memory is not the limit. Against the read bandwidth, this says how much room the
+      // kernel's instructions leave (the F16 widening's op count showed here first)
+      const Stored small = make(type, 576, 576, rng, layer_layout);
+      double best_cache = 1e30;
+      for (int pass = 0; pass < 6; ++pass) {
+        const auto t0 = Clock::now();
+        for (int r = 0; r < 200; ++r) qkv::detail::gemv(small.w, x.data(), nullptr, y.data(), threads);
+        if (pass > 0) best_cache = std::min(best_cache, seconds_since(t0));
+      }
+      const double cache_gbs = 200.0 * double(small.w.bytes()) / best_cache / 1e9;
+      results.push_back({"gemv-cache", tn, "576 x 576 " + layer_what.substr(layer_what.size() - 6) + ", in cache", 1,
+                         cache_gbs, cache_gbs / bw});
+      std::printf("gemv %-4s 576 x 576 in cache: %6.2f GB/s = %.2f of the bandwidth\n", tn, cache_gbs, cache_gbs / bw);
     }
     if (mode == "gemv") continue;
     stack.clear();

@@ -228,25 +228,54 @@ void dot_columns(const WeightMatrix& w, const GemvInput& in, int64_t n, int64_t 
   }
 }
 
+// Rows per part for `streams` parts of `count` rows of `row_bytes` each (gemv_outin; gemv_q8 with
+// groups for rows): the largest stride <= count / streams whose stream starts, stride rows apart,
+// fall on at least streams / 2 different 64-byte lines of a 4 KiB page (at most 2 streams per L1
+// set: the streams advance together, so starts that share a set keep sharing it), trying 8 strides
+// down, else the one that spreads them most. Streams a multiple of 4 KiB apart all fall in one
+// 12-way L1 set and evict each other's lines: 576 x 1536 (16 parts of 96 rows of 1152 bytes:
+// 27 x 4 KiB), 1536 x 576 (36 x 3072 bytes) and SmolLM2's LM head (49152 x 576: 3072 x 1152 bytes) did;
+// the Q8 kernel's 8 parts of 48 groups of 2304 bytes (576 x 1536) too.
+int64_t part_stride(int64_t count, int64_t row_bytes, int streams) {
+  const int64_t most = count / streams;
+  int64_t best = most;
+  int best_lines = 0;
+  for (int64_t stride = most; stride > 0 && stride > most - 8; --stride) {
+    uint64_t lines = 0;  // bit i: some stream starts on line i of its page
+    for (int64_t c = 0; c < streams; ++c) lines |= uint64_t(1) << (c * stride * row_bytes % 4096 / 64);
+    int n = 0;
+    for (; lines; lines &= lines - 1) ++n;
+    if (n > best_lines) best = stride, best_lines = n;
+    if (2 * n >= streams) break;
+  }
+  return best;
+}
+
 // y[n0:n1] = bias + x W, W [N, K]: 8 columns at a time (16 for 16-bit weights), far apart. The
-// range is cut into 8 (16) equal parts and step j takes column j of each, so each stream walks
+// range is cut into 8 (16) parts and step j takes column j of each, so each stream walks
 // through one part's consecutive rows: 8 (16) long sequential reads instead of 8 adjacent rows
 // (8 streams of K elements, restarted every step, several in one 4 KiB page), which the
 // hardware prefetchers follow far better. The tied LM head (wte [50257, 768], the largest
 // matrix of a decode step), from memory, wasm, 1 thread: F32 0.78 -> 1.00, F16 0.46 -> 0.84-0.92
 // of the read bandwidth (a 4-stream sum) with 8 parts, 0.96-1.06 with 16 (F16 moves half the
-// bytes per multiply-add: twice the streams keep as many bytes in flight; SmolLM2's layers
-// 0.83-0.86 either way, load 3-7)
+// bytes per multiply-add: twice the streams keep as many bytes in flight). The parts' length
+// is part_stride's (not a multiple of 4 KiB apart); the columns left after kParts parts go
+// round again, then the last < kParts one at a time. Every column's sum is the same whatever
+// part it falls in.
 template <WeightType T>
 void gemv_outin(const WeightMatrix& w, const GemvInput& in, const float* bias, float* y, int64_t n0, int64_t n1) {
   constexpr int kParts = T == WeightType::F32 ? 8 : 16;
-  const int64_t part = (n1 - n0) / kParts;  // columns per part
+  const int64_t row_bytes = w.K * int64_t(T == WeightType::F32 ? sizeof(float) : sizeof(uint16_t));
   float sum[kParts];
-  for (int64_t j = 0; j < part; ++j) {
-    dot_columns<T, kParts>(w, in, n0 + j, part, sum);
-    for (int c = 0; c < kParts; ++c) y[n0 + j + c * part] = sum[c];
+  int64_t n = n0;  // columns [n0, n) done
+  while (n1 - n >= kParts) {
+    const int64_t part = part_stride(n1 - n, row_bytes, kParts);  // columns per part
+    for (int64_t j = 0; j < part; ++j) {
+      dot_columns<T, kParts>(w, in, n + j, part, sum);
+      for (int c = 0; c < kParts; ++c) y[n + j + c * part] = sum[c];
+    }
+    n += kParts * part;
   }
-  int64_t n = n0 + kParts * part;  // the last (n1 - n0) % kParts columns one at a time
   for (; n < n1; ++n) dot_columns<T, 1>(w, in, n, 1, y + n);
   if (bias) {
     for (n = n0; n < n1; ++n) y[n] += bias[n];
@@ -361,10 +390,10 @@ void gemv_q8(const WeightMatrix& w, const GemvInput& in, const float* bias, floa
   // 16 12.8-14.0 (the old kernel with 16: 10.0-12.2). The bits depend on none of these choices
   constexpr int64_t kGroups = 8;
 #ifndef QKV_NO_SIMD
-  // groups far apart, as gemv_outin takes its columns: the range cut into 8 equal parts, step
+  // groups far apart, as gemv_outin takes its columns: the range cut into 8 parts (part_stride), step
   // j takes group j of each, so each weight stream walks through one part's consecutive groups
-  {
-    const int64_t part = (g1 - g0) / kGroups;  // groups per part
+  while (g1 - g0 >= kGroups) {
+    const int64_t part = part_stride(g1 - g0, q.blocks * 128, kGroups);  // groups per part (not 4 KiB apart)
     for (int64_t j = 0; j < part; ++j) {
       float out[kGroups * 4];
       const int64_t g = g0 + j;
@@ -374,7 +403,7 @@ void gemv_q8(const WeightMatrix& w, const GemvInput& in, const float* bias, floa
         for (int64_t c = 0; c < 4 && n + c < w.N; ++c) y[n + c] = out[i * 4 + c] + (bias ? bias[n + c] : 0.0f);
       }
     }
-    g0 += kGroups * part;  // the last (g1 - g0) % 8 groups: below
+    g0 += kGroups * part;  // then the groups left over: again, the last < 8 below
   }
 #endif
   for (int64_t g = g0; g < g1;) {

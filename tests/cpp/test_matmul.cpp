@@ -228,6 +228,53 @@ TEST_CASE("matmul: the threaded kernels with the work floor off give the same bi
   }
 }
 
+TEST_CASE("gemv OutIn: parts whose streams would start 4 KiB apart are shortened; every column keeps its bits") {
+  // gemv_outin cuts the columns into 8 (F32) or 16 (16-bit) parts read side by side, gemv_q8
+  // its groups of 4 columns into 8; parts a multiple of 4 KiB long share L1 sets, so their
+  // length is cut (part_stride) and the columns left over go round again. Shapes: parts of
+  // exactly 4 KiB (F32 8 x 16 rows of 256 bytes, F16 16 x 32 rows of 128 bytes), 27 x 4 KiB
+  // (SmolLM2's 576 x 1536: F16 16 x 96 rows of 1152 bytes, Q8 8 x 48 groups of 2304), rows of
+  // 4 KiB (no stride helps), and leftovers of every kind. The plain loop within rounding; the
+  // same bits on 2 and 3 threads (other ranges, other parts); for float weights each column
+  // equal, bit for bit, to the same column computed alone (one row of storage, N = 1).
+  std::mt19937 rng(4096);
+  struct Shape {
+    int64_t K, N;
+  };
+  for (WeightType type : {WeightType::F32, WeightType::F16, WeightType::BF16, WeightType::Q8}) {
+    const int64_t elem = type == WeightType::F32 ? 4 : 2;
+    const Shape shapes[] = {{64, 128}, {64, 512}, {64, 515}, {576, 1536}, {4096 / elem, 48}, {33, 1024}};
+    for (const Shape& s : shapes) {
+      CAPTURE(weight_type_name(type));
+      CAPTURE(s.K);
+      CAPTURE(s.N);
+      Stored st = make_weights(type, WeightLayout::OutIn, s.K, s.N, rng);
+      std::vector<float> x = qkv::testing::normal(s.K, rng), bias = qkv::testing::normal(s.N, rng);
+      std::vector<float> want(static_cast<size_t>(s.N)), y(static_cast<size_t>(s.N), NAN);
+      matmul_reference(st.w, x.data(), 1, bias.data(), want.data());
+      detail::gemv(st.w, x.data(), bias.data(), y.data(), 1);
+      check_close(y, want, x, st.w, bias, 1, 2e-6 * std::sqrt(double(s.K)) + 1e-6,
+                  type == WeightType::Q8 ? 1.0 / 65534 : 0.0);
+      for (int threads : {2, 3}) {
+        std::vector<float> yt(static_cast<size_t>(s.N), NAN);
+        detail::gemv(st.w, x.data(), bias.data(), yt.data(), threads);
+        CHECK(yt == y);
+      }
+      if (type == WeightType::Q8) continue;  // groups of 4 columns: no column alone
+      bool same = true;
+      for (int64_t n = 0; n < s.N; ++n) {
+        WeightMatrix one = st.w;  // row n of storage: column n alone
+        one.N = 1;
+        one.data = static_cast<const uint8_t*>(st.w.data) + n * s.K * elem;
+        float yn = NAN;
+        detail::gemv(one, x.data(), bias.data() + n, &yn, 1);
+        same = same && std::memcmp(&yn, &y[size_t(n)], 4) == 0;
+      }
+      CHECK(same);
+    }
+  }
+}
+
 TEST_CASE("transpose_16bit: [rows, cols] -> [cols, rows] in place, odd sizes across the 32 x 32 tiles") {
   std::vector<uint16_t> scratch;  // one buffer for every matrix, as the loader does
   for (const auto& [rows, cols] :
