@@ -110,7 +110,7 @@ function checkCaptions(captions, L) {
   }
 }
 
-test('a long forward: progress bar with a percentage, Cancel (typed prompt, Run, Generate, the neuron view's queries and keys), the page stays usable', async () => {
+test('a long forward: progress bar with a percentage, Cancel (typed prompt, Run, Generate, the neuron view queries and keys), the page stays usable', async () => {
   const times = {};
   const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   const problems = [];
