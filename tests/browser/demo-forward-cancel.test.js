@@ -12,7 +12,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { ROOT } from './harness.js';
+import { ROOT, openPage } from './harness.js';
 import { LONG_PROMPT as PROMPT, startDemoHub } from './hub-server.js';
 
 const ART = join(ROOT, 'build/artifacts/demo');
@@ -112,11 +112,8 @@ function checkCaptions(captions, L) {
 
 test('a long forward: progress bar with a percentage, Cancel (typed prompt, Run, Generate, the neuron view queries and keys), the page stays usable', async () => {
   const times = {};
-  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-  const problems = [];
-  page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') problems.push(`${m.type()}: ${m.text()}`); });
-  page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
-  await page.goto(`${demo.url}index.html?hub=${encodeURIComponent(hub.url)}`);
+  const page = await openPage(browser, `${demo.url}index.html?hub=${encodeURIComponent(hub.url)}`, { viewport: { width: 1280, height: 900 } });
+  const problems = page.problems;
   await page.waitForSelector('body[data-ready=true]', { timeout: 60_000 });
   await page.selectOption('#hub-weights', 'auto');
   await page.click('#hub-load');

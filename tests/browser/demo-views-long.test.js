@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { ROOT } from './harness.js';
+import { ROOT, openPage } from './harness.js';
 import { LONG_PROMPT as PROMPT, startDemoHub } from './hub-server.js';
 
 const ART = join(ROOT, 'build/artifacts/demo');
@@ -93,11 +93,8 @@ test('12 layers x 12 heads x ~1000 tokens: head view virtualised and scrolled wi
   assert.equal(ref.H, 12);
   const times = { tokens: ref.L };
 
-  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-  const problems = [];
-  page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') problems.push(`${m.type()}: ${m.text()}`); });
-  page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
-  await page.goto(`${demo.url}index.html?hub=${encodeURIComponent(hub.url)}`);
+  const page = await openPage(browser, `${demo.url}index.html?hub=${encodeURIComponent(hub.url)}`, { viewport: { width: 1280, height: 900 } });
+  const problems = page.problems;
   await page.waitForSelector('body[data-ready=true]', { timeout: 60_000 });
   await page.selectOption('#hub-weights', 'auto'); // F32, as the Node reference
   await page.click('#hub-load');
