@@ -173,6 +173,20 @@ float softmax_row(const float* x, float* p, int64_t n, float& m, float& l) {
   return a;
 }
 
+// wr[j] = 2^(wr[j] - m) * inv_l for j < n: a row's weights from its scores (log2 units) once
+// its reference max m (finite or +inf) and sum are final; 1 * inv_l where wr[j] == m (not NaN
+// for +inf == +inf). Vectorised over keys; each element as the flash kernel computes it.
+void normalise_weights(float* wr, int64_t n, float m, float inv_l) {
+  constexpr int W = simd::lanes<Batch>;
+  const Batch mv = simd::splat<Batch>(m), scale = simd::splat<Batch>(inv_l), one = simd::splat<Batch>(1.0f);
+  int64_t j = 0;
+  for (; j + W <= n; j += W) {
+    const Batch x = simd::load<Batch>(wr + j);
+    simd::store(wr + j, simd::select(x == mv, one, simd::exp2(x - mv)) * scale);
+  }
+  for (; j < n; ++j) wr[j] = (wr[j] == m ? 1.0f : simd::exp2(wr[j] - m)) * inv_l;
+}
+
 struct RowsCall {
   const AttentionShape& s;
   const AttentionOptions& o;
@@ -264,11 +278,11 @@ void RowsCall::run_item(int64_t item, RowsScratch& w) const {
     const float inv_l = w.l[r] > 0.0f ? 1.0f / w.l[r] : 0.0f;
     for (int64_t e = 0; e < s.Dv; ++e) out_rows[r * s.Dv + e] = w.o[r * s.Dv + e] * inv_l;
     if (!w_rows) continue;
-    float* wr = w_rows + r * s.Lk;
-    for (int64_t j = 0; j < s.Lk; ++j) {
-      const float p = wr[j] == w.m[r] ? 1.0f : simd::exp2(wr[j] - w.m[r]);  // 1, not NaN, for +inf == +inf
-      wr[j] = w.m[r] == kNegInf ? 0.0f : p * inv_l;
+    if (w.m[r] == kNegInf) {
+      std::fill(w_rows + r * s.Lk, w_rows + (r + 1) * s.Lk, 0.0f);  // nothing visible
+      continue;
     }
+    normalise_weights(w_rows + r * s.Lk, s.Lk, w.m[r], inv_l);
   }
 }
 
