@@ -1,9 +1,10 @@
 // Attention for a few query rows per head (a decode step: Lq = 1), vectorised over keys and over
 // the value dimension instead of over query rows.
 //
-// Work is split into items of (batch, kv head): the H / Hkv query heads that share a kv head
-// (grouped-query attention) and their Lq rows each, `rows` in all, read each key tile once. Per
-// key tile of up to 64 keys:
+// Work is split into items of (batch, kv head, part of its group): up to 4 of the H / Hkv query
+// heads that share a kv head (grouped-query attention), with their Lq rows each, `rows` in all,
+// read each key tile once (more heads per item would leave a multi-query model's threads idle).
+// Per key tile of up to 64 keys:
 //   Kt = the tile's keys transposed, (D, 64), 4 x 4 blocks at a time,
 //   St = shift + Qs Kt, (rows, 64): the register-blocked micro-kernel of accumulate.hpp,
 //        vectorised over keys (each score adds its D products in d order, as the flash kernel's
@@ -34,6 +35,7 @@ namespace {
 using simd::Batch;
 using P = std::ptrdiff_t;
 constexpr int64_t KT = kKeyTile;
+constexpr int64_t kHeadsPerItem = 4;  // query heads of one kv head's group an item computes, at most
 
 // Per-worker scratch, reused across the items a worker computes; each array starts on a
 // 64-byte cache line.
@@ -193,7 +195,9 @@ struct RowsCall {
   const float *query, *key, *value;
   float *output, *weights;
   float scale;
-  int64_t group, rows;  // query heads per kv head; rows per item = group * Lq
+  int64_t group;  // query heads per kv head (H / Hkv)
+  int64_t heads;  // query heads per item: min(group, kHeadsPerItem); the group's last part may have fewer
+  int64_t parts;  // items per kv head
   MaskRows<uint8_t> allow;
   MaskRows<float> add;
 
@@ -201,8 +205,9 @@ struct RowsCall {
 };
 
 void RowsCall::run_item(int64_t item, RowsScratch& w) const {
-  const int64_t b = item / s.Hkv, g = item % s.Hkv;
-  const int64_t h0 = g * group;  // the item's query heads: h0 .. h0 + group
+  const int64_t b = item / (s.Hkv * parts), g = item / parts % s.Hkv, part = item % parts;
+  const int64_t h0 = g * group + part * heads;                   // the item's query heads: h0 ..
+  const int64_t rows = std::min(heads, group - part * heads) * s.Lq;  // .. h0 + rows / Lq
   const int64_t kv_rows = s.kv_rows_per_head();
   const float* k_head = key + (b * s.Hkv + g) * kv_rows * s.D;     // (Lk, D)
   const float* v_head = value + (b * s.Hkv + g) * kv_rows * s.Dv;  // (Lk, Dv)
@@ -286,29 +291,34 @@ void RowsCall::run_item(int64_t item, RowsScratch& w) const {
   }
 }
 
-// Worker threads: items are (batch, kv head); the work counts every score and output element.
+int64_t heads_per_item(const AttentionShape& s) { return std::min(s.H / s.Hkv, kHeadsPerItem); }
+int64_t items_of(const AttentionShape& s) {
+  const int64_t group = s.H / s.Hkv, heads = heads_per_item(s);
+  return s.B * s.Hkv * ((group + heads - 1) / heads);
+}
+
+// Worker threads: the work counts every score and output element.
 int workers_for_rows(const AttentionShape& s, const AttentionOptions& o) {
   const int64_t work = s.B * s.H * s.Lq * s.Lk * (s.D + s.Dv);
-  return useful_threads(o.threads, s.B * s.Hkv, work, o.min_work_per_thread);
+  return useful_threads(o.threads, items_of(s), work, o.min_work_per_thread);
 }
 
 }  // namespace
 
 int64_t attention_few_rows_workspace_bytes(const AttentionShape& s, const AttentionOptions& o) {
-  const int64_t rows = s.H / s.Hkv * s.Lq;
-  return workers_for_rows(s, o) * RowsScratch::floats(s, rows) * static_cast<int64_t>(sizeof(float));
+  return workers_for_rows(s, o) * RowsScratch::floats(s, heads_per_item(s) * s.Lq) * static_cast<int64_t>(sizeof(float));
 }
 
 void attention_few_rows(const AttentionShape& s, const float* query, const float* key, const float* value,
                         const AttentionOptions& o, float scale, float* output, float* weights) {
-  const int64_t group = s.H / s.Hkv;
-  const RowsCall call{s,     o,         query, key, value, output, weights, scale, group, group * s.Lq,
+  const int64_t group = s.H / s.Hkv, heads = heads_per_item(s);
+  const RowsCall call{s,     o,     query, key,   value, output, weights, scale, group, heads, (group + heads - 1) / heads,
                       MaskRows<uint8_t>(o.bool_mask), MaskRows<float>(o.float_mask)};
   const int workers = workers_for_rows(s, o);
   std::vector<RowsScratch> scratch;
   scratch.reserve(workers);
-  for (int w = 0; w < workers; ++w) scratch.emplace_back(s, call.rows);
-  parallel_for(s.B * s.Hkv, workers, [&](int64_t item, int worker) { call.run_item(item, scratch[worker]); });
+  for (int w = 0; w < workers; ++w) scratch.emplace_back(s, heads * s.Lq);
+  parallel_for(items_of(s), workers, [&](int64_t item, int worker) { call.run_item(item, scratch[worker]); });
 }
 
 }  // namespace qkv::detail

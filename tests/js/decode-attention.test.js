@@ -37,7 +37,7 @@ for (const variant of VARIANTS) {
     let worstO = 0, worstW = 0, n = 0;
     for (const D of [1, 3, 64, 80, 128]) {
       for (const Lk of [1, 3, 64, 65, 200, 600]) {
-        const [H, Hkv] = [[1, 1], [4, 4], [9, 3], [8, 1]][int(0, 3)];
+        const [H, Hkv] = [[1, 1], [4, 4], [9, 3], [8, 1], [10, 1]][int(0, 4)];
         const Lq = Math.min(Lk, int(1, 3)), Dv = r() < 0.7 ? D : int(1, 70);
         const opts = { returnWeights: true, enableGqa: true, isCausal: Lq > 1 || r() < 0.5 };
         if (r() < 0.4) opts.window = int(1, 100);
@@ -64,7 +64,7 @@ for (const variant of VARIANTS) {
     const r = rng(11);
     const rand = (n) => Float32Array.from({ length: n }, () => r() * 4 - 2);
     let compared = 0;
-    for (const [H, Hkv, D, L] of [[4, 4, 64, 130], [9, 3, 64, 77], [2, 1, 3, 65], [3, 3, 80, 257]]) {
+    for (const [H, Hkv, D, L] of [[4, 4, 64, 130], [9, 3, 64, 77], [2, 1, 3, 65], [3, 3, 80, 257], [10, 2, 16, 70]]) {
       const q = rand(H * L * D), k = rand(Hkv * L * D), v = rand(Hkv * L * D);
       const opts = { returnWeights: true, enableGqa: true, isCausal: true };
       const pre = prepareAttention('test', new qkv.Tensor(q, [1, H, L, D]), new qkv.Tensor(k, [1, Hkv, L, D]),
@@ -94,6 +94,6 @@ for (const variant of VARIANTS) {
         }
       }
     }
-    assert.equal(compared, 16);
+    assert.equal(compared, 20);
   });
 }
