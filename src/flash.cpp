@@ -13,6 +13,8 @@
 // register-blocked micro-kernel in accumulate.hpp (2 rows x 4 batches = 8 independent mul+add
 // chains; a 64 x 64 tile is whole blocks). Scores are in log2 units, so the softmax's
 // exponential is exp2.
+// Calls with at most 3 query rows per head (a decode step) take decode_attention.cpp's path,
+// vectorised over keys instead, which computes each row with these same steps (same bits).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
