@@ -206,7 +206,7 @@ struct RowsCall {
 
 void RowsCall::run_item(int64_t item, RowsScratch& w) const {
   const int64_t b = item / (s.Hkv * parts), g = item / parts % s.Hkv, part = item % parts;
-  const int64_t h0 = g * group + part * heads;                   // the item's query heads: h0 ..
+  const int64_t h0 = g * group + part * heads;                        // the item's query heads: h0 ..
   const int64_t rows = std::min(heads, group - part * heads) * s.Lq;  // .. h0 + rows / Lq
   const int64_t kv_rows = s.kv_rows_per_head();
   const float* k_head = key + (b * s.Hkv + g) * kv_rows * s.D;     // (Lk, D)
@@ -214,9 +214,9 @@ void RowsCall::run_item(int64_t item, RowsScratch& w) const {
   // row r of the item is query row i = r % Lq of head h0 + r / Lq: the item's rows are adjacent
   // in query, output and weights
   const int64_t first_row = (b * s.H + h0) * s.Lq;
-  const float* q_rows = query + first_row * s.D;                       // (rows, D)
-  float* out_rows = output + first_row * s.Dv;                         // (rows, Dv)
-  float* w_rows = weights ? weights + first_row * s.Lk : nullptr;      // (rows, Lk)
+  const float* q_rows = query + first_row * s.D;                   // (rows, D)
+  float* out_rows = output + first_row * s.Dv;                     // (rows, Dv)
+  float* w_rows = weights ? weights + first_row * s.Lk : nullptr;  // (rows, Lk)
 
   // 1. Qs = scale * log2(e) * Q (scores in log2 units); m = -inf, l = 0, o = 0; weights -inf
   const float q_scale = scale * kLog2e;
@@ -306,14 +306,26 @@ int workers_for_rows(const AttentionShape& s, const AttentionOptions& o) {
 }  // namespace
 
 int64_t attention_few_rows_workspace_bytes(const AttentionShape& s, const AttentionOptions& o) {
-  return workers_for_rows(s, o) * RowsScratch::floats(s, heads_per_item(s) * s.Lq) * static_cast<int64_t>(sizeof(float));
+  return workers_for_rows(s, o) * RowsScratch::floats(s, heads_per_item(s) * s.Lq) *
+         static_cast<int64_t>(sizeof(float));
 }
 
 void attention_few_rows(const AttentionShape& s, const float* query, const float* key, const float* value,
                         const AttentionOptions& o, float scale, float* output, float* weights) {
   const int64_t group = s.H / s.Hkv, heads = heads_per_item(s);
-  const RowsCall call{s,     o,     query, key,   value, output, weights, scale, group, heads, (group + heads - 1) / heads,
-                      MaskRows<uint8_t>(o.bool_mask), MaskRows<float>(o.float_mask)};
+  const RowsCall call{s,
+                      o,
+                      query,
+                      key,
+                      value,
+                      output,
+                      weights,
+                      scale,
+                      group,
+                      heads,
+                      (group + heads - 1) / heads,
+                      MaskRows<uint8_t>(o.bool_mask),
+                      MaskRows<float>(o.float_mask)};
   const int workers = workers_for_rows(s, o);
   std::vector<RowsScratch> scratch;
   scratch.reserve(workers);

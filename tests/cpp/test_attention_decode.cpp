@@ -67,7 +67,7 @@ TEST_CASE("decode attention: against the reference, odd D, Lk 1..600, GQA, windo
         for (int64_t Lq : {1, 2, 3}) {
           if (Lq > Lk) continue;
           AttentionShape s{1, H, Hkv, Lq, Lk, D, D};
-          if (rng() % 2) s.Dv = int64_t(rng() % 70) + 1;  // another value width
+          if (rng() % 2) s.Dv = int64_t(rng() % 70) + 1;        // another value width
           if (rng() % 2) s.kv_rows = Lk + int64_t(rng() % 50);  // a cache with room left
           if (rng() % 3 == 0) s.B = 2;
           AttentionOptions o;
