@@ -109,7 +109,7 @@ void transpose_keys(const float* k, int64_t n, int64_t D, float* kt) {
     for (int64_t d = 0; d < D; ++d) kt[d * KT + jj] = k[jj * D + d];
 }
 
-// The largest of x[0 : n) (-inf for none), 4 partial maxima per lane.
+// The largest of x[0 : n) (-inf for none): a vector of partial maxima, then its lanes and the tail.
 float max_of(const float* x, int64_t n) {
   constexpr int W = simd::lanes<Batch>;
   Batch part = simd::splat<Batch>(kNegInf);
