@@ -13,6 +13,8 @@
 // register-blocked micro-kernel in accumulate.hpp (2 rows x 4 batches = 8 independent mul+add
 // chains; a 64 x 64 tile is whole blocks). Scores are in log2 units, so the softmax's
 // exponential is exp2.
+// Calls with at most 3 query rows per head (a decode step) take decode_attention.cpp's path,
+// vectorised over keys instead, which computes each row with these same steps (same bits).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -22,6 +24,7 @@
 
 #include "accumulate.hpp"
 #include "attention.hpp"
+#include "decode_attention.hpp"
 #include "simd.hpp"
 #include "thread_pool.hpp"
 #include "visibility.hpp"
@@ -30,13 +33,14 @@ namespace qkv {
 namespace {
 
 using detail::Fixed;
+using detail::kKeyTile;  // keys per tile; it, the constants below and the rescaling rule are
+using detail::kLog2e;    // shared with the few-rows path (decode_attention.hpp): a query row
+using detail::kNegInf;   // gets the same bits on either path
+using detail::kRescaleThreshold;
 using simd::Batch;
 using P = std::ptrdiff_t;
 
 constexpr int64_t kQueryTile = 64;  // query rows per work item
-constexpr int64_t kKeyTile = 64;    // keys per tile
-constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-constexpr float kLog2e = 1.44269504088896341f;
 
 // Per-worker scratch, reused across the items a worker computes: one allocation, each array
 // starting on a 64-byte cache line (so that no vector load of it straddles two lines).
@@ -79,13 +83,6 @@ class Scratch {
   static int64_t round_up(int64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
   std::vector<float> buffer_;
 };
-
-// Scores are kept in log2 units (the queries are multiplied by scale * log2(e) once per item),
-// so the softmax's exponential is a bare exp2. The running max m lags behind: it moves only
-// when a tile's max exceeds it by more than this (FlashAttention-4's conditional rescaling),
-// so the accumulator is rarely rescaled; p = 2^(s - m) <= 2^8 meanwhile, and the result is
-// the same after the final division by l.
-constexpr float kRescaleThreshold = 8.0f;
 
 // Online softmax over one key tile for the query rows [r, r + lanes<V>). st[j, r] holds
 // x = score - m_sub for j < n, where m_sub is the row's reference max m where finite, else 0
@@ -278,6 +275,7 @@ int workers_for(const AttentionShape& s, const AttentionOptions& o) {
 }  // namespace
 
 int64_t attention_workspace_bytes(const AttentionShape& s, const AttentionOptions& o) {
+  if (detail::few_query_rows(s)) return detail::attention_few_rows_workspace_bytes(s, o);
   const int64_t workers = workers_for(s, o);
   return workers * Scratch::floats(s) * static_cast<int64_t>(sizeof(float));
 }
@@ -286,6 +284,8 @@ void attention(const AttentionShape& s, const float* query, const float* key, co
                const AttentionOptions& o, float* output, float* weights) {
   validate_attention("attention", s, o);
   const float scale = o.scale ? *o.scale : 1.0f / std::sqrt(static_cast<float>(s.D));
+  // a decode step (a few query rows per head): vectorised over keys, same bits per row
+  if (detail::few_query_rows(s)) return detail::attention_few_rows(s, query, key, value, o, scale, output, weights);
   const int64_t q_tiles = (s.Lq + kQueryTile - 1) / kQueryTile;
   const Call call{s,
                   o,

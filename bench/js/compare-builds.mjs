@@ -1,8 +1,10 @@
 // Two builds of the package in one process, calls alternating: time per scaledDotProductAttention
 // call (1 thread, wasm SIMD) at small and large L, to compare a change against the build before it.
-//   node bench/js/compare-builds.mjs <dist A> <dist B> [--sizes 16,128,1024] [--rounds 5]
+//   node bench/js/compare-builds.mjs <dist A> <dist B> [--sizes 16,128,1024] [--rounds 5] [--decode]
+// --decode: one query row per head against L cached keys, SmolLM2-135M's heads (9 query heads
+// sharing 3 kv heads, D 64, GQA) with the weights returned, as a decode step of the demo.
 // Prints a table (median ms per call of each round's batch, fastest round kept) and writes
-// bench/results/compare-builds.json.
+// bench/results/compare-builds.json (compare-builds-decode.json with --decode).
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -13,6 +15,8 @@ const [distA, distB] = args.filter((a, i) => !a.startsWith('--') && !args[i - 1]
 if (!distA || !distB) throw new Error('usage: node bench/js/compare-builds.mjs <dist A> <dist B> [--sizes 16,128,1024] [--rounds 5]');
 const sizes = opt('--sizes', '16,128,1024').split(',').map(Number);
 const rounds = Number(opt('--rounds', '5'));
+const decode = args.includes('--decode');
+const shape = decode ? { H: 9, Hkv: 3, D: 64 } : { H: 8, Hkv: 8, D: 64 };
 
 async function load(dist) {
   const qkv = await import(pathToFileURL(path.resolve(dist, 'index.js')).href + `?${dist}`);
@@ -22,15 +26,16 @@ async function load(dist) {
 const builds = [{ name: distA, qkv: await load(distA) }, { name: distB, qkv: await load(distB) }];
 
 function inputs(qkv, L) {
-  const H = 8, D = 64;
-  const x = () => new qkv.Tensor(Float32Array.from({ length: H * L * D }, (_, i) => Math.sin(i * 0.37)), [1, H, L, D]);
-  return [x(), x(), x()];
+  const { H, Hkv, D } = shape;
+  const x = (heads, rows) => new qkv.Tensor(Float32Array.from({ length: heads * rows * D }, (_, i) => Math.sin(i * 0.37)), [1, heads, rows, D]);
+  return [x(H, decode ? 1 : L), x(Hkv, L), x(Hkv, L)];
 }
 
 /** Median ms per call over a batch sized to ~150 ms. */
 async function time(qkv, L) {
   const [q, k, v] = inputs(qkv, L);
-  const call = () => qkv.scaledDotProductAttention(q, k, v, { isCausal: true });
+  const opts = decode ? { isCausal: true, enableGqa: true, returnWeights: true } : { isCausal: true };
+  const call = () => qkv.scaledDotProductAttention(q, k, v, opts);
   const t0 = performance.now();
   await call();
   const once = Math.max(0.001, performance.now() - t0);
@@ -57,10 +62,10 @@ for (let r = 0; r < rounds; r++) {
 }
 const rows = sizes.map((L) => {
   const a = best.get(`${distA}|${L}`), b = best.get(`${distB}|${L}`);
-  return { L, H: 8, D: 64, causal: true, msA: a, msB: b, bOverA: a / b };
+  return { L, Lq: decode ? 1 : L, ...shape, causal: true, msA: a, msB: b, bOverA: a / b };
 });
 console.log(`| L | ${distA} ms/call | ${distB} ms/call | speed B / A |\n|---|---|---|---|`);
 for (const r of rows) console.log(`| ${r.L} | ${r.msA.toFixed(4)} | ${r.msB.toFixed(4)} | ${r.bOverA.toFixed(3)} |`);
 mkdirSync('bench/results', { recursive: true });
-writeFileSync('bench/results/compare-builds.json', JSON.stringify({ date: new Date().toISOString(), node: process.version, rounds, a: distA, b: distB, rows }, null, 1));
+writeFileSync(`bench/results/compare-builds${decode ? '-decode' : ''}.json`, JSON.stringify({ date: new Date().toISOString(), node: process.version, rounds, a: distA, b: distB, rows }, null, 1));
 for (const b of builds) b.qkv.dispose();

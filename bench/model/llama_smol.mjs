@@ -3,7 +3,12 @@
 // (no download): load time, peak RSS, prefill of 128 tokens, greedy decode tokens/s, for
 // weights 'auto' (the F32 file read in place), 'f16' and 'int8', on 1 and 2 threads.
 //
-//   node bench/model/llama_smol.mjs [--decode 32] [--reps 3] [--threads 1,2] [--weights auto,f16,int8] [--no-peer]
+//   node bench/model/llama_smol.mjs [--decode 32] [--prompt 16] [--reps 3] [--threads 1,2] [--weights auto,f16,int8]
+//                                   [--no-peer] [--out bench/results/llama-smol-node.json]
+//
+// Decode is timed after a --prompt-token prompt (the attention then reads prompt .. prompt + decode
+// cached positions); --out names the JSON written (a run with other options need not replace the
+// committed one).
 //
 // Each (weights, threads) runs in its own child process, so peak RSS (resourceUsage().maxRSS)
 // is that configuration's own. Times are wall and CPU (user + system of the process, every
@@ -11,7 +16,7 @@
 // Peer: onnxruntime-web with past key/values on the same weights (bench/model/
 // export_llama_onnx_kv.py, exported into build/bench-llama/ on first use), prefill of the same
 // 128 ids and greedy decode feeding "present" back as "past", argmax in JS; --no-peer skips it.
-// Writes bench/results/llama-smol-node.json and prints a table.
+// Writes bench/results/llama-smol-node.json (or --out) and prints a table.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, openSync, writeSync, closeSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -29,6 +34,8 @@ const REPS = Number(arg('--reps', 3));
 const THREADS = arg('--threads', '1,2').split(',').map(Number);
 const WEIGHTS = arg('--weights', 'auto,f16,int8').split(',');
 const PREFILL = 128;
+const PROMPT = Number(arg('--prompt', 16));
+const OUT = path.resolve(arg('--out', path.join(ROOT, 'bench', 'results', 'llama-smol-node.json')));
 const DIR = path.join(ROOT, 'build', 'bench-llama', 'smollm2-135m-shape');
 const ONNX = path.join(ROOT, 'build', 'bench-llama', 'smollm2-135m-shape-kv.onnx');
 const PEER = !args.includes('--no-peer');
@@ -122,14 +129,14 @@ async function child(weights, threads) {
   const model = await qkv.loadModel(DIR, { weights });
   const loadMs = performance.now() - t0;
   const mem = model.memoryUsage();
-  const ids = Array.from({ length: PREFILL }, (_, i) => (i * 7919 + 13) % CONFIG.vocab_size);
+  const ids = Array.from({ length: Math.max(PREFILL, PROMPT) }, (_, i) => (i * 7919 + 13) % CONFIG.vocab_size);
   await model.forward(ids.slice(0, 8), { logits: 'last' }); // warm-up
   const prefill = [];
-  for (let r = 0; r < REPS; r++) prefill.push(await timed(() => model.forward(ids, { logits: 'last' })));
-  // decode: greedy after a 16-token prompt; time from the first token to the last
+  for (let r = 0; r < REPS; r++) prefill.push(await timed(() => model.forward(ids.slice(0, PREFILL), { logits: 'last' })));
+  // decode: greedy after a PROMPT-token prompt; time from the first token to the last
   const decode = [];
   for (let r = 0; r < REPS; r++) {
-    const it = model.generate(ids.slice(0, 16), { maxNewTokens: DECODE + 1, temperature: 0 });
+    const it = model.generate(ids.slice(0, PROMPT), { maxNewTokens: DECODE + 1, temperature: 0 });
     await it.next(); // prefill and the first token
     decode.push(await timed(async () => {
       for await (const step of it) void step;
@@ -154,7 +161,7 @@ async function childOrt(threads) {
   const t0 = performance.now();
   const sess = await ort.InferenceSession.create(ONNX, { executionProviders: ['wasm'], graphOptimizationLevel: 'all' });
   const loadMs = performance.now() - t0;
-  const ids = Array.from({ length: PREFILL }, (_, i) => (i * 7919 + 13) % V);
+  const ids = Array.from({ length: Math.max(PREFILL, PROMPT) }, (_, i) => (i * 7919 + 13) % V);
   const run = async (tokens, past, T) => sess.run({
     input_ids: new ort.Tensor('int64', BigInt64Array.from(tokens.map(BigInt)), [1, tokens.length]),
     past: past ?? new ort.Tensor('float32', new Float32Array(0), [NL, 2, Hkv, T, D]),
@@ -162,10 +169,10 @@ async function childOrt(threads) {
   const argmaxOf = (a) => { let b = 0; for (let i = 1; i < a.length; i++) if (a[i] > a[b]) b = i; return b; };
   await run(ids.slice(0, 8), null, 0); // warm-up
   const prefill = [];
-  for (let r = 0; r < REPS; r++) prefill.push(await timed(() => run(ids, null, 0)));
+  for (let r = 0; r < REPS; r++) prefill.push(await timed(() => run(ids.slice(0, PREFILL), null, 0)));
   const decode = [];
   for (let r = 0; r < REPS; r++) {
-    let out = await run(ids.slice(0, 16), null, 0);
+    let out = await run(ids.slice(0, PROMPT), null, 0);
     let tok = argmaxOf(out.logits.data);
     decode.push(await timed(async () => {
       for (let k = 0; k < DECODE; k++) {
@@ -193,7 +200,7 @@ async function main() {
   for (const threads of THREADS) {
     for (const weights of [...WEIGHTS, ...(PEER ? ['ort'] : [])]) {
       const r = spawnSync(process.execPath, [fileURLToPath(import.meta.url), '--child', weights, String(threads),
-        '--decode', String(DECODE), '--reps', String(REPS)], { encoding: 'utf8', maxBuffer: 1 << 24 });
+        '--decode', String(DECODE), '--prompt', String(PROMPT), '--reps', String(REPS)], { encoding: 'utf8', maxBuffer: 1 << 24 });
       if (r.status !== 0) {
         process.stderr.write(r.stderr);
         throw new Error(`child ${weights} ${threads}t failed`);
@@ -212,9 +219,9 @@ async function main() {
     console.log(`| ${who} | ${r.threads} | ${r.dtype} | ${(r.loadMs / 1000).toFixed(2)} | ${mb} | ${r.peakRssMB.toFixed(0)} | ` +
       `${r.prefill128Ms.toFixed(0)} (${r.prefill128CpuMs.toFixed(0)}) | ${r.decodeTokS.toFixed(1)} (${r.decodeTokSCpu.toFixed(1)}) |`);
   }
-  mkdirSync(path.join(ROOT, 'bench', 'results'), { recursive: true });
-  writeFileSync(path.join(ROOT, 'bench', 'results', 'llama-smol-node.json'), JSON.stringify({
-    model: 'SmolLM2-135M shape, random F32 weights', peer: PEER ? 'onnxruntime-web, past key/values' : null, config: CONFIG, decodeTokens: DECODE, reps: REPS,
+  mkdirSync(path.dirname(OUT), { recursive: true });
+  writeFileSync(OUT, JSON.stringify({
+    model: 'SmolLM2-135M shape, random F32 weights', peer: PEER ? 'onnxruntime-web, past key/values' : null, config: CONFIG, decodeTokens: DECODE, promptTokens: PROMPT, reps: REPS,
     node: process.version, cores: os.cpus().length, loadavg: os.loadavg(), rows,
   }, null, 2) + '\n');
 }
