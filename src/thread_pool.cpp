@@ -26,7 +26,7 @@ class Pool {
 
   void run(int64_t items, int threads, const std::function<void(int64_t, int)>& body) {
     std::lock_guard<std::mutex> one_job_at_a_time(job_mutex_);
-    int helpers = static_cast<int>(std::min<int64_t>(threads, items)) - 1;
+    int helpers = static_cast<int>(std::min<int64_t>({threads, items, int64_t(1) << kHelperBits})) - 1;  // fits job_
     while (static_cast<int>(workers_.size()) < helpers && !no_more_threads_) {
       const int id = static_cast<int>(workers_.size()) + 1;
       try {
@@ -43,10 +43,10 @@ class Pool {
       body_ = &body;
       items_ = items;
       next_.store(0);
-      active_helpers_.store(helpers, std::memory_order_relaxed);
       pending_.store(helpers, std::memory_order_relaxed);
       error_ = nullptr;
-      generation_.fetch_add(1, std::memory_order_release);  // publishes the job to polling helpers
+      // publishes the job to polling helpers: its generation and helper count in one word
+      job_.store((++generation_ << kHelperBits) | uint64_t(helpers), std::memory_order_release);
     }
     wake_.notify_all();
     work(0);
@@ -76,19 +76,29 @@ class Pool {
     return false;
   }
 
-  bool has_job(int id, uint64_t seen) const {
-    return generation_.load(std::memory_order_acquire) != seen && id <= active_helpers_.load(std::memory_order_relaxed);
+  // Whether helper `id` takes part in `job` (a job_ word), having last taken part in generation
+  // `seen`. The generation and the helper count come from one load: read apart, a helper left
+  // out of one job could pair its generation with the next job's larger count, take part in
+  // the wrong job and decrement pending_ once too often (seen once, as a hang of the native
+  // tests under load: the count skipped 0 and the caller waited for ever).
+  static bool takes_part(uint64_t job, int id, uint64_t seen) {
+    return (job >> kHelperBits) != seen && uint64_t(id) <= (job & ((uint64_t(1) << kHelperBits) - 1));
   }
 
   void loop(int id) {
-    uint64_t seen = 0;
+    uint64_t seen = 0;  // the generation of the last job this helper took part in
+    uint64_t job = 0;
+    const auto ready = [&] {
+      job = job_.load(std::memory_order_acquire);
+      return stopping_.load(std::memory_order_relaxed) || takes_part(job, id, seen);
+    };
     for (;;) {
-      if (!poll_until([&] { return has_job(id, seen) || stopping_.load(std::memory_order_relaxed); })) {
+      if (!poll_until(ready)) {
         std::unique_lock<std::mutex> lock(mutex_);
-        wake_.wait(lock, [&] { return stopping_.load(std::memory_order_relaxed) || has_job(id, seen); });
+        wake_.wait(lock, ready);
       }
       if (stopping_.load(std::memory_order_relaxed)) return;
-      seen = generation_.load(std::memory_order_acquire);
+      seen = job >> kHelperBits;
       work(id);
       if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
         std::lock_guard<std::mutex> lock(mutex_);  // the caller checks pending_ under this lock
@@ -119,8 +129,10 @@ class Pool {
   const std::function<void(int64_t, int)>* body_ = nullptr;
   int64_t items_ = 0;
   std::atomic<int64_t> next_{0};
-  std::atomic<int> active_helpers_{0}, pending_{0};
-  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> pending_{0};
+  static constexpr int kHelperBits = 16;  // job_ = generation << 16 | helpers
+  uint64_t generation_ = 0;               // the caller's count of jobs (under job_mutex_)
+  std::atomic<uint64_t> job_{0};
   std::atomic<bool> stopping_{false};
   std::exception_ptr error_;
 };
