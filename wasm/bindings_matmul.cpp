@@ -32,7 +32,7 @@ qkv::WeightMatrix matrix(const std::string& type, bool out_in, int K, int N, uin
           K,
           N,
           ptr<const void>(data),
-          ptr<const float>(scales)};
+          ptr<const uint16_t>(scales)};
 }
 
 // y [M, N] = x [M, K] W + bias; kernel: "auto" (matmul), "gemv" (row by row) or "gemm"
@@ -53,10 +53,11 @@ std::string matmul_run(const std::string& type, bool out_in, int M, int K, int N
   });
 }
 
-// Quantizes a F32 / F16 / BF16 matrix to Q8 into data (q8DataBytes) and scales (q8ScaleCount floats).
+// Quantizes a F32 / F16 / BF16 matrix to Q8 into data (q8DataBytes) and scales (q8ScaleCount halves).
 std::string matmul_quantize(const std::string& type, bool out_in, int K, int N, uintptr_t src, uintptr_t data,
                             uintptr_t scales) {
-  return guarded([&] { qkv::quantize_q8(matrix(type, out_in, K, N, src, 0), ptr<int8_t>(data), ptr<float>(scales)); });
+  return guarded(
+      [&] { qkv::quantize_q8(matrix(type, out_in, K, N, src, 0), ptr<int8_t>(data), ptr<uint16_t>(scales)); });
 }
 
 double q8_data_bytes(int K, int N) { return double(qkv::Q8Layout::of(K, N).data_bytes()); }

@@ -186,7 +186,7 @@ const Layer kSmolLayers[] = {{"q_proj", 576, 576},    {"k_proj", 576, 192},     
 // One stored matrix (owns its bytes).
 struct Stored {
   std::vector<uint8_t> bytes;
-  std::vector<float> scales;
+  std::vector<uint16_t> scales;
   qkv::WeightMatrix w;
 };
 
@@ -299,7 +299,7 @@ int main(int argc, char** argv) {
                   layer_what.c_str(), gbs, gbs / bw,
                   double(bytes) /
                       double(type == qkv::WeightType::F32  ? 4
-                             : type == qkv::WeightType::Q8 ? 1.125
+                             : type == qkv::WeightType::Q8 ? 1.0625
                                                            : 2) /
                       best / 1e9);
     if (mode != "gemm") {

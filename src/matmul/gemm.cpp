@@ -159,7 +159,7 @@ void pack_q8(const WeightMatrix& w, int64_t k0, int64_t k1, int64_t j0, int64_t 
           _mm_loadl_epi64(reinterpret_cast<const __m128i*>(data + (g * q.blocks + b) * 128 + (k % 32) / 2 * 8));
       const __m128 lo = _mm_cvtepi32_ps(_mm_cvtepi8_epi32(v)),
                    hi = _mm_cvtepi32_ps(_mm_cvtepi8_epi32(_mm_srli_si128(v, 4)));
-      const halves::F4 d = halves::F4::load_unaligned(w.scales + (g * q.blocks + b) * 4);
+      const halves::F4 d = halves::positive_halves(w.scales + (g * q.blocks + b) * 4);
       (halves::F4(_mm_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0))) * d).store_unaligned(dst + (k - k0) * kNR);
       if (k + 1 < k1)
         (halves::F4(_mm_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 1, 3, 1))) * d).store_unaligned(dst + (k + 1 - k0) * kNR);
@@ -172,7 +172,7 @@ void pack_q8(const WeightMatrix& w, int64_t k0, int64_t k1, int64_t j0, int64_t 
     for (int64_t k = k0; k < k1; ++k) {
       const int64_t b = k / 32;
       const int8_t qv = data[(g * q.blocks + b) * 128 + (k % 32) / 2 * 8 + c * 2 + k % 2];
-      dst[(k - k0) * kNR] = w.scales[(g * q.blocks + b) * 4 + c] * float(qv);
+      dst[(k - k0) * kNR] = halves::f16_to_f32(w.scales[(g * q.blocks + b) * 4 + c]) * float(qv);
     }
   }
 }

@@ -23,6 +23,7 @@
 
 #ifndef QKV_NO_SIMD
 #include <emmintrin.h>  // _mm_madd_epi16 (pmaddwd; i32x4.dot_i16x8_s in wasm)
+#include <smmintrin.h>  // _mm_cvtepu16_epi32 (pmovzxwd; i32x4.extend_low_i16x8_u)
 
 #include <xsimd/xsimd.hpp>
 #endif
@@ -112,6 +113,17 @@ template <bool kF16>
 inline F4 wide_odd(I4 u) {
   return kF16 ? xsimd::bitwise_cast<F4>((u >> 3) & I4(int32_t(0x8FFFE000u))) : bf16_high(odd_high(u));
 }
+
+// 4 non-negative IEEE halves at p (Q8's block scales) -> their floats times 2^-112: zero-extended
+// to 32-bit lanes and shifted into float32's fields (as above; with no sign to place, one shift
+// does it). Exact and normal for normal halves, zero for zero (the Q8 quantizer stores no
+// subnormal scale, which would widen into a subnormal float: slow on x86).
+inline F4 positive_halves_low(const uint16_t* p) {
+  const __m128i h = _mm_cvtepu16_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+  return xsimd::bitwise_cast<F4>(I4(_mm_slli_epi32(h, 13)));
+}
+// ... and exactly their floats
+inline F4 positive_halves(const uint16_t* p) { return positive_halves_low(p) * F4(kF16Half * kF16Half); }
 #endif
 
 }  // namespace qkv::halves

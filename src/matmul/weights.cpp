@@ -71,7 +71,8 @@ float weight_at(const WeightMatrix& w, int64_t k, int64_t n) {
       return halves::bf16_to_f32(static_cast<const uint16_t*>(w.data)[element_index(w, k, n)]);
     case WeightType::Q8: {
       const Q8Layout q = Q8Layout::of(w.K, w.N);
-      return w.scales[q8_scale_index(q, k, n)] * float(static_cast<const int8_t*>(w.data)[q8_offset(q, k, n)]);
+      return halves::f16_to_f32(w.scales[q8_scale_index(q, k, n)]) *
+             float(static_cast<const int8_t*>(w.data)[q8_offset(q, k, n)]);
     }
   }
   return 0.0f;
@@ -116,15 +117,21 @@ void gather_columns(const WeightMatrix& w, int64_t n0, int64_t count, int64_t Kp
 }
 
 // One Q8 block: 32 values of one column -> scale and 32 int8 at stride (pairs of 8 bytes).
-void quantize_block(const float* v, int8_t* out, int64_t column, float* scale) {
+void quantize_block(const float* v, int8_t* out, int64_t column, uint16_t* scale) {
   float amax = 0.0f;
   for (int i = 0; i < 32; ++i) {
     if (!std::isfinite(v[i])) throw std::invalid_argument("quantize_q8: a weight is " + std::to_string(v[i]));
     amax = std::max(amax, std::fabs(v[i]));
   }
-  const float d = amax / 127.0f;
+  constexpr float kMinNormalHalf = 6.103515625e-05f;  // 2^-14
+  const float want = amax > 0.0f ? std::max(amax / 127.0f, kMinNormalHalf) : 0.0f;
+  *scale = halves::f32_to_f16(want);
+  if ((*scale & 0x7C00u) == 0x7C00u) {
+    throw std::invalid_argument("quantize_q8: a block's largest weight " + std::to_string(amax) +
+                                " is beyond what an 8-bit block with a half scale holds (|w| <= 8.3e6)");
+  }
+  const float d = halves::f16_to_f32(*scale);  // the scale as stored: q = nearest(v / d)
   const float inv = d > 0.0f ? 1.0f / d : 0.0f;
-  *scale = d;
   for (int i = 0; i < 32; ++i) {
     const float r = std::nearbyint(v[i] * inv);
     out[(i / 2) * 8 + column * 2 + i % 2] = int8_t(std::min(127.0f, std::max(-127.0f, r)));
@@ -132,7 +139,7 @@ void quantize_block(const float* v, int8_t* out, int64_t column, float* scale) {
 }
 
 template <WeightType T>
-void quantize_q8_as(const WeightMatrix& src, int8_t* data, float* scales) {
+void quantize_q8_as(const WeightMatrix& src, int8_t* data, uint16_t* scales) {
   const Q8Layout q = Q8Layout::of(src.K, src.N);
   const int64_t Kp = q.blocks * 32;
   constexpr int64_t kStrip = 64;  // columns gathered at a time: 16 groups
@@ -154,7 +161,7 @@ void quantize_q8_as(const WeightMatrix& src, int8_t* data, float* scales) {
 
 }  // namespace
 
-void quantize_q8(const WeightMatrix& src, int8_t* data, float* scales) {
+void quantize_q8(const WeightMatrix& src, int8_t* data, uint16_t* scales) {
   switch (src.type) {
     case WeightType::F32:
       return quantize_q8_as<WeightType::F32>(src, data, scales);

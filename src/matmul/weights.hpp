@@ -16,12 +16,15 @@ enum class WeightType { F32, F16, BF16, Q8 };
 const char* weight_type_name(WeightType t);  // "F32", "F16", "BF16", "Q8"
 
 // Q8, 8-bit weights like ggml's q8_0: each output column n is cut into blocks of 32 along K;
-// a block keeps 32 int8 values q and one float scale d, W[k, n] ~= d * q, symmetric,
-// d = max|W| / 127 over the block (d = 0 for an all-zero block). K is padded with zeros to
+// a block keeps 32 int8 values q and one IEEE half scale d, W[k, n] ~= d * q, symmetric,
+// d = max|W| / 127 over the block rounded to a half (d = 0 for an all-zero block; at least
+// 2^-14, the smallest normal half, so that the kernels' widening never makes a subnormal
+// float: a block whose weights are all below 127 * 2^-14 ~= 0.0078 keeps an error below
+// 2^-15 per weight instead of d / 2). 1.0625 bytes per weight. K is padded with zeros to
 // Kp (a multiple of 32), N to Np (a multiple of 4). Laid out for the SIMD kernels:
 //
 //   data   [Np/4 groups][Kp/32 blocks][16 k-pairs][4 columns][2] int8
-//   scales [Np/4 groups][Kp/32 blocks][4 columns] float
+//   scales [Np/4 groups][Kp/32 blocks][4 columns] IEEE half (uint16 bits)
 //
 // A 16-byte load holds two k-pairs of a group's 4 columns; the int16 dot product of one
 // k-pair (8 values, widened) with (x[k], x[k+1]) repeated 4 times (pmaddwd, wasm's
@@ -32,7 +35,7 @@ struct Q8Layout {
   static Q8Layout of(int64_t K, int64_t N);
   size_t data_bytes() const { return size_t(groups) * size_t(blocks) * 128; }
   size_t scale_count() const { return size_t(groups) * size_t(blocks) * 4; }
-  size_t bytes() const { return data_bytes() + 4 * scale_count(); }
+  size_t bytes() const { return data_bytes() + 2 * scale_count(); }
 };
 
 // y[M, N] = x[M, K] W[K, N] (+ bias): W as stored.
@@ -45,7 +48,7 @@ struct WeightMatrix {
   WeightLayout layout = WeightLayout::InOut;
   int64_t K = 0, N = 0;
   const void* data = nullptr;
-  const float* scales = nullptr;
+  const uint16_t* scales = nullptr;  // Q8: the block scales (halves), as Q8Layout says
 
   size_t bytes() const;  // what the kernels read per pass over W
 };
@@ -57,8 +60,10 @@ float weight_at(const WeightMatrix& w, int64_t k, int64_t n);
 void read_column(const WeightMatrix& w, int64_t n, float* out);
 
 // Quantizes a F32 / F16 / BF16 matrix of either layout to Q8 (data: Q8Layout::data_bytes(),
-// scales: scale_count() floats). Rounds to nearest (ties to even).
-void quantize_q8(const WeightMatrix& src, int8_t* data, float* scales);
+// scales: scale_count() halves). Rounds to nearest (ties to even), against the scale as
+// stored. Throws std::invalid_argument for a weight that is not finite or a block whose
+// scale does not fit in a half (|W| > 127 * 65504 ~= 8.3e6).
+void quantize_q8(const WeightMatrix& src, int8_t* data, uint16_t* scales);
 
 // Readies n F16 weights at p for the kernels, in place: throws std::invalid_argument("<what>:
 // F16 weights hold inf|NaN at element i (of n)") for a value that is not finite, and flushes

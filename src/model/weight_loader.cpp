@@ -144,7 +144,7 @@ void WeightLoader::convert(const MatrixPlan& m, uint8_t* out) const {
       const WeightMatrix view{s.type, m.layout, m.K, m.N, s.aligned() ? s.bytes : copy.data(), nullptr};
       const Q8Layout q = Q8Layout::of(m.K, m.N);
       try {
-        quantize_q8(view, reinterpret_cast<int8_t*>(out), reinterpret_cast<float*>(out + q.data_bytes()));
+        quantize_q8(view, reinterpret_cast<int8_t*>(out), reinterpret_cast<uint16_t*>(out + q.data_bytes()));
       } catch (const std::invalid_argument& e) {
         fail(s.name, e.what());
       }
@@ -177,7 +177,7 @@ WeightBuffers WeightLoader::load(MallocBytes file, size_t size) {
     if (!in_place) convert(m, at);
     *m.dst = WeightMatrix{m.to, m.layout, m.K, m.N, at, nullptr};
     if (m.to == WeightType::Q8)
-      m.dst->scales = reinterpret_cast<const float*>(at + Q8Layout::of(m.K, m.N).data_bytes());
+      m.dst->scales = reinterpret_cast<const uint16_t*>(at + Q8Layout::of(m.K, m.N).data_bytes());
     if (m.to == WeightType::F16) {
       // finite (the kernels' widening does not special-case inf and NaN); subnormals to zero,
       // in the file's buffer or the converted one, both ours

@@ -24,7 +24,7 @@ struct Stored {
   std::vector<float> f32;      // K * N values as generated (storage order)
   std::vector<uint16_t> half;  // F16 / BF16 storage
   std::vector<int8_t> q8;
-  std::vector<float> scales;
+  std::vector<uint16_t> scales;
   WeightMatrix w;
 };
 
@@ -361,10 +361,10 @@ TEST_CASE("quantize_q8: layout, error bound, zeros and read_column") {
     CHECK(q.groups == 2);
     CHECK(q.blocks == 2);
     std::vector<int8_t> data(q.data_bytes(), 99);
-    std::vector<float> scales(q.scale_count(), 99.0f);
+    std::vector<uint16_t> scales(q.scale_count(), uint16_t(0x5633));  // 99 as a half
     quantize_q8(src, data.data(), scales.data());
     WeightMatrix w{WeightType::Q8, layout, K, N, data.data(), scales.data()};
-    CHECK(w.bytes() == q.data_bytes() + 4 * q.scale_count());
+    CHECK(w.bytes() == q.data_bytes() + 2 * q.scale_count());
     for (int64_t n = 0; n < N; ++n) {
       std::vector<float> col(static_cast<size_t>(K));
       read_column(w, n, col.data());
@@ -372,10 +372,12 @@ TEST_CASE("quantize_q8: layout, error bound, zeros and read_column") {
         float amax = 0.0f;
         for (int64_t k = b * 32; k < std::min(K, b * 32 + 32); ++k)
           amax = std::max(amax, std::fabs(weight_at(src, k, n)));
-        CHECK(scales[size_t((n / 4 * 2 + b) * 4 + n % 4)] == doctest::Approx(amax / 127.0f));
+        // the scale: amax / 127 rounded to a half (relative error <= 2^-11)
+        CHECK(halves::f16_to_f32(scales[size_t((n / 4 * 2 + b) * 4 + n % 4)]) ==
+              doctest::Approx(amax / 127.0f).epsilon(4.9e-4));
         for (int64_t k = b * 32; k < std::min(K, b * 32 + 32); ++k) {
           CHECK(col[size_t(k)] == weight_at(w, k, n));
-          CHECK(std::fabs(col[size_t(k)] - weight_at(src, k, n)) <= amax / 254.0f * 1.0001f);
+          CHECK(std::fabs(col[size_t(k)] - weight_at(src, k, n)) <= amax / 254.0f * (1.0f + 1.0f / 2048));
         }
       }
       if (n == 5) CHECK(std::all_of(col.begin(), col.end(), [](float c) { return c == 0.0f; }));
@@ -389,6 +391,56 @@ TEST_CASE("quantize_q8: layout, error bound, zeros and read_column") {
             if (k >= K || n >= N) CHECK(data[size_t(((1 * 2 + b) * 16 + p) * 8 + c * 2 + par)] == 0);
           }
   }
+}
+
+TEST_CASE("quantize_q8: scales are normal halves; tiny blocks keep a 2^-15 error, huge ones are an error") {
+  const int64_t K = 32, N = 4;
+  std::vector<float> v(size_t(K * N));
+  for (int64_t i = 0; i < K * N; ++i) v[size_t(i)] = float((i * 37) % 19 - 9);  // -9 .. 9
+  for (int64_t k = 0; k < K; ++k) {
+    v[size_t(k * N + 1)] *= 1e-7f;  // column 1: |w| <= 9e-7, amax / 127 a subnormal half
+    v[size_t(k * N + 2)] = 0.0f;    // column 2: zeros
+  }
+  WeightMatrix src{WeightType::F32, WeightLayout::InOut, K, N, v.data(), nullptr};
+  const Q8Layout q = Q8Layout::of(K, N);
+  std::vector<int8_t> data(q.data_bytes());
+  std::vector<uint16_t> scales(q.scale_count());
+  quantize_q8(src, data.data(), scales.data());
+  CHECK(scales[1] == 0x0400);  // 2^-14, the smallest normal half
+  CHECK(scales[2] == 0);
+  WeightMatrix w{WeightType::Q8, WeightLayout::InOut, K, N, data.data(), scales.data()};
+  for (int64_t k = 0; k < K; ++k) {
+    CHECK(std::fabs(weight_at(w, k, 1) - weight_at(src, k, 1)) <= 0x1p-15f);
+    CHECK(weight_at(w, k, 2) == 0.0f);
+  }
+  // the kernels widen the scales as weight_at does: a product through both paths
+  std::vector<float> want(size_t(N), 0.0f);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t k = 0; k < K; ++k) want[size_t(n)] += weight_at(w, k, n);
+  for (int64_t M : {1, 5}) {  // the GEMV and the GEMM (packing)
+    std::vector<float> xm(size_t(M * K), 1.0f), ym(size_t(M * N));
+    matmul(w, xm.data(), M, nullptr, ym.data(), 1);
+    for (int64_t n = 0; n < N; ++n)
+      CHECK(ym[size_t((M - 1) * N + n)] == doctest::Approx(want[size_t(n)]).epsilon(1e-4));
+  }
+  // x beyond ~2^31 in a block: the kernels' x scale times 2^112 would overflow, so they take
+  // the plain scales (same bits otherwise); the product is still the reference's
+  for (int64_t M : {1, 5}) {
+    std::vector<float> xm(size_t(M * K), 1.0f), ym(size_t(M * N));
+    xm[size_t((M - 1) * K + 7)] = 3e10f;
+    matmul(w, xm.data(), M, nullptr, ym.data(), 1);
+    for (int64_t n = 0; n < N; ++n) {
+      float ref = 0.0f;
+      for (int64_t k = 0; k < K; ++k) ref += xm[size_t((M - 1) * K + k)] * weight_at(w, k, n);
+      CHECK(std::isfinite(ym[size_t((M - 1) * N + n)]));
+      CHECK(ym[size_t((M - 1) * N + n)] == doctest::Approx(ref).epsilon(1e-3));
+    }
+  }
+  v[5 * N + 3] = 1e7f;  // a scale beyond the half range
+  CHECK_THROWS_WITH_AS(quantize_q8(src, data.data(), scales.data()),
+                       "quantize_q8: a block's largest weight 10000000.000000 is beyond what an 8-bit block with a "
+                       "half scale holds (|w| <= 8.3e6)",
+                       std::invalid_argument);
 }
 
 TEST_CASE("matmul: F16 weights readied for the kernels (inf/NaN refused, subnormals to zero); bad shapes are errors") {

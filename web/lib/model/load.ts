@@ -65,8 +65,8 @@ export interface LoadOptions {
   /**
    * 'auto' (default): the matrices as the file stores them (F32, F16 or BF16; 16-bit weights
    * stay 16-bit and are widened inside the kernels); 'f32' / 'f16': converted on load; 'int8':
-   * quantized on load to 8 bits per weight in blocks of 32 with a float scale (like ggml's
-   * q8_0): about a quarter of F32's memory and of the bytes read per generated token.
+   * quantized on load to 8 bits per weight in blocks of 32 with a 16-bit float scale (like
+   * ggml's q8_0): about a quarter of F32's memory and of the bytes read per generated token.
    */
   weights?: WeightsOption;
   /** Called as model.safetensors arrives, after each chunk (file: 'model.safetensors'). */
