@@ -98,7 +98,12 @@ test('12 layers x 12 heads x ~1000 tokens: head view virtualised and scrolled wi
   await page.waitForSelector('body[data-ready=true]', { timeout: 60_000 });
   await page.selectOption('#hub-weights', 'auto'); // F32, as the Node reference
   await page.click('#hub-load');
-  await page.waitForSelector('body[data-hub]', { timeout: 180_000 });
+  await page.waitForSelector('body[data-hub]', { timeout: 180_000 }).catch(async (e) => {
+    // the load did not finish (seen in CI runs on 2026-12-01, not reproduced locally): say what the page shows
+    const shown = await page.evaluate(() =>
+      [...document.querySelectorAll('[id^=hub], #model-info, #gen-msg')].map((el) => `${el.id}: ${el.textContent.trim().slice(0, 200)}`).join(' | '));
+    throw new Error(`${e.message}\npage: ${shown}\nconsole: ${JSON.stringify(page.problems)}`);
+  });
   assert.match(await page.textContent('#model-info'), /12 layers × 12 heads, d_model 48, context 1024/);
 
   // the prompt: analysed (the forward with attentions) and drawn in the head view
