@@ -293,6 +293,8 @@ void prepare_q8(const float* x, int64_t K, GemvInput& in) {
   const Q8Layout q = Q8Layout::of(K, 4);
   in.pairs.resize(size_t(q.blocks * 16 * 8));
   in.block_scale.resize(size_t(q.blocks));
+  in.block_scale_wide.resize(size_t(q.blocks));
+  in.wide_finite = true;
   for (int64_t b = 0; b < q.blocks; ++b) {
     // xb [32] = the block, zeros past K
     float xb[32] = {};
@@ -336,11 +338,7 @@ void prepare_q8(const float* x, int64_t K, GemvInput& in) {
     }
 #endif
     in.block_scale[size_t(b)] = d;
-  }
-  in.block_scale_wide.resize(size_t(q.blocks));
-  in.wide_finite = true;
-  for (int64_t b = 0; b < q.blocks; ++b) {
-    in.block_scale_wide[size_t(b)] = in.block_scale[size_t(b)] * (halves::kF16Half * halves::kF16Half);
+    in.block_scale_wide[size_t(b)] = d * halves::kF16Scale;
     in.wide_finite = in.wide_finite && std::isfinite(in.block_scale_wide[size_t(b)]);
   }
 }

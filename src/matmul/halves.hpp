@@ -74,6 +74,8 @@ inline uint16_t f32_to_bf16(float f) {
 
 // 2^56: the half of 2^112 each side of an F16 product carries (see above).
 constexpr float kF16Half = 72057594037927936.0f;
+// 2^112: what the field placement of a half takes off (the whole of it, on one side)
+constexpr float kF16Scale = kF16Half * kF16Half;
 
 #ifndef QKV_NO_SIMD
 // The kernels' vector: four floats, SIMD128 in wasm (xsimd's SSE code lowered by
@@ -123,7 +125,7 @@ inline F4 positive_halves_low(const uint16_t* p) {
   return xsimd::bitwise_cast<F4>(I4(_mm_slli_epi32(h, 13)));
 }
 // ... and exactly their floats
-inline F4 positive_halves(const uint16_t* p) { return positive_halves_low(p) * F4(kF16Half * kF16Half); }
+inline F4 positive_halves(const uint16_t* p) { return positive_halves_low(p) * F4(kF16Scale); }
 #endif
 
 }  // namespace qkv::halves

@@ -413,29 +413,25 @@ TEST_CASE("quantize_q8: scales are normal halves; tiny blocks keep a 2^-15 error
     CHECK(std::fabs(weight_at(w, k, 1) - weight_at(src, k, 1)) <= 0x1p-15f);
     CHECK(weight_at(w, k, 2) == 0.0f);
   }
-  // the kernels widen the scales as weight_at does: a product through both paths
-  std::vector<float> want(size_t(N), 0.0f);
-  for (int64_t n = 0; n < N; ++n)
-    for (int64_t k = 0; k < K; ++k) want[size_t(n)] += weight_at(w, k, n);
-  for (int64_t M : {1, 5}) {  // the GEMV and the GEMM (packing)
-    std::vector<float> xm(size_t(M * K), 1.0f), ym(size_t(M * N));
-    matmul(w, xm.data(), M, nullptr, ym.data(), 1);
-    for (int64_t n = 0; n < N; ++n)
-      CHECK(ym[size_t((M - 1) * N + n)] == doctest::Approx(want[size_t(n)]).epsilon(1e-4));
-  }
-  // x beyond ~2^31 in a block: the kernels' x scale times 2^112 would overflow, so they take
-  // the plain scales (same bits otherwise); the product is still the reference's
-  for (int64_t M : {1, 5}) {
-    std::vector<float> xm(size_t(M * K), 1.0f), ym(size_t(M * N));
-    xm[size_t((M - 1) * K + 7)] = 3e10f;
-    matmul(w, xm.data(), M, nullptr, ym.data(), 1);
-    for (int64_t n = 0; n < N; ++n) {
-      float ref = 0.0f;
-      for (int64_t k = 0; k < K; ++k) ref += xm[size_t((M - 1) * K + k)] * weight_at(w, k, n);
-      CHECK(std::isfinite(ym[size_t((M - 1) * N + n)]));
-      CHECK(ym[size_t((M - 1) * N + n)] == doctest::Approx(ref).epsilon(1e-3));
+  // the kernels widen the scales as weight_at does: products through the GEMV (M = 1) and the
+  // GEMM (M = 5, packing) against sum_k x[k] * weight_at, for x of ones and for x with a value
+  // beyond ~2^31 in a block (the kernels' x scale times 2^112 would overflow there, so they take
+  // the plain scales)
+  const auto check_products = [&](float big, double epsilon) {
+    for (int64_t M : {1, 5}) {
+      std::vector<float> xm(size_t(M * K), 1.0f), ym(size_t(M * N));
+      xm[size_t((M - 1) * K + 7)] = big;
+      matmul(w, xm.data(), M, nullptr, ym.data(), 1);
+      for (int64_t n = 0; n < N; ++n) {
+        float ref = 0.0f;
+        for (int64_t k = 0; k < K; ++k) ref += xm[size_t((M - 1) * K + k)] * weight_at(w, k, n);
+        CHECK(std::isfinite(ym[size_t((M - 1) * N + n)]));
+        CHECK(ym[size_t((M - 1) * N + n)] == doctest::Approx(ref).epsilon(epsilon));
+      }
     }
-  }
+  };
+  check_products(1.0f, 1e-4);
+  check_products(3e10f, 1e-3);
   v[5 * N + 3] = 1e7f;  // a scale beyond the half range
   CHECK_THROWS_WITH_AS(quantize_q8(src, data.data(), scales.data()),
                        "quantize_q8: a block's largest weight 10000000.000000 is beyond what an 8-bit block with a "
