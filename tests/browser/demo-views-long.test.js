@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { ROOT, openPage } from './harness.js';
+import { ROOT, openPage, watchMainThread } from './harness.js';
 import { LONG_PROMPT as PROMPT, startDemoHub } from './hub-server.js';
 
 const ART = join(ROOT, 'build/artifacts/demo');
@@ -97,13 +97,20 @@ test('12 layers x 12 heads x ~1000 tokens: head view virtualised and scrolled wi
   const problems = page.problems;
   await page.waitForSelector('body[data-ready=true]', { timeout: 60_000 });
   await page.selectOption('#hub-weights', 'auto'); // F32, as the Node reference
+  const watch = await watchMainThread(page); // for the message below: where the page is if the load never ends
   await page.click('#hub-load');
   await page.waitForSelector('body[data-hub]', { timeout: 180_000 }).catch(async (e) => {
-    // the load did not finish (seen in CI runs on 2026-12-01, not reproduced locally): say what the page shows
-    const shown = await page.evaluate(() =>
-      [...document.querySelectorAll('[id^=hub], #model-info, #gen-msg')].map((el) => `${el.id}: ${el.textContent.trim().slice(0, 200)}`).join(' | '));
-    throw new Error(`${e.message}\npage: ${shown}\nconsole: ${JSON.stringify(page.problems)}`);
+    // seen in two local clean-clone CI runs on 2026-12-01 (under the load of other benchmarks),
+    // not since: say where the main thread is, then what the page shows (bounded: a main thread
+    // that never returns to its event loop answers no evaluate)
+    const stack = await watch.stack();
+    const shown = await Promise.race([
+      page.evaluate(() => [...document.querySelectorAll('[id^=hub], #model-info, #gen-msg')].map((el) => `${el.id}: ${el.textContent.trim().slice(0, 200)}`).join(' | ')),
+      new Promise((ok) => setTimeout(ok, 15_000, 'no answer in 15 s')),
+    ]);
+    throw new Error(`${e.message}\nmain thread: ${stack}\npage: ${shown}\nconsole: ${JSON.stringify(page.problems)}`);
   });
+  await watch.stop();
   assert.match(await page.textContent('#model-info'), /12 layers × 12 heads, d_model 48, context 1024/);
 
   // the prompt: analysed (the forward with attentions) and drawn in the head view

@@ -63,3 +63,33 @@ export async function openPage(browser, url, { viewport } = {}) {
   await page.goto(url);
   return page;
 }
+
+/**
+ * For a test's failure message: a DevTools session with the debugger on, so that `stack()` can
+ * say where the page's main thread is ("function (file:line:column)" frames, innermost first) even
+ * when it never returns to its event loop (V8 takes the pause between statements and inside
+ * wasm loops; the debugger must be on before the hang, as enabling it needs the main thread).
+ * While it is on, V8 runs wasm in its debuggable tier: watch a short step, then `stop()`.
+ */
+export async function watchMainThread(page) {
+  const cdp = await page.context().newCDPSession(page);
+  const scripts = new Map(); // scriptId -> its file's name
+  cdp.on('Debugger.scriptParsed', (s) => scripts.set(s.scriptId, s.url.split('/').pop()));
+  await cdp.send('Debugger.enable');
+  return {
+    async stack(ms = 10_000) {
+      try {
+        const paused = new Promise((ok) => cdp.once('Debugger.paused', ok));
+        await cdp.send('Debugger.pause');
+        const ev = await Promise.race([paused, new Promise((ok) => setTimeout(ok, ms, null))]);
+        if (!ev) return `the main thread did not pause within ${ms} ms`;
+        await cdp.send('Debugger.resume');
+        const at = ({ scriptId, lineNumber, columnNumber }) => `${scripts.get(scriptId) || scriptId}:${lineNumber + 1}:${(columnNumber ?? 0) + 1}`;
+        return ev.callFrames.map((f) => `${f.functionName || '(anonymous)'} (${at(f.location)})`).join(' <- ');
+      } catch (e) {
+        return `no stack: ${e.message}`;
+      }
+    },
+    stop: () => cdp.detach().catch(() => {}),
+  };
+}
