@@ -108,7 +108,7 @@ test('12 layers x 12 heads x ~1000 tokens: head view virtualised and scrolled wi
       page.evaluate(() => [...document.querySelectorAll('[id^=hub], #model-info, #gen-msg')].map((el) => `${el.id}: ${el.textContent.trim().slice(0, 200)}`).join(' | ')),
       new Promise((ok) => setTimeout(ok, 15_000, 'no answer in 15 s')),
     ]);
-    throw new Error(`${e.message}\nmain thread: ${stack}\npage: ${shown}\nconsole: ${JSON.stringify(page.problems)}`);
+    throw new Error(`${e.message}\nmain thread: ${stack}\npage: ${shown}\nconsole: ${JSON.stringify(page.problems)}\nHub requests: ${JSON.stringify(hub.requests)}`);
   });
   await watch.stop();
   assert.match(await page.textContent('#model-info'), /12 layers × 12 heads, d_model 48, context 1024/);

@@ -82,7 +82,12 @@ export async function watchMainThread(page) {
         const paused = new Promise((ok) => cdp.once('Debugger.paused', ok));
         await cdp.send('Debugger.pause');
         const ev = await Promise.race([paused, new Promise((ok) => setTimeout(ok, ms, null))]);
-        if (!ev) return `the main thread did not pause within ${ms} ms`;
+        if (!ev) {
+          // else the pending pause would stop the next script the page runs (an evaluate too)
+          await cdp.send('Debugger.disable');
+          await cdp.send('Debugger.enable');
+          return `the main thread did not pause within ${ms} ms: no script ran (the page waits for an event)`;
+        }
         await cdp.send('Debugger.resume');
         const at = ({ scriptId, lineNumber, columnNumber }) => `${scripts.get(scriptId) || scriptId}:${lineNumber + 1}:${(columnNumber ?? 0) + 1}`;
         return ev.callFrames.map((f) => `${f.functionName || '(anonymous)'} (${at(f.location)})`).join(' <- ');

@@ -68,15 +68,19 @@ type Opener = (name: string, optional: boolean) => Promise<ByteStream | null>;
 const READ_BYTES = 1 << 20;
 
 /**
- * The chunks of a web ReadableStream (not every browser makes it async-iterable). A byte stream
- * (fetch's body, Blob.stream()) is read into one buffer reused for every read, so a 500 MB
+ * The chunks of a web ReadableStream (not every browser makes it async-iterable). With byobIfByteStream,
+ * a byte stream (fetch's body) is read into one buffer reused for every read, so a 500 MB
  * download leaves no 500 MB of chunks for the GC to find: a chunk is valid only until the next
- * is asked for (streamIntoWasm copies it into wasm at once; readAll copies it).
+ * is asked for (streamIntoWasm copies it into wasm at once; readAll copies it). Blob.stream()
+ * is read with the default reader: in Chromium 156 a BYOB read of a Blob from Cache Storage now
+ * and then never resolves (on a loaded machine the demo's Hub load stopped after 1-3 MiB in 3
+ * of ~35 runs of its long-prompt test, and after 11 and 16 loads in two loops of loads; with the
+ * default reader none stopped in 150 loads after a fresh download and 450 from the cache).
  */
-async function* readerChunks(stream: ReadableStream<Uint8Array>): AsyncGenerator<Uint8Array> {
+async function* readerChunks(stream: ReadableStream<Uint8Array>, byobIfByteStream: boolean): AsyncGenerator<Uint8Array> {
   let byob: ReadableStreamBYOBReader | null = null;
   try {
-    byob = stream.getReader({ mode: 'byob' });
+    if (byobIfByteStream) byob = stream.getReader({ mode: 'byob' });
   } catch {
     // not a byte stream: the default reader, a fresh chunk per read
   }
@@ -142,7 +146,7 @@ function fetchOpener(base: URL, signal: AbortSignal | undefined): Opener {
     const body = res.body;
     async function* chunks(): AsyncGenerator<Uint8Array> {
       try {
-        yield* readerChunks(body);
+        yield* readerChunks(body, true);
       } catch (e) {
         if (signal?.aborted) throw signal.reason;
         throw new Error(`loadModel: reading ${url.href} failed: ${(e as Error).message}`);
@@ -240,7 +244,7 @@ export function filesFromObject(files: ModelFiles): RawFiles {
   else if (ArrayBuffer.isView(files.weights)) {
     weights = one(new Uint8Array(files.weights.buffer, files.weights.byteOffset, files.weights.byteLength));
   } else if (typeof Blob !== 'undefined' && files.weights instanceof Blob) {
-    weights = { total: files.weights.size, chunks: readerChunks(files.weights.stream()), where: 'source.weights' };
+    weights = { total: files.weights.size, chunks: readerChunks(files.weights.stream(), false), where: 'source.weights' };
   } else {
     throw new TypeError(`loadModel: source.weights must be an ArrayBuffer or a Blob (model.safetensors' bytes), got ${describe(files.weights)}`);
   }
