@@ -9,15 +9,20 @@
 //       pack x[:, pc : pc+kc] into row blocks of kMR, [kc][kMR] each;
 //       for each panel, for each row block: the micro-kernel adds a kMR x kNR tile of
 //         products into y, its kMR x kNV accumulators held in registers across the kc rows.
-// The micro-kernel is kMR rows x kNV vectors, its multiply-add simd::madd (simd_madd.hpp):
-// 2 rows x 4 vectors (16 columns in wasm) in both the plain and the relaxed SIMD build, 8
-// chains, 4 loads and 2 broadcasts per k. Measured in Node 20 (GPT-2-small shapes, M = 32 /
-// 128 / 512, builds alternating, CPU time), 2 x 4 against 3 x 3: plain +0-1% / +2-9% / +5-6%,
-// relaxed +4-5%; 4 x 2 relaxed 8-11% slower. Larger tiles spill in V8: TurboFan schedules all
-// loads of a block before its arithmetic, so R x NV keeps R*NV + NV + R vectors live, and x64
-// V8 has 15 xmm registers to give (2 x 4: 14; 2 x 6: 20, 5 accumulators stored and reloaded
-// every k). Unrolling k by hand puts more loads in one block (25% slower); LLVM's own
-// unrolling keeps an exit test, so a block, per k. README "The relaxed-SIMD build" has more.
+// The micro-kernel is kMR rows x kNV vectors, its multiply-add simd::madd (simd_madd.hpp).
+// Plain SIMD build: 2 rows x 4 vectors (16 columns in wasm), 8 chains, 4 loads and 2
+// broadcasts per k. Measured in Node 20 (GPT-2-small shapes, M = 32 / 128 / 512, builds
+// alternating, CPU time), 2 x 4 against 3 x 3: plain +0-1% / +2-9% / +5-6%. Larger tiles spill
+// in V8: TurboFan schedules all loads of a block before its arithmetic, so R x NV keeps
+// R*NV + NV + R vectors live (plus the products of a mul + add), and x64 V8 has 15 xmm
+// registers to give (2 x 6: 5 accumulators stored and reloaded every k).
+// Relaxed SIMD build: 6 rows x 2 vectors (8 columns), 12 fused chains, 2 loads and 6
+// broadcasts per k: 12 + 2 + 1 live vectors, as a fused madd needs no product register. In
+// Chromium 156 (V8 15), relaxed/plain per M: 6 x 2 1.19 / 1.25-1.28 / 1.27-1.29, 2 x 4
+// 1.16-1.20 / 1.19-1.22 / 1.19-1.21; 5 x 2, 3 x 3, 4 x 2 between; 7 x 2, 2 x 5, 2 x 6, 3 x 4,
+// 4 x 3 slower. Node 20's V8 11 runs 6 x 2 8-13% slower than 2 x 4 (its relaxed SIMD is behind
+// a flag there). Unrolling k by hand puts more loads in one block (7-25% slower in both V8s);
+// LLVM's own unrolling keeps an exit test, so a block, per k. README "The relaxed-SIMD build".
 // QKV_GEMM_MR / QKV_GEMM_NV override the tile (for such measurements).
 // Every y element adds its products in k order in any split, so the thread count changes no bit.
 #include <algorithm>
@@ -42,6 +47,10 @@ using V = halves::F4;
 using V = float;
 #endif
 constexpr int kW = simd::lanes<V>;
+#if defined(QKV_RELAXED_SIMD) && !defined(QKV_GEMM_MR) && !defined(QKV_GEMM_NV)
+#define QKV_GEMM_MR 6  // fused madd needs no product registers: 12 accumulators fit (see above)
+#define QKV_GEMM_NV 2
+#endif
 #ifndef QKV_GEMM_MR
 #define QKV_GEMM_MR 2
 #endif
@@ -319,9 +328,10 @@ void pack_w(const WeightMatrix& w, int64_t k0, int64_t k1, int64_t j0, int64_t j
   }
 }
 
-// x[:, k0 : k1] -> row blocks of kMR (the last may be shorter), each [k1 - k0][rows]. Two rows
-// (the wasm tile's) are interleaved 4 columns at a time with vector zips; the plain loop with
-// 64-bit indices became emulated i64x2 multiplies in wasm, ~4% of a 512-row product.
+// x[:, k0 : k1] -> row blocks of kMR (the last may be shorter), each [k1 - k0][rows]. The wasm
+// tiles' blocks go 4 columns at a time: two rows with vector zips, six (the relaxed tile's) with
+// a 4 x 4 transpose and a zip; the plain loop with 64-bit indices became emulated i64x2
+// multiplies in wasm, ~4% of a 512-row product.
 void pack_x(const float* x, int64_t M, int64_t K, int64_t k0, int64_t k1, float* out) {
   const int64_t kc = k1 - k0;
   for (int64_t m0 = 0; m0 < M; m0 += kMR) {
@@ -335,6 +345,20 @@ void pack_x(const float* x, int64_t M, int64_t K, int64_t k0, int64_t k1, float*
         const V r0 = simd::load<V>(src + k), r1 = simd::load<V>(src + K + k);
         simd::store(dst + 2 * k, xsimd::zip_lo(r0, r1));
         simd::store(dst + 2 * k + kW, xsimd::zip_hi(r0, r1));
+      }
+    } else if (rows == 6 && kW == 4) {
+      // dst = [x0[k] .. x5[k] x0[k+1] ...]: rows 0-3 transposed 4 x 4, rows 4-5 zipped
+      for (; k + 4 <= kc; k += 4) {
+        __m128 r0 = _mm_loadu_ps(src + k), r1 = _mm_loadu_ps(src + K + k), r2 = _mm_loadu_ps(src + 2 * K + k),
+               r3 = _mm_loadu_ps(src + 3 * K + k);
+        _MM_TRANSPOSE4_PS(r0, r1, r2, r3);  // r_i = x0..3 at k + i
+        const __m128 r4 = _mm_loadu_ps(src + 4 * K + k), r5 = _mm_loadu_ps(src + 5 * K + k);
+        const __m128 lo = _mm_unpacklo_ps(r4, r5), hi = _mm_unpackhi_ps(r4, r5);  // x4 x5 at k, k+1 | k+2, k+3
+        float* d = dst + 6 * k;
+        _mm_storeu_ps(d, r0), _mm_storel_pi(reinterpret_cast<__m64*>(d + 4), lo);
+        _mm_storeu_ps(d + 6, r1), _mm_storeh_pi(reinterpret_cast<__m64*>(d + 10), lo);
+        _mm_storeu_ps(d + 12, r2), _mm_storel_pi(reinterpret_cast<__m64*>(d + 16), hi);
+        _mm_storeu_ps(d + 18, r3), _mm_storeh_pi(reinterpret_cast<__m64*>(d + 22), hi);
       }
     }
 #endif
