@@ -100,9 +100,9 @@ test('12 layers x 12 heads x ~1000 tokens: head view virtualised and scrolled wi
   const watch = await watchMainThread(page); // for the message below: where the page is if the load never ends
   await page.click('#hub-load');
   await page.waitForSelector('body[data-hub]', { timeout: 180_000 }).catch(async (e) => {
-    // seen in two local clean-clone CI runs on 2026-12-01 (under the load of other benchmarks),
-    // not since: say where the main thread is, then what the page shows (bounded: a main thread
-    // that never returns to its event loop answers no evaluate)
+    // (Chromium's BYOB reads of the cached Blob hung here now and then: web/lib/model/files.ts)
+    // say where the main thread is, then what the page shows (bounded: a main thread that never
+    // returns to its event loop answers no evaluate)
     const stack = await watch.stack();
     const shown = await Promise.race([
       page.evaluate(() => [...document.querySelectorAll('[id^=hub], #model-info, #gen-msg')].map((el) => `${el.id}: ${el.textContent.trim().slice(0, 200)}`).join(' | ')),

@@ -68,14 +68,15 @@ type Opener = (name: string, optional: boolean) => Promise<ByteStream | null>;
 const READ_BYTES = 1 << 20;
 
 /**
- * The chunks of a web ReadableStream (not every browser makes it async-iterable). With byobIfByteStream,
- * a byte stream (fetch's body) is read into one buffer reused for every read, so a 500 MB
- * download leaves no 500 MB of chunks for the GC to find: a chunk is valid only until the next
- * is asked for (streamIntoWasm copies it into wasm at once; readAll copies it). Blob.stream()
- * is read with the default reader: in Chromium 156 a BYOB read of a Blob from Cache Storage now
- * and then never resolves (on a loaded machine the demo's Hub load stopped after 1-3 MiB in 3
- * of ~35 runs of its long-prompt test, and after 11 and 16 loads in two loops of loads; with the
- * default reader none stopped in 150 loads after a fresh download and 450 from the cache).
+ * The chunks of a web ReadableStream (not every browser makes it async-iterable). With
+ * byobIfByteStream, a byte stream (fetch's body) is read into one buffer reused for every read,
+ * so a 500 MB download leaves no 500 MB of chunks for the GC to find: a chunk is valid only
+ * until the next is asked for (streamIntoWasm copies it into wasm at once; readAll copies it).
+ * Blob.stream() is read with the default reader (a fresh chunk per read): in Chromium 156 a
+ * BYOB read of a Blob from Cache Storage now and then never resolves (on a loaded machine the
+ * demo's Hub load stopped after 1-3 MiB in 3 of ~35 runs of its long-prompt test, and after 11
+ * and 16 loads in two loops of loads; with the default reader none stopped in 150 loads after a
+ * fresh download and 450 from the cache).
  */
 async function* readerChunks(stream: ReadableStream<Uint8Array>, byobIfByteStream: boolean): AsyncGenerator<Uint8Array> {
   let byob: ReadableStreamBYOBReader | null = null;
