@@ -42,6 +42,26 @@ using P = std::ptrdiff_t;
 
 constexpr int64_t kQueryTile = 64;  // query rows per work item
 
+// The micro-kernel's block (rows x batches) of the two products, St = K Qt and o += P V: any
+// shape gives the same bits (each element's sum runs over k in order). Switches for measuring
+// (bench/js/attn-shape.mjs). 2 x 4 for both: in Chromium 156 no other shape was clearly
+// faster (4x2, 3x3, 1x8, 2x3, 3x2, 5x2, 6x2 and mixes within noise or slower), in Node 20
+// the others are 5-16% slower.
+#ifndef QKV_ATTN_S_R
+#define QKV_ATTN_S_R 2
+#endif
+#ifndef QKV_ATTN_S_NV
+#define QKV_ATTN_S_NV 4
+#endif
+#ifndef QKV_ATTN_PV_R
+#define QKV_ATTN_PV_R 2
+#endif
+#ifndef QKV_ATTN_PV_NV
+#define QKV_ATTN_PV_NV 4
+#endif
+constexpr int kScoreR = QKV_ATTN_S_R, kScoreNV = QKV_ATTN_S_NV;
+constexpr int kValueR = QKV_ATTN_PV_R, kValueNV = QKV_ATTN_PV_NV;
+
 // Per-worker scratch, reused across the items a worker computes: one allocation, each array
 // starting on a 64-byte cache line (so that no vector load of it straddles two lines).
 class Scratch {
@@ -206,7 +226,8 @@ void Call::run_item(int64_t item, Scratch& w) const {
     // 2a. St = K Qt over the tile's n keys: K's rows are D apart, Qt's QT
     //     minus each row's reference max (where it has one): St = shift + K Qt
     for (int64_t r = 0; r < QT; ++r) w.shift[r] = std::isfinite(w.m[r]) ? -w.m[r] : 0.0f;
-    detail::accumulate(k_head + j0 * s.D, P(s.D), Fixed<1>(), w.qt, Fixed<QT>(), n, s.D, rows, w.st, QT, w.shift);
+    detail::accumulate<kScoreR, kScoreNV>(k_head + j0 * s.D, P(s.D), Fixed<1>(), w.qt, Fixed<QT>(), n, s.D, rows, w.st,
+                                          QT, w.shift);
     // 2b. masks: keys outside a row's range or hidden by the bool mask become -inf; float mask added.
     //     Ranges only move right with the row, so with no mask a tile is visible to every row
     //     when it is to the last row's begin and the first row's end.
@@ -248,7 +269,8 @@ void Call::run_item(int64_t item, Scratch& w) const {
       for (; e < s.Dv; ++e) o_row[e] *= w.alpha[r];
     }
     //     P's rows are adjacent in Pt, its keys QT apart; V's rows are Dv apart
-    detail::accumulate(w.pt, Fixed<1>(), Fixed<QT>(), v_head + j0 * s.Dv, P(s.Dv), rows, n, s.Dv, w.o, s.Dv);
+    detail::accumulate<kValueR, kValueNV>(w.pt, Fixed<1>(), Fixed<QT>(), v_head + j0 * s.Dv, P(s.Dv), rows, n, s.Dv,
+                                          w.o, s.Dv);
   }
 
   // 3. output = o / l (0 for a row with nothing visible); weights = 2^(s - m) / l

@@ -1,0 +1,92 @@
+// flash.cpp's micro-kernel block shapes, side by side: dist copies built with other
+// QKV_ATTN_S_R/S_NV/PV_R/PV_NV (each a directory like dist/ with its own wasm/qkv-simd.*),
+// SDPA non-causal B=1 H=8 D=64 one thread, alternating per round, the limit (peak.js) in the
+// same run, on-CPU time (Node: the process; Chromium: the renderer main thread).
+//   node bench/js/attn-shape.mjs --dists /tmp/attn [--tags b24,s42] [--sizes 1024,2048] [--rounds 3] [--runtimes chromium,node]
+// The first tag is the baseline.
+import { readFileSync, readdirSync, writeFileSync, mkdirSync } from 'node:fs';
+import { readFile, stat } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import path from 'node:path';
+import os from 'node:os';
+import { pathToFileURL } from 'node:url';
+import { runShapes, summarize } from './attn-shape-core.js';
+import { ROOT, launch, openPage } from '../../tests/browser/harness.js';
+
+const args = process.argv.slice(2);
+const opt = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback);
+const dists = opt('--dists', '/tmp/attn');
+const tags = opt('--tags', 'b24,s42').split(',');
+const sizes = opt('--sizes', '1024,2048').split(',').map(Number);
+const rounds = Number(opt('--rounds', '3'));
+const runtimes = opt('--runtimes', 'chromium').split(',');
+const results = new URL('../results/', import.meta.url);
+mkdirSync(results, { recursive: true });
+
+function report(name, runtime, raw) {
+  if (raw.error) throw new Error(raw.error);
+  const s = summarize(raw, tags, sizes);
+  console.log(`${runtime} (load ${os.loadavg().map((x) => x.toFixed(1)).join(' ')})\n${s.text}\n`);
+  writeFileSync(new URL(`attn-shape-${name}.json`, results), JSON.stringify({ runtime, date: new Date().toISOString(), load: os.loadavg(), tags, sizes, rounds, ...s, raw }, null, 1) + '\n');
+}
+
+if (runtimes.includes('node')) {
+  const builds = [];
+  for (const tag of tags) {
+    const qkv = await import(pathToFileURL(path.join(dists, `dist-${tag}`, 'index.js')).href);
+    if ((await qkv.init({ variant: 'simd', numThreads: 1 })).variant !== 'simd') throw new Error(`${tag} did not load`);
+    builds.push({ tag, qkv });
+  }
+  const cpuMs = async () => {
+    const { user, system } = process.cpuUsage();
+    return (user + system) / 1000;
+  };
+  report('node', `node ${process.version}`, await runShapes(builds, { sizes, rounds, cpuMs }));
+}
+
+function rendererMainThreadsMs() {
+  let ms = 0;
+  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    try {
+      if (!readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('--type=renderer')) continue;
+      let ours = false;
+      for (let p = pid; p && p !== '0' && p !== '1' && !ours; p = readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1].split(' ')[1]) {
+        ours = readFileSync(`/proc/${p}/cmdline`, 'utf8').includes('--qkv-shape-bench');
+      }
+      if (ours) ms += Number(readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'utf8').split(' ')[0]) / 1e6;
+    } catch { /* gone */ }
+  }
+  return ms;
+}
+
+if (runtimes.includes('chromium')) {
+  const TYPES = { '.html': 'text/html', '.js': 'text/javascript', '.mjs': 'text/javascript', '.wasm': 'application/wasm' };
+  const server = createServer(async (req, res) => {
+    const headers = { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp', 'Cache-Control': 'no-store' };
+    const url = new URL(req.url, 'http://x');
+    if (url.pathname === '/cpu-ms') {
+      res.writeHead(200, { ...headers, 'Content-Type': 'text/plain' }).end(String(rendererMainThreadsMs()));
+      return;
+    }
+    const rel = path.normalize(decodeURIComponent(url.pathname));
+    const m = rel.match(/^\/d\/([\w-]+)\/(.*)$/);
+    const base = m ? path.join(dists, `dist-${m[1]}`) : ROOT;
+    const file = m ? path.join(base, m[2]) : path.join(ROOT, rel);
+    try {
+      if (!file.startsWith(base) || !(await stat(file)).isFile()) throw new Error('not found');
+      res.writeHead(200, { ...headers, 'Content-Type': TYPES[path.extname(file)] ?? 'application/octet-stream' }).end(await readFile(file));
+    } catch {
+      res.writeHead(404).end();
+    }
+  });
+  await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
+  const browser = await launch(['--renderer-process-limit=1', '--qkv-shape-bench']);
+  try {
+    const page = await openPage(browser, `http://127.0.0.1:${server.address().port}/bench/js/attn-shape.html?tags=${tags}&sizes=${sizes}&rounds=${rounds}`);
+    await page.waitForFunction(() => window.__shapes !== undefined, null, { timeout: 0, polling: 500 });
+    report('chromium', `chromium ${browser.version()} (headless)`, await page.evaluate(() => window.__shapes));
+  } finally {
+    await browser.close();
+    server.close();
+  }
+}
