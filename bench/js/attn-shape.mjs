@@ -3,7 +3,9 @@
 // SDPA non-causal B=1 H=8 D=64 one thread, alternating per round, the limit (peak.js) in the
 // same run, on-CPU time (Node: the process; Chromium: the renderer main thread).
 //   node bench/js/attn-shape.mjs --dists /tmp/attn [--tags b24,s42] [--sizes 1024,2048] [--rounds 3] [--runtimes chromium,node]
-// The first tag is the baseline.
+// The first tag is the baseline. Each dist copy (<dists>/dist-<tag>) is dist/ with
+// wasm/qkv-simd.{wasm,mjs,node.cjs} from a `simd` build whose flash.cpp was compiled with the
+// macros set (e.g. build/wasm-simd configured again with CMAKE_CXX_FLAGS="-DQKV_ATTN_S_R=3 ...").
 import { readFileSync, readdirSync, writeFileSync, mkdirSync } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import { createServer } from 'node:http';
