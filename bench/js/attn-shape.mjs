@@ -6,7 +6,7 @@
 // The first tag is the baseline. Each dist copy (<dists>/dist-<tag>) is dist/ with
 // wasm/qkv-simd.{wasm,mjs,node.cjs} from a `simd` build whose flash.cpp was compiled with the
 // macros set (e.g. build/wasm-simd configured again with CMAKE_CXX_FLAGS="-DQKV_ATTN_S_R=3 ...").
-import { readFileSync, readdirSync, writeFileSync, mkdirSync } from 'node:fs';
+import { writeFileSync, mkdirSync } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import path from 'node:path';
@@ -14,6 +14,7 @@ import os from 'node:os';
 import { pathToFileURL } from 'node:url';
 import { runShapes, summarize } from './attn-shape-core.js';
 import { ROOT, launch, openPage } from '../../tests/browser/harness.js';
+import { rendererMainThreadsMs } from './renderer-cpu.js';
 
 const args = process.argv.slice(2);
 const opt = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback);
@@ -46,20 +47,6 @@ if (runtimes.includes('node')) {
   report('node', `node ${process.version}`, await runShapes(builds, { sizes, rounds, cpuMs }));
 }
 
-function rendererMainThreadsMs() {
-  let ms = 0;
-  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
-    try {
-      if (!readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('--type=renderer')) continue;
-      let ours = false;
-      for (let p = pid; p && p !== '0' && p !== '1' && !ours; p = readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1].split(' ')[1]) {
-        ours = readFileSync(`/proc/${p}/cmdline`, 'utf8').includes('--qkv-shape-bench');
-      }
-      if (ours) ms += Number(readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'utf8').split(' ')[0]) / 1e6;
-    } catch { /* gone */ }
-  }
-  return ms;
-}
 
 if (runtimes.includes('chromium')) {
   const TYPES = { '.html': 'text/html', '.js': 'text/javascript', '.mjs': 'text/javascript', '.wasm': 'application/wasm' };
@@ -67,7 +54,7 @@ if (runtimes.includes('chromium')) {
     const headers = { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp', 'Cache-Control': 'no-store' };
     const url = new URL(req.url, 'http://x');
     if (url.pathname === '/cpu-ms') {
-      res.writeHead(200, { ...headers, 'Content-Type': 'text/plain' }).end(String(rendererMainThreadsMs()));
+      res.writeHead(200, { ...headers, 'Content-Type': 'text/plain' }).end(String(rendererMainThreadsMs('--qkv-shape-bench')));
       return;
     }
     const rel = path.normalize(decodeURIComponent(url.pathname));

@@ -8,7 +8,7 @@
 //   node --experimental-wasm-relaxed-simd bench/js/relaxed.mjs [--sizes 512,1024] [--Ms 32,128,512]
 //        [--rounds 3] [--runtimes node,chromium] [--no-ort]
 // Prints a table per runtime; writes bench/results/relaxed-node.json and relaxed-chromium.json.
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import path from 'node:path';
@@ -16,6 +16,7 @@ import { pathToFileURL } from 'node:url';
 import os from 'node:os';
 import { runRelaxed, summarize, table } from './relaxed-core.js';
 import { ROOT, launch, openPage } from '../../tests/browser/harness.js';
+import { rendererMainThreadsMs } from './renderer-cpu.js';
 
 const args = process.argv.slice(2);
 const opt = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback);
@@ -79,20 +80,6 @@ if (runtimes.includes('node')) {
 // files), and asks /cpu-ms for its main thread's on-CPU time: the main threads of this
 // browser's renderers (launched with --qkv-relaxed-bench; a spare renderer's stays ~0), from
 // /proc/<pid>/task/<pid>/schedstat (Linux).
-function rendererMainThreadsMs() {
-  let ms = 0;
-  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
-    try {
-      if (!readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('--type=renderer')) continue;
-      let ours = false;
-      for (let p = pid; p && p !== '0' && p !== '1' && !ours; p = readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1].split(' ')[1]) {
-        ours = readFileSync(`/proc/${p}/cmdline`, 'utf8').includes('--qkv-relaxed-bench');
-      }
-      if (ours) ms += Number(readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'utf8').split(' ')[0]) / 1e6;
-    } catch { /* gone */ }
-  }
-  return ms;
-}
 
 if (runtimes.includes('chromium')) {
   const TYPES = { '.html': 'text/html', '.js': 'text/javascript', '.mjs': 'text/javascript', '.wasm': 'application/wasm' };
@@ -100,7 +87,7 @@ if (runtimes.includes('chromium')) {
     const headers = { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp', 'Cache-Control': 'no-store' };
     const url = new URL(req.url, 'http://x');
     if (url.pathname === '/cpu-ms') {
-      res.writeHead(200, { ...headers, 'Content-Type': 'text/plain' }).end(String(rendererMainThreadsMs()));
+      res.writeHead(200, { ...headers, 'Content-Type': 'text/plain' }).end(String(rendererMainThreadsMs('--qkv-relaxed-bench')));
       return;
     }
     const file = path.join(ROOT, path.normalize(decodeURIComponent(url.pathname)).replace(/^\/dist-b\//, '/dist/'));
