@@ -113,7 +113,7 @@ void row_inout(const WeightMatrix& w, int64_t k, int64_t j0, int64_t j1, float* 
 #ifndef QKV_NO_SIMD
   using halves::F4;
   using halves::I4;
-  const F4 scale(f16 ? 5.192296858534828e33f : 1.0f);  // 2^112 (halves.hpp)
+  const F4 scale(f16 ? halves::kF16Scale : 1.0f);
   for (; j + 8 <= j1; j += 8) {
     const I4 u = halves::load_pairs(row + j);
     const F4 even =
@@ -208,7 +208,7 @@ template <bool kF16>
 void pack_half_outin(const WeightMatrix& w, int64_t k0, int64_t k1, int64_t j0, int64_t j1, float* panels) {
   const int64_t kc = k1 - k0;
   const uint16_t* data = static_cast<const uint16_t*>(w.data);
-  const V scale(kF16 ? 5.192296858534828e33f : 1.0f);  // 2^112 (halves.hpp)
+  const V scale(kF16 ? halves::kF16Scale : 1.0f);
   for (int64_t j = j0; j + 4 <= j1; j += 4) {
     float* dst = panels + (j - j0) / kNR * kc * kNR + (j - j0) % kNR;  // kNR is a multiple of 4
     const uint16_t* col[4];

@@ -36,13 +36,19 @@ inline float bits_to_float(uint32_t b) {
   return f;
 }
 
+// 2^112: what placing a half's exponent and mantissa fields in a float's takes off the value
+// (the float's exponent bias is 127, the half's 15). The matrix-vector products (gemv.cpp)
+// split it, 2^56 (kF16Half) on each side of the product, so that neither side overflows.
+constexpr float kF16Half = 72057594037927936.0f;
+constexpr float kF16Scale = kF16Half * kF16Half;
+
 // Exact IEEE half -> float (normals, subnormals, zeros, inf, NaN).
 inline float f16_to_f32(uint16_t h) {
   const uint32_t sign = uint32_t(h & 0x8000u) << 16;
   const uint32_t exp = (h >> 10) & 0x1Fu, man = h & 0x3FFu;
   if (exp == 0x1F) return bits_to_float(sign | 0x7F800000u | (man << 13));
   // normal and subnormal alike: the field placement is value * 2^-112, scaled back exactly
-  return bits_to_float(sign | (exp << 23) | (man << 13)) * 5.192296858534828e33f;  // 2^112
+  return bits_to_float(sign | (exp << 23) | (man << 13)) * kF16Scale;
 }
 
 inline float bf16_to_f32(uint16_t b) { return bits_to_float(uint32_t(b) << 16); }
@@ -71,11 +77,6 @@ inline uint16_t f32_to_bf16(float f) {
   if ((x & 0x7FFFFFFFu) > 0x7F800000u) return uint16_t((x >> 16) | 0x40u);  // NaN stays NaN
   return uint16_t((x + 0x7FFFu + ((x >> 16) & 1u)) >> 16);
 }
-
-// 2^56: the half of 2^112 each side of an F16 product carries (see above).
-constexpr float kF16Half = 72057594037927936.0f;
-// 2^112: what the field placement of a half takes off (the whole of it, on one side)
-constexpr float kF16Scale = kF16Half * kF16Half;
 
 #ifndef QKV_NO_SIMD
 // The kernels' vector: four floats, SIMD128 in wasm (xsimd's SSE code lowered by
