@@ -3,6 +3,7 @@
 //
 //   node bench/model/gpt2_small_browser.mjs [--dir /tmp/qkv-gpt2-small] [--reps 3] [--tokens 16]
 //        [--weights f32,f16,int8] [--threads 1,2] [--variant simd[,simd-relaxed]] [--prefill 32,128] [--contexts 8]
+//        [--source url|blob]
 //
 // The checkpoint is made on first use in --dir (~725 MB: F32 and F16 folders; never in the
 // repository). A local server streams it (Content-Length, so loadModel reports progress) with
@@ -11,22 +12,26 @@
 //  - load: loadModel(url) from the server (fetch body streamed into wasm memory; int8 quantizes
 //    the F32 file on load, F16 is read as stored), seconds, and the renderer's RSS after it and
 //    after a full GC (Chromium runs with --expose-gc: what the load left as garbage);
+//    with --source blob, the demo's Hub path instead: the files are fetched and model.safetensors
+//    is put in Cache Storage first (not timed), then loadModel({ config, vocab, merges, weights:
+//    the cached response's Blob }) is (a Blob is read with the default stream reader, a fresh
+//    chunk per read, where a fetch body is read into one reused buffer);
 //  - prefill: a forward of 32 / 128 tokens to the last position's logits;
 //  - decode: greedy tokens/s after an 8-token prompt (KV cache, one token per step);
-//  - peak RSS of the renderer (VmHWM) at the end.
+//  - peak RSS of the renderer: the highest VmHWM read at any mark.
 // The server reads the renderers' threads' CPU time (/proc/<pid>/task/*/schedstat) and RSS
 // around every timed region (GET /mark), so 1-thread figures are given on CPU time, as in the
 // Node benchmark (the machine is shared), 2 threads on wall time; both clocks are in the JSON.
 // Each figure is the best of --reps runs (noise only slows). Writes
-// bench/results/model-gpt2-small-chromium.json and prints a table.
+// bench/results/model-gpt2-small-chromium.json (-blob.json for --source blob) and prints a table.
 import { execFileSync } from 'node:child_process';
-import { createReadStream, existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { createReadStream, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ROOT, launch, openPage } from '../../tests/browser/harness.js';
+import { ROOT, launch, launchWithProfile, openPage } from '../../tests/browser/harness.js';
 
 const args = process.argv.slice(2);
 const arg = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback);
@@ -40,6 +45,8 @@ const THREADS = list('--threads', '1,2').map(Number);
 const VARIANTS = list('--variant', 'simd');
 const PREFILL = list('--prefill', '32,128').map(Number);
 const CONTEXTS = list('--contexts', '8').map(Number);
+const SOURCE = arg('--source', 'url');
+if (!['url', 'blob'].includes(SOURCE)) throw new Error(`gpt2_small_browser: --source must be url or blob, got ${SOURCE}`);
 const FLAG = '--qkv-gpt2-small-bench';
 
 // ---- the renderer, read from /proc ---------------------------------------------------------
@@ -120,9 +127,12 @@ function resolve(r) {
   return {
     ...r,
     load: { ...r.load, cpu: cpu(r.load) },
+    peakRssBeforeLoadMB: marks[r.beforeLoad][pid].peakRssMB,
     rssAfterLoadMB: marks[r.afterLoad][pid].rssMB,
     rssAfterGcMB: r.afterGc === null ? null : marks[r.afterGc][pid].rssMB,
-    peakRssMB: marks[r.end][pid].peakRssMB,
+    // VmHWM read at every mark, the highest: Chromium may reset a process's VmHWM (it was seen
+    // below an earlier VmRSS at the end of a run), so the last reading alone can miss the peak
+    peakRssMB: Math.max(...marks.slice(0, r.end + 1).map((m) => m[pid]?.peakRssMB ?? 0)),
     prefill: Object.fromEntries(Object.entries(r.prefill).map(([L, runs]) => [L, { ...best(runs, (s, ms) => ms, Math.min), runs }])),
     decode: Object.fromEntries(Object.entries(r.decode).map(([c, runs]) => [c, { ...best(runs, (s, ms) => (1000 * s.tokens) / ms, Math.max), runs }])),
   };
@@ -130,7 +140,10 @@ function resolve(r) {
 
 async function runOne(origin, spec) {
   marks = [];
-  const browser = await launch(['--renderer-process-limit=1', '--js-flags=--expose-gc', FLAG]);
+  const flags = ['--renderer-process-limit=1', '--js-flags=--expose-gc', FLAG];
+  // the Blob source stores 500 MB in Cache Storage: a profile on disk, as the demo's users have
+  const profile = spec.source === 'blob' ? mkdtempSync(path.join(os.tmpdir(), 'qkv-gpt2-profile-')) : null;
+  const browser = profile ? await launchWithProfile(profile, flags) : await launch(flags);
   const t0 = performance.now();
   try {
     const q = new URLSearchParams({ ...spec, prefill: PREFILL.join(','), contexts: CONTEXTS.join(','), reps: REPS, tokens: TOKENS });
@@ -139,9 +152,10 @@ async function runOne(origin, spec) {
     const r = await page.evaluate(() => window.__gpt2);
     if (r.error) throw new Error(`gpt2_small_browser: ${JSON.stringify(spec)}: ${r.error}`);
     if (page.problems.length) r.problems = page.problems;
-    return { ...resolve(r), version: browser.version(), run_s: (performance.now() - t0) / 1000 };
+    return { ...resolve(r), version: (browser.browser?.() ?? browser).version(), run_s: (performance.now() - t0) / 1000 };
   } finally {
     await browser.close();
+    if (profile) rmSync(profile, { recursive: true, force: true });
   }
 }
 
@@ -160,7 +174,7 @@ try {
     for (const threads of THREADS) {
       for (const weights of WEIGHTS) {
         const variant = threads > 1 ? `${base}-threads` : base;
-        const r = await runOne(origin, { weights, variant, threads });
+        const r = await runOne(origin, { weights, variant, threads, source: SOURCE });
         console.error(`  ${weights} ${r.variant} ${r.threads}t: ${r.run_s.toFixed(0)} s`);
         runs.push(r);
       }
@@ -179,15 +193,16 @@ const out = {
   browser: runs[0]?.version,
   machine: { cpu: os.cpus()[0]?.model, cores: os.availableParallelism?.() ?? os.cpus().length, load_average: { before: loadBefore, after: os.loadavg() } },
   model: { n_layer: cfg.n_layer, n_embd: cfg.n_embd, vocab_size: cfg.vocab_size, file_mb: statSync(path.join(DIR, 'f32', 'model.safetensors')).size / 2 ** 20 },
-  method: 'one browser per setting, loadModel(url) from a local server (streamed, no-store); 1 thread: the renderer\'s CPU time (all its threads, ' +
+  source: SOURCE,
+  method: 'one browser per setting, loadModel(url) from a local server (streamed, no-store; --source blob: loadModel of a Blob from Cache Storage, the demo\'s Hub path); 1 thread: the renderer\'s CPU time (all its threads, ' +
     '/proc schedstat), 2 threads: wall time (both clocks in each run); best of reps; prefill = forward to the last position\'s logits; ' +
-    `decode = greedy, ${TOKENS} tokens after the prompt, steps only; RSS = the renderer's (VmRSS after load and after a full GC, VmHWM at the end)`,
+    `decode = greedy, ${TOKENS} tokens after the prompt, steps only; RSS = the renderer's (VmRSS after load and after a full GC; peak: the highest VmHWM read at any mark)`,
   reps: REPS,
   runs,
   total_s: (performance.now() - t0) / 1000,
 };
 mkdirSync(path.join(ROOT, 'bench', 'results'), { recursive: true });
-const file = path.join(ROOT, 'bench', 'results', 'model-gpt2-small-chromium.json');
+const file = path.join(ROOT, 'bench', 'results', `model-gpt2-small-chromium${SOURCE === 'url' ? '' : `-${SOURCE}`}.json`);
 writeFileSync(file, JSON.stringify(out, null, 2) + '\n');
 
 const fmt = (x, d = 1) => (x === undefined || x === null || Number.isNaN(x) ? '' : x.toFixed(d));
@@ -198,7 +213,7 @@ const rows = runs.map((r) => [
 ]);
 const w = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
 const line = (r) => '| ' + r.map((c, i) => c.padEnd(w[i])).join(' | ') + ' |';
-console.log(`GPT-2 small (random weights), ${out.browser} (headless), ${out.machine.cores} cores, load ${loadBefore[0].toFixed(1)} -> ${os.loadavg()[0].toFixed(1)}; ` +
+console.log(`GPT-2 small (random weights), loaded from ${SOURCE === 'url' ? 'a URL (fetch)' : 'a Blob (Cache Storage)'}, ${out.browser} (headless), ${out.machine.cores} cores, load ${loadBefore[0].toFixed(1)} -> ${os.loadavg()[0].toFixed(1)}; ` +
   `crossOriginIsolated ${runs.every((r) => r.crossOriginIsolated)}`);
 console.log(line(head));
 console.log('|' + w.map((x) => '-'.repeat(x + 2)).join('|') + '|');

@@ -38,6 +38,7 @@ export async function serve({ root = ROOT, isolated = true } = {}) {
   return { url: `http://127.0.0.1:${port}`, close: () => new Promise((ok) => server.close(ok)) };
 }
 
+const CHROMIUM = process.env.QKV_CHROMIUM ?? '/usr/bin/chromium';
 export const CHROMIUM_ARGS = [
   '--headless=new', '--no-sandbox', '--disable-gpu-sandbox', '--no-first-run', '--disable-quic',
   '--disable-background-networking', '--disable-component-update', '--disable-sync',
@@ -47,11 +48,17 @@ export const CHROMIUM_ARGS = [
 
 /** Launches headless Debian Chromium with SwiftShader WebGPU. extraArgs are appended. */
 export async function launch(extraArgs = []) {
-  return chromium.launch({
-    executablePath: process.env.QKV_CHROMIUM ?? '/usr/bin/chromium',
-    headless: true,
-    args: [...CHROMIUM_ARGS, ...extraArgs],
-  });
+  return chromium.launch({ executablePath: CHROMIUM, headless: true, args: [...CHROMIUM_ARGS, ...extraArgs] });
+}
+
+/**
+ * Chromium with a profile on disk (userDataDir), as a user's browser has: Cache Storage and the
+ * storage quota are then the disk's, where a fresh context keeps them in memory with a small
+ * quota. A BrowserContext: it has newPage() as a Browser has, browser() is the Browser, and
+ * close() closes it.
+ */
+export async function launchWithProfile(userDataDir, extraArgs = []) {
+  return chromium.launchPersistentContext(userDataDir, { executablePath: CHROMIUM, headless: true, args: [...CHROMIUM_ARGS, ...extraArgs] });
 }
 
 /** Opens `url` in a new page and collects console errors/warnings and page errors into page.problems. */

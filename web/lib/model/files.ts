@@ -1,7 +1,7 @@
 /**
  * Reading a model's files: a folder by URL (fetch) or, in Node, by path (fs), or files given
  * as data; and config.json parsed. The small files are read whole; model.safetensors is
- * handed on as a stream of chunks (fetch's body, a Node read stream, Blob.stream()) for the
+ * handed on as a stream of chunks (fetch's body, a Node read stream, a Blob's slices) for the
  * loader to copy straight into wasm memory. What is inside the weights is the wasm loader's
  * to check.
  */
@@ -66,22 +66,19 @@ type Opener = (name: string, optional: boolean) => Promise<ByteStream | null>;
 
 /** Bytes asked for per read when the stream lets us bring our own buffer. */
 const READ_BYTES = 1 << 20;
+/** Bytes per slice of a Blob. */
+const BLOB_SLICE_BYTES = 4 << 20;
 
 /**
- * The chunks of a web ReadableStream (not every browser makes it async-iterable). With
- * byobIfByteStream, a byte stream (fetch's body) is read into one buffer reused for every read,
- * so a 500 MB download leaves no 500 MB of chunks for the GC to find: a chunk is valid only
- * until the next is asked for (streamIntoWasm copies it into wasm at once; readAll copies it).
- * Blob.stream() is read with the default reader (a fresh chunk per read): in Chromium 156 a
- * BYOB read of a Blob from Cache Storage now and then never resolves (on a loaded machine the
- * demo's Hub load stopped after 1-3 MiB in 3 of ~35 runs of its long-prompt test, and after 11
- * and 16 loads in two loops of loads; with the default reader none stopped in 150 loads after a
- * fresh download and 450 from the cache).
+ * The chunks of a web ReadableStream (not every browser makes it async-iterable). A byte
+ * stream (fetch's body) is read into one buffer reused for every read, so a 500 MB download
+ * leaves no 500 MB of chunks for the GC to find: a chunk is valid only until the next is asked
+ * for (streamIntoWasm copies it into wasm at once; readAll copies it).
  */
-async function* readerChunks(stream: ReadableStream<Uint8Array>, byobIfByteStream: boolean): AsyncGenerator<Uint8Array> {
+async function* readerChunks(stream: ReadableStream<Uint8Array>): AsyncGenerator<Uint8Array> {
   let byob: ReadableStreamBYOBReader | null = null;
   try {
-    if (byobIfByteStream) byob = stream.getReader({ mode: 'byob' });
+    byob = stream.getReader({ mode: 'byob' });
   } catch {
     // not a byte stream: the default reader, a fresh chunk per read
   }
@@ -96,6 +93,22 @@ async function* readerChunks(stream: ReadableStream<Uint8Array>, byobIfByteStrea
     }
   } finally {
     await reader.cancel().catch(() => {});  // stops the download when the consumer stops early
+  }
+}
+
+/**
+ * A Blob's bytes (the demo's Hub file from Cache Storage, a dropped File) in 4 MB slices, one
+ * `slice().arrayBuffer()` at a time. Not Blob.stream(): in Chromium 156 a BYOB read of a Blob
+ * from Cache Storage now and then never resolves (the demo's Hub load stopped after 1-3 MiB in
+ * 3 of ~35 runs of its long-prompt test on a loaded machine), and the default reader's fresh
+ * chunks pile up as garbage faster than the GC finds them. GPT-2 small's 498 MB F32 file in
+ * Chromium 156 (`bench/model/gpt2_small_browser.mjs --source blob`, the renderer's peak RSS):
+ * default reader 833-988 MB, these slices 834-853 (fetch: 717); quantized to int8 on load,
+ * 987-1077 against 807-830 (fetch: 779). The slices take 0.4-0.5 s longer (1.3 s for F32).
+ */
+async function* blobChunks(blob: Blob): AsyncGenerator<Uint8Array> {
+  for (let at = 0; at < blob.size; at += BLOB_SLICE_BYTES) {
+    yield new Uint8Array(await blob.slice(at, Math.min(at + BLOB_SLICE_BYTES, blob.size)).arrayBuffer());
   }
 }
 
@@ -147,7 +160,7 @@ function fetchOpener(base: URL, signal: AbortSignal | undefined): Opener {
     const body = res.body;
     async function* chunks(): AsyncGenerator<Uint8Array> {
       try {
-        yield* readerChunks(body, true);
+        yield* readerChunks(body);
       } catch (e) {
         if (signal?.aborted) throw signal.reason;
         throw new Error(`loadModel: reading ${url.href} failed: ${(e as Error).message}`);
@@ -245,7 +258,7 @@ export function filesFromObject(files: ModelFiles): RawFiles {
   else if (ArrayBuffer.isView(files.weights)) {
     weights = one(new Uint8Array(files.weights.buffer, files.weights.byteOffset, files.weights.byteLength));
   } else if (typeof Blob !== 'undefined' && files.weights instanceof Blob) {
-    weights = { total: files.weights.size, chunks: readerChunks(files.weights.stream(), false), where: 'source.weights' };
+    weights = { total: files.weights.size, chunks: blobChunks(files.weights), where: 'source.weights' };
   } else {
     throw new TypeError(`loadModel: source.weights must be an ArrayBuffer or a Blob (model.safetensors' bytes), got ${describe(files.weights)}`);
   }
