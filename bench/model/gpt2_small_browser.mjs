@@ -14,8 +14,8 @@
 //    after a full GC (Chromium runs with --expose-gc: what the load left as garbage);
 //    with --source blob, the demo's Hub path instead: the files are fetched and model.safetensors
 //    is put in Cache Storage first (not timed), then loadModel({ config, vocab, merges, weights:
-//    the cached response's Blob }) is (a Blob is read with the default stream reader, a fresh
-//    chunk per read, where a fetch body is read into one reused buffer);
+//    the cached response's Blob }) is (a Blob is read in 4 MB slices, each a fresh buffer left
+//    to the GC, where a fetch body is read into one reused buffer);
 //  - prefill: a forward of 32 / 128 tokens to the last position's logits;
 //  - decode: greedy tokens/s after an 8-token prompt (KV cache, one token per step);
 //  - peak RSS of the renderer: the highest VmHWM read at any mark.
