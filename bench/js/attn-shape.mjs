@@ -3,6 +3,8 @@
 // SDPA non-causal B=1 H=8 D=64 one thread, alternating per round, the limit (peak.js) in the
 // same run, on-CPU time (Node: the process; Chromium: the renderer main thread).
 //   node bench/js/attn-shape.mjs --dists /tmp/attn [--tags b24,s42] [--sizes 1024,2048] [--rounds 3] [--runtimes chromium,node]
+//        [--out attn-shape]   (writes bench/results/<out>-<runtime>.json; another name keeps a one-off
+//                              comparison from replacing the shape runs on record)
 // The first tag is the baseline. Each dist copy (<dists>/dist-<tag>) is dist/ with
 // wasm/qkv-simd.{wasm,mjs,node.cjs} from a `simd` build whose flash.cpp was compiled with the
 // macros set (e.g. build/wasm-simd configured again with CMAKE_CXX_FLAGS="-DQKV_ATTN_S_R=3 ...").
@@ -23,6 +25,8 @@ const tags = opt('--tags', 'b24,s42').split(',');
 const sizes = opt('--sizes', '1024,2048').split(',').map(Number);
 const rounds = Number(opt('--rounds', '3'));
 const runtimes = opt('--runtimes', 'chromium').split(',');
+const out = opt('--out', 'attn-shape');
+if (!/^[\w.-]+$/.test(out)) throw new Error(`attn-shape: --out must be a file name stem, got ${out}`);
 const results = new URL('../results/', import.meta.url);
 mkdirSync(results, { recursive: true });
 
@@ -30,7 +34,7 @@ function report(name, runtime, raw) {
   if (raw.error) throw new Error(raw.error);
   const s = summarize(raw, tags, sizes);
   console.log(`${runtime} (load ${os.loadavg().map((x) => x.toFixed(1)).join(' ')})\n${s.text}\n`);
-  writeFileSync(new URL(`attn-shape-${name}.json`, results), JSON.stringify({ runtime, date: new Date().toISOString(), load: os.loadavg(), tags, sizes, rounds, ...s, raw }, null, 1) + '\n');
+  writeFileSync(new URL(`${out}-${name}.json`, results), JSON.stringify({ runtime, date: new Date().toISOString(), load: os.loadavg(), tags, sizes, rounds, ...s, raw }, null, 1) + '\n');
 }
 
 if (runtimes.includes('node')) {
