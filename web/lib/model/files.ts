@@ -103,8 +103,8 @@ async function* readerChunks(stream: ReadableStream<Uint8Array>): AsyncGenerator
  * 3 of ~35 runs of its long-prompt test on a loaded machine), and the default reader's fresh
  * chunks pile up as garbage faster than the GC finds them. GPT-2 small's 498 MB F32 file in
  * Chromium 156 (`bench/model/gpt2_small_browser.mjs --source blob`, the renderer's peak RSS):
- * default reader 833-988 MB, these slices 834-853 (fetch: 717); quantized to int8 on load,
- * 987-1077 against 807-830 (fetch: 779). The slices take 0.2-0.5 s longer (1.3 s for F32).
+ * default reader 833-988 MB, these slices 831-853 (fetch: 717); quantized to int8 on load,
+ * 987-1077 against 807-840 (fetch: 779). The slices take 0.2-0.5 s longer (1.3 s for F32).
  */
 async function* blobChunks(blob: Blob): AsyncGenerator<Uint8Array> {
   for (let at = 0; at < blob.size; at += BLOB_SLICE_BYTES) {
