@@ -9,13 +9,11 @@
 // wasm/qkv-simd.{wasm,mjs,node.cjs} from a `simd` build whose flash.cpp was compiled with the
 // macros set (e.g. build/wasm-simd configured again with CMAKE_CXX_FLAGS="-DQKV_ATTN_S_R=3 ...").
 import { writeFileSync, mkdirSync } from 'node:fs';
-import { readFile, stat } from 'node:fs/promises';
-import { createServer } from 'node:http';
 import path from 'node:path';
 import os from 'node:os';
 import { pathToFileURL } from 'node:url';
 import { runShapes, summarize } from './attn-shape-core.js';
-import { ROOT, launch, openPage } from '../../tests/browser/harness.js';
+import { launch, openPage, serve } from '../../tests/browser/harness.js';
 import { rendererMainThreadsMs } from './renderer-cpu.js';
 
 const args = process.argv.slice(2);
@@ -53,33 +51,17 @@ if (runtimes.includes('node')) {
 
 
 if (runtimes.includes('chromium')) {
-  const TYPES = { '.html': 'text/html', '.js': 'text/javascript', '.mjs': 'text/javascript', '.wasm': 'application/wasm' };
-  const server = createServer(async (req, res) => {
-    const headers = { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp', 'Cache-Control': 'no-store' };
-    const url = new URL(req.url, 'http://x');
-    if (url.pathname === '/cpu-ms') {
-      res.writeHead(200, { ...headers, 'Content-Type': 'text/plain' }).end(String(rendererMainThreadsMs('--qkv-shape-bench')));
-      return;
-    }
-    const rel = path.normalize(decodeURIComponent(url.pathname));
-    const m = rel.match(/^\/d\/([\w-]+)\/(.*)$/);
-    const base = m ? path.join(dists, `dist-${m[1]}`) : ROOT;
-    const file = m ? path.join(base, m[2]) : path.join(ROOT, rel);
-    try {
-      if (!file.startsWith(base) || !(await stat(file)).isFile()) throw new Error('not found');
-      res.writeHead(200, { ...headers, 'Content-Type': TYPES[path.extname(file)] ?? 'application/octet-stream' }).end(await readFile(file));
-    } catch {
-      res.writeHead(404).end();
-    }
+  const server = await serve({
+    mounts: Object.fromEntries(tags.map((tag) => [`/d/${tag}/`, path.join(dists, `dist-${tag}`)])),
+    dynamic: { '/cpu-ms': () => rendererMainThreadsMs('--qkv-shape-bench') },
   });
-  await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
   const browser = await launch(['--renderer-process-limit=1', '--qkv-shape-bench']);
   try {
-    const page = await openPage(browser, `http://127.0.0.1:${server.address().port}/bench/js/attn-shape.html?tags=${tags}&sizes=${sizes}&rounds=${rounds}`);
+    const page = await openPage(browser, `${server.url}/bench/js/attn-shape.html?tags=${tags}&sizes=${sizes}&rounds=${rounds}`);
     await page.waitForFunction(() => window.__shapes !== undefined, null, { timeout: 0, polling: 500 });
     report('chromium', `chromium ${browser.version()} (headless)`, await page.evaluate(() => window.__shapes));
   } finally {
     await browser.close();
-    server.close();
+    await server.close();
   }
 }

@@ -9,13 +9,11 @@
 //        [--rounds 3] [--runtimes node,chromium] [--no-ort]
 // Prints a table per runtime; writes bench/results/relaxed-node.json and relaxed-chromium.json.
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { readFile, stat } from 'node:fs/promises';
-import { createServer } from 'node:http';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import os from 'node:os';
 import { runRelaxed, summarize, table } from './relaxed-core.js';
-import { ROOT, launch, openPage } from '../../tests/browser/harness.js';
+import { ROOT, launch, openPage, serve } from '../../tests/browser/harness.js';
 import { rendererMainThreadsMs } from './renderer-cpu.js';
 
 const args = process.argv.slice(2);
@@ -82,32 +80,19 @@ if (runtimes.includes('node')) {
 // /proc/<pid>/task/<pid>/schedstat (Linux).
 
 if (runtimes.includes('chromium')) {
-  const TYPES = { '.html': 'text/html', '.js': 'text/javascript', '.mjs': 'text/javascript', '.wasm': 'application/wasm' };
-  const server = createServer(async (req, res) => {
-    const headers = { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp', 'Cache-Control': 'no-store' };
-    const url = new URL(req.url, 'http://x');
-    if (url.pathname === '/cpu-ms') {
-      res.writeHead(200, { ...headers, 'Content-Type': 'text/plain' }).end(String(rendererMainThreadsMs('--qkv-relaxed-bench')));
-      return;
-    }
-    const file = path.join(ROOT, path.normalize(decodeURIComponent(url.pathname)).replace(/^\/dist-b\//, '/dist/'));
-    try {
-      if (!file.startsWith(ROOT) || !(await stat(file)).isFile()) throw new Error('not found');
-      res.writeHead(200, { ...headers, 'Content-Type': TYPES[path.extname(file)] ?? 'application/octet-stream' }).end(await readFile(file));
-    } catch {
-      res.writeHead(404).end();
-    }
+  const server = await serve({
+    mounts: { '/dist-b/': path.join(ROOT, 'dist') },
+    dynamic: { '/cpu-ms': () => rendererMainThreadsMs('--qkv-relaxed-bench') },
   });
-  await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
   const browser = await launch(['--renderer-process-limit=1', '--qkv-relaxed-bench']);
   try {
-    const page = await openPage(browser, `http://127.0.0.1:${server.address().port}/bench/js/relaxed.html?sizes=${sizes}&Ms=${Ms}&rounds=${rounds}&ort=${withOrt ? 1 : 0}`);
+    const page = await openPage(browser, `${server.url}/bench/js/relaxed.html?sizes=${sizes}&Ms=${Ms}&rounds=${rounds}&ort=${withOrt ? 1 : 0}`);
     await page.waitForFunction(() => window.__relaxed !== undefined, null, { timeout: 0, polling: 500 });
     const raw = await page.evaluate(() => window.__relaxed);
     if (raw.error) throw new Error(`relaxed page: ${raw.error}`);
     report('chromium', `chromium ${browser.version()} (headless)`, raw, 'on-CPU time of the renderer main thread', os.loadavg());
   } finally {
     await browser.close();
-    server.close();
+    await server.close();
   }
 }

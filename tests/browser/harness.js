@@ -15,20 +15,28 @@ const TYPES = {
   '.safetensors': 'application/octet-stream', '.bin': 'application/octet-stream', '.txt': 'text/plain',
 };
 
-/** Serves `root` on 127.0.0.1 (random port). isolated: send COOP/COEP. Returns { url, close }. */
-export async function serve({ root = ROOT, isolated = true } = {}) {
+/**
+ * Serves `root` on 127.0.0.1 (random port). isolated: send COOP/COEP. mounts: URL path prefixes
+ * ('/d/x/') served from other folders. dynamic: URL paths answered with the text a function
+ * returns at each request (a benchmark's /cpu-ms). Returns { url, close }.
+ */
+export async function serve({ root = ROOT, isolated = true, mounts = {}, dynamic = {} } = {}) {
   const server = createServer(async (req, res) => {
     const path = normalize(decodeURIComponent(new URL(req.url, 'http://x').pathname));
-    const file = join(root, path.endsWith('/') ? path + 'index.html' : path);
-    if (!file.startsWith(root)) { res.writeHead(403).end(); return; }
+    const headers = { 'Cache-Control': 'no-store' };
+    if (isolated) {
+      headers['Cross-Origin-Opener-Policy'] = 'same-origin';
+      headers['Cross-Origin-Embedder-Policy'] = 'require-corp';
+    }
+    if (Object.hasOwn(dynamic, path)) { res.writeHead(200, { ...headers, 'Content-Type': 'text/plain' }).end(String(dynamic[path]())); return; }
+    const prefix = Object.keys(mounts).find((p) => path.startsWith(p));
+    const base = prefix ? mounts[prefix] : root;
+    const rel = prefix ? path.slice(prefix.length) : path;
+    const file = join(base, rel === '' || rel.endsWith('/') ? rel + 'index.html' : rel);
+    if (!file.startsWith(base)) { res.writeHead(403).end(); return; }
     try {
       if (!(await stat(file)).isFile()) throw new Error('not a file');
-      const headers = { 'Content-Type': TYPES[extname(file)] ?? 'application/octet-stream', 'Cache-Control': 'no-store' };
-      if (isolated) {
-        headers['Cross-Origin-Opener-Policy'] = 'same-origin';
-        headers['Cross-Origin-Embedder-Policy'] = 'require-corp';
-      }
-      res.writeHead(200, headers).end(await readFile(file));
+      res.writeHead(200, { ...headers, 'Content-Type': TYPES[extname(file)] ?? 'application/octet-stream' }).end(await readFile(file));
     } catch {
       res.writeHead(404).end('not found');
     }
