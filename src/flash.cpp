@@ -120,6 +120,7 @@ inline void softmax_rows(const float* st, float* pt, std::ptrdiff_t n, std::ptrd
   const auto finite = (m_old != neg_inf) & (m_old != pos_inf);
   const V m_sub = simd::select(finite, m_old, zero);
   V sum = zero, x_max = neg_inf;
+  const auto exp2 = simd::exp2_in_registers<V>();
   if (simd::all(finite)) {
     // Every row has a reference: one pass, p = 2^x, with the tile's max alongside. Done
     // unless that max exceeds the reference by more than the threshold (then p is redone).
@@ -127,7 +128,7 @@ inline void softmax_rows(const float* st, float* pt, std::ptrdiff_t n, std::ptrd
     for (const float* at = col; at != end; at += kQueryTile, o += kQueryTile) {
       const V x = simd::load<V>(at);
       x_max = simd::max(x_max, x);
-      const V p = simd::exp2(x);
+      const V p = exp2(x);
       simd::store(o, p);
       sum += p;
     }
@@ -157,7 +158,7 @@ inline void softmax_rows(const float* st, float* pt, std::ptrdiff_t n, std::ptrd
   if (!simd::any(m_new == pos_inf)) {
     const V d = simd::select(moves, x_max, zero);  // x - d = score - m_new (exactly 0 at the max)
     for (const float* at = col; at != end; at += kQueryTile, o += kQueryTile) {
-      const V p = simd::exp2(simd::load<V>(at) - d);
+      const V p = exp2(simd::load<V>(at) - d);
       simd::store(o, p);
       sum += p;
     }
@@ -167,12 +168,12 @@ inline void softmax_rows(const float* st, float* pt, std::ptrdiff_t n, std::ptrd
     const V m_new_sub = simd::select(m_new == neg_inf, zero, m_new);
     for (const float* at = col; at != end; at += kQueryTile, o += kQueryTile) {
       const V score = simd::load<V>(at) + m_sub;
-      const V p = simd::select((score == m_new) & (m_new == pos_inf), one, simd::exp2(score - m_new_sub));
+      const V p = simd::select((score == m_new) & (m_new == pos_inf), one, exp2(score - m_new_sub));
       simd::store(o, p);
       sum += p;
     }
   }
-  const V a = simd::select(m_old == m_new, one, simd::exp2(m_old - m_new));
+  const V a = simd::select(m_old == m_new, one, exp2(m_old - m_new));
   simd::store(alpha + r, a);
   simd::store(l + r, simd::load<V>(l + r) * a + sum);
   simd::store(m + r, m_new);

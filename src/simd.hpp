@@ -119,22 +119,49 @@ inline V splat(float x) {
 //   of a row weighs exactly 1).
 // Relative error < 2.5e-7 for x in [-125, 64] (tested in tests/cpp); below that the result is
 // subnormal or 0, as float32's own 2^x is.
+// Its constants: the lower clamp, the rounding constant 1.5 * 2^23 + 127, then c5 .. c0.
+alignas(16) inline constexpr float kExp2Constants[8] = {
+    -127.0f,          12583039.0f,      1.3264715196e-3f, 9.6715088955e-3f,
+    5.5507337367e-2f, 2.4022242143e-1f, 6.9314697763e-1f, 1.0f};
+template <class V>
+struct Exp2 {
+  explicit Exp2(const float* k)
+      : lo(splat<V>(k[0])), magic(splat<V>(k[1])), c5(splat<V>(k[2])), c4(splat<V>(k[3])), c3(splat<V>(k[4])),
+        c2(splat<V>(k[5])), c1(splat<V>(k[6])), c0(splat<V>(k[7])) {}
+  V operator()(V x) const {
+    x = max(x, lo);
+    const V t = x + magic;
+    const V r = x - (t - magic);
+    // Horner's scheme (Estrin's, with half the dependent steps and one more multiply, measured
+    // the same: the softmax's loop is bound by throughput, not latency); each step is a madd,
+    // one f32x4.relaxed_madd in the relaxed builds (a mul and an add elsewhere, as before)
+    V p = c5;
+    p = madd(p, r, c4);
+    p = madd(p, r, c3);
+    p = madd(p, r, c2);
+    p = madd(p, r, c1);
+    p = madd(p, r, c0);
+    return p * exponent_from_low_bits(t);
+  }
+  V lo, magic, c5, c4, c3, c2, c1, c0;
+};
+
 template <class V>
 inline V exp2(V x) {
-  const V magic = splat<V>(12583039.0f);  // 1.5 * 2^23 + 127
-  x = max(x, splat<V>(-127.0f));
-  const V t = x + magic;
-  const V r = x - (t - magic);
-  // Horner's scheme (Estrin's, with half the dependent steps and one more multiply, measured
-  // the same: the softmax's loop is bound by throughput, not latency); each step is a madd,
-  // one f32x4.relaxed_madd in the relaxed builds (a mul and an add elsewhere, as before)
-  V p = splat<V>(1.3264715196e-3f);
-  p = madd(p, r, splat<V>(9.6715088955e-3f));
-  p = madd(p, r, splat<V>(5.5507337367e-2f));
-  p = madd(p, r, splat<V>(2.4022242143e-1f));
-  p = madd(p, r, splat<V>(6.9314697763e-1f));
-  p = madd(p, r, splat<V>(1.0f));
-  return p * exponent_from_low_bits(t);
+  return Exp2<V>(kExp2Constants)(x);  // the loads fold to constants
+}
+
+// The same exp2 for a loop, its constants read once, through a pointer the optimisers cannot see
+// through, and kept in registers across the loop. As constants, LLVM and Binaryen put a
+// v128.const at each use inside the loop, and Chromium 156's V8 builds the 8 of them again (a
+// move and a shuffle each) on every fourth pass of its unrolled softmax loop: that loop had
+// 8.0-8.3% of the kernel's samples instead of 6.6-6.7% (bench/js/jit-profile.mjs, L = 1024).
+// Node 20's V8 hoists them itself. Same bits as exp2.
+template <class V>
+inline Exp2<V> exp2_in_registers() {
+  const float* k = kExp2Constants;
+  __asm__("" : "+r"(k));
+  return Exp2<V>(k);
 }
 
 }  // namespace qkv::simd

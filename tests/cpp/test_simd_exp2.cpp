@@ -1,6 +1,7 @@
 // simd::exp2, the softmax's exponential: its error bound over the range the kernel calls it
 // on (scores minus a running max in log2 units, up to the rescaling threshold above it), the
-// exact values the online softmax relies on, and the batch type against the scalar one.
+// exact values the online softmax relies on, the batch type against the scalar one, and the
+// loops' form (exp2_in_registers) against the plain one.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -84,4 +85,24 @@ TEST_CASE("exp2: never decreases, so the softmax keeps the order of the scores")
   size_t violations = 0;
   for (size_t i = 1; i < ys.size(); ++i) violations += ys[i] < ys[i - 1];
   CHECK(violations == 0);
+}
+
+TEST_CASE("exp2_in_registers: the same bits as exp2, on batches and scalars") {
+  // the kernel's loops use it (constants read once through an opaque pointer); a row's softmax
+  // must not depend on which of the two computed it (flash and decode paths give the same bits)
+  std::vector<float> xs = sweep(-130.0f, 64.0f);
+  xs.insert(xs.end(), {-kInf, -3.0e38f, 0.0f, -0.0f});
+  const std::vector<float> batched = exp2_batches(xs);
+  using V = simd::Batch;
+  constexpr int W = simd::lanes<V>;
+  const auto exp2_v = simd::exp2_in_registers<V>();
+  const auto exp2_s = simd::exp2_in_registers<float>();
+  size_t differ = 0;
+  for (size_t i = 0; i + W <= xs.size(); i += W) {
+    float out[W];
+    simd::store(out, exp2_v(simd::load<V>(xs.data() + i)));
+    for (int u = 0; u < W; ++u) differ += out[u] != batched[i + u];
+  }
+  for (size_t i = 0; i < xs.size(); ++i) differ += exp2_s(xs[i]) != simd::exp2(xs[i]);
+  CHECK(differ == 0);
 }
