@@ -128,8 +128,9 @@ float max_of(const float* x, int64_t n) {
 float exp2_sum(const float* x, float d, int64_t n, float* p) {
   constexpr int W = simd::lanes<Batch>;
   const Batch dv = simd::splat<Batch>(d);
+  const auto exp2 = simd::exp2_in_registers<Batch>();
   int64_t j = 0;
-  for (; j + W <= n; j += W) simd::store(p + j, simd::exp2(simd::load<Batch>(x + j) - dv));
+  for (; j + W <= n; j += W) simd::store(p + j, exp2(simd::load<Batch>(x + j) - dv));
   for (; j < n; ++j) p[j] = simd::exp2(x[j] - d);
   float sum = 0.0f;
   for (j = 0; j < n; ++j) sum += p[j];
@@ -181,10 +182,11 @@ float softmax_row(const float* x, float* p, int64_t n, float& m, float& l) {
 void normalise_weights(float* wr, int64_t n, float m, float inv_l) {
   constexpr int W = simd::lanes<Batch>;
   const Batch mv = simd::splat<Batch>(m), scale = simd::splat<Batch>(inv_l), one = simd::splat<Batch>(1.0f);
+  const auto exp2 = simd::exp2_in_registers<Batch>();
   int64_t j = 0;
   for (; j + W <= n; j += W) {
     const Batch x = simd::load<Batch>(wr + j);
-    simd::store(wr + j, simd::select(x == mv, one, simd::exp2(x - mv)) * scale);
+    simd::store(wr + j, simd::select(x == mv, one, exp2(x - mv)) * scale);
   }
   for (; j < n; ++j) wr[j] = (wr[j] == m ? 1.0f : simd::exp2(wr[j] - m)) * inv_l;
 }

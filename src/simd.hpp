@@ -155,7 +155,7 @@ inline V exp2(V x) {
 // through, and kept in registers across the loop. As constants, LLVM and Binaryen put a
 // v128.const at each use inside the loop, and Chromium 156's V8 builds the 8 of them again (a
 // move and a shuffle each) on every fourth pass of its unrolled softmax loop: that loop had
-// 8.0-8.3% of the kernel's samples instead of 6.6-6.7% (bench/js/jit-profile.mjs, L = 1024).
+// 8.0-8.3% of the kernel's samples, now 6.6-7.1% (bench/js/jit-profile.mjs, L = 1024).
 // Node 20's V8 hoists them itself. Same bits as exp2.
 template <class V>
 inline Exp2<V> exp2_in_registers() {
