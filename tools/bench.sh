@@ -4,7 +4,8 @@
 #   onnxruntime-web's wasm backend, in Node (js-node.json), headless Chromium (js-chromium.json)
 #   and headless Firefox ESR (js-firefox.json), with the machine's limit (bench/js/peak.js)
 #   measured in the same run; on Linux the same qkv calls timed by their threads' CPU time,
-#   which a busy machine does not distort (cpu-time.json).
+#   which a busy machine does not distort (cpu-time.json); where Linux `perf` can sample, the
+#   kernel's compiled loops and their share of its time (jit-profile-{chromium,node}.json).
 # QKV_BENCH_QUICK=1 runs fewer repetitions; QKV_BENCH_SIZES=128,512 picks the lengths.
 # Timings need a quiet machine: check `uptime` first (results record the load average).
 set -euo pipefail
@@ -16,6 +17,7 @@ node bench/js/node.mjs
 node bench/js/browser.mjs
 node bench/js/browser.mjs --browser firefox
 if [ -r /proc/self/schedstat ]; then node bench/js/cpu-time.mjs; fi
+if perf record -o /dev/null -q -- true 2>/dev/null; then node bench/js/jit-profile.mjs --calls 30; fi
 node bench/webgpu/run.mjs ${QKV_BENCH_QUICK:+--Ls=128,256,512 --budget=5 --matmul=256,512}   # WebGPU vs wasm (bench/webgpu/README.md)
 node bench/model/run.mjs ${QKV_BENCH_QUICK:+--reps 5 --tokens 100}   # GPT-2 model: prefill + KV-cache generation vs onnxruntime-web (bench/model/README.md)
 bash bench/matmul/run.sh   # the model's matmul kernels vs the machine's bandwidth and mul+add peak (bench/matmul/README.md)
