@@ -235,6 +235,35 @@ test('playground: turning off 1/sqrt(d_k) lowers the entropy at large d_k; rows 
   await page.close();
 });
 
+test('benchmark page: the memory plot reads in whole binary units and follows heads and D', async () => {
+  const { page } = await open('bench.html', DESKTOP);
+  const UNITS = { KiB: 2 ** 10, MiB: 2 ** 20, GiB: 2 ** 30 };
+  const yLabels = () => page.$$eval('#plot-mem svg g[aria-label="y-axis tick label"] text', (ts) => ts.map((t) => t.textContent));
+  const naiveAt16k = () => page.$eval('#plot-mem svg g[aria-label="text"] text', (t) => t.textContent);
+  // the naive footprint at L = 16384 as the page should print it: Q, K, V, O and H L x L scores, float32
+  const expected = (H, D) => {
+    const L = 16384, gib = (16 * H * L * D + 4 * H * L * L) / UNITS.GiB;
+    return `${String(Number(gib.toPrecision(3)))} GiB`;
+  };
+  for (const [H, D] of [[4, 64], [8, 64], [1, 128]]) {
+    // as a user does: pick the values, then read the plot at once
+    await page.selectOption('#heads', String(H));
+    await page.selectOption('#dim', String(D));
+    const labels = await yLabels();
+    assert.ok(labels.length >= 3, `H=${H} D=${D}: ${labels.length} y labels`);
+    const bytes = labels.map((l) => {
+      const m = /^(\d+) (KiB|MiB|GiB)$/.exec(l);
+      assert.ok(m, `H=${H} D=${D}: y label "${l}" is not a whole number of KiB, MiB or GiB`);
+      return Number(m[1]) * UNITS[m[2]];
+    });
+    for (const b of bytes) assert.equal(Math.log2(b) % 4, 0, `H=${H} D=${D}: ${b} bytes is not a power of 16`);
+    assert.deepEqual(bytes, [...bytes].sort((a, b) => a - b), `H=${H} D=${D}: labels ${labels} not ascending`);
+    assert.equal(await naiveAt16k(), expected(H, D), `H=${H} D=${D}: naive footprint label`);
+  }
+  checkProblems(page, 'benchmark memory plot');
+  await page.close();
+});
+
 test('benchmark page: a small run finishes and draws its plot', async () => {
   const { page } = await open('bench.html?run=256', DESKTOP);
   await page.waitForSelector('body[data-bench-done=true]', { timeout: 240_000 });

@@ -232,10 +232,13 @@ function renderMemory(): void {
       { L, bytes: 4 * H * L * L, kind: 'the score matrix alone' },
     ];
   });
+  // y ticks at whole binary units (256 KiB, 4 MiB, 64 MiB, ...): powers of 16 across the data
+  const [lo, hi] = d3.extent(data, (d) => d.bytes) as [number, number];
+  const yTicks = d3.range(Math.ceil(Math.log2(lo) / 4) * 4, Math.log2(hi) + 1e-9, 4).map((e) => 2 ** e);
   $('#plot-mem').replaceChildren(Plot.plot({
     width: Math.min(760, $('#plot-mem').clientWidth || 700), height: 260, marginLeft: 64,
     x: { type: 'log', base: 2, label: 'sequence length L', tickFormat: (d: number) => (d >= 1024 ? `${d / 1024}k` : String(d)) },
-    y: { type: 'log', label: 'bytes', grid: true, tickFormat: (d: number) => fmt.bytes(d) },
+    y: { type: 'log', base: 2, label: 'bytes', grid: true, ticks: yTicks, tickFormat: (d: number) => fmt.bytes(d) },
     color: { legend: true, range: ['#e15759', '#4e79a7', '#bab0ac'] },
     marks: [Plot.line(data, { x: 'L', y: 'bytes', stroke: 'kind', strokeWidth: 2 }), Plot.dot(data.filter((d) => d.L === 16384), { x: 'L', y: 'bytes', fill: 'kind' }),
       Plot.text(data.filter((d) => d.L === 16384 && d.kind.startsWith('naive')), { x: 'L', y: 'bytes', text: (d: { bytes: number }) => fmt.bytes(d.bytes), dx: -30, dy: -10 })],
