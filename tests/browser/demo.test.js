@@ -124,12 +124,39 @@ test('model page: generates 20 tokens; explorer shows n_layer x n_head heads who
   await page.click('#tab-neuron');
   await page.waitForSelector('#neuron svg');
   await shot(page, 'model-neuron-1280x800');
+  // the softmax bars' weight labels read whole: none runs past its plot's edge (an SVG clips it)
+  const labels = await page.$$eval('#neuron svg', (svgs) => svgs.flatMap((svg) => {
+    const box = svg.getBoundingClientRect();
+    return [...svg.querySelectorAll('g[aria-label="text"] text')].map((t) => {
+      const r = t.getBoundingClientRect();
+      return { text: t.textContent, inside: r.left >= box.left - 0.5 && r.right <= box.right + 0.5 };
+    });
+  }));
+  assert.ok(labels.length >= 2, `neuron view: ${labels.length} weight labels`);
+  for (const { text, inside } of labels) {
+    assert.match(text, /^[01]\.\d\d$/, `neuron view: weight label "${text}"`);
+    assert.ok(inside, `neuron view: the weight label ${text} is cut off at the plot's edge`);
+  }
 
   // JSON export
   const [dj] = await Promise.all([page.waitForEvent('download'), page.click('#export-json')]);
   const json = JSON.parse(await readFile(await dj.path(), 'utf8'));
   assert.equal(json.attn.length, nL);
   assert.equal(json.attn[0].length, nH);
+  // the neuron view's key labels: "position:token", a token past 8 characters cut with "…";
+  // query 4 sees keys 0-4, the prompt's first five tokens ("␣beginning" among them)
+  await page.selectOption('#query', '4');
+  // (the bar plots' y axes; the q and k plots' y axes are numbers)
+  const keyLabels = (await page.$$eval('#neuron .ncols svg g[aria-label="y-axis tick label"] text', (ts) => ts.map((t) => t.textContent)))
+    .filter((l) => l.includes(':'));
+  assert.ok(keyLabels.length >= 2, `neuron view: ${keyLabels.length} key labels`);
+  const shown = (t) => t.replace(/ /g, '␣').replace(/\n/g, '↵');
+  for (const l of keyLabels) {
+    const [, j, text] = /^(\d+):(.*)$/.exec(l) ?? [];
+    const full = shown(json.tokens[Number(j)] ?? '');
+    assert.equal(text, full.length > 8 ? `${full.slice(0, 7)}…` : full, `neuron view: key label "${l}" for token ${JSON.stringify(full)}`);
+  }
+  assert.ok(keyLabels.some((l) => l.endsWith('…')), `neuron view: no cut token among ${keyLabels}`);
   checkProblems(page, 'model page');
   await page.close();
 

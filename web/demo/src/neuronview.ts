@@ -24,7 +24,10 @@ export function renderNeuron(container: HTMLElement, data: AttnData, st: NeuronS
   const L = data.tokens.length;
   const i = Math.max(0, Math.min(L - 1, st.query < 0 ? L - 1 : st.query));
   const weights = data.attn[st.layer][st.head][i];
-  const label = (j: number) => `${j}:${showToken(data.tokens[j]).slice(0, 8)}`;
+  const label = (j: number) => {
+    const t = showToken(data.tokens[j]);
+    return `${j}:${t.length > 8 ? `${t.slice(0, 7)}…` : t}`; // a cut token says so
+  };
   // the visible keys: 0..i, or the last `window` of them
   const win = windowOf(data, st.layer); // data is per token (the word row is apart)
   const first = win ? Math.max(0, i - win + 1) : 0;
@@ -50,7 +53,8 @@ export function renderNeuron(container: HTMLElement, data: AttnData, st: NeuronS
   const barH = 26 + 15 * shownRows.length + 30;
   const yDomain = shownRows.map((r) => r.key);
   const bar = (field: 'raw' | 'scaled' | 'p', title: string, fill: string) => Plot.plot({
-    width: barW, height: barH, marginLeft: 86, marginRight: 14, style: { fontSize: '11px' },
+    // the softmax plot's weight labels stand right of their bars: room for the longest one
+    width: barW, height: barH, marginLeft: 86, marginRight: field === 'p' ? 36 : 14, style: { fontSize: '11px' },
     x: { label: title, grid: true, nice: true, ...(field === 'p' ? { domain: [0, Math.max(0.05, ...shownRows.map((r) => r.p))] } : {}) },
     y: { domain: yDomain, label: null },
     marks: [
