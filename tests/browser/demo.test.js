@@ -258,6 +258,12 @@ test('playground: turning off 1/sqrt(d_k) lowers the entropy at large d_k; rows 
   await page.click('#fall');
   const lastErr = await page.$eval('#ftable tbody tr.active td:last-child', (td) => Number(td.textContent));
   assert.ok(lastErr < 1e-5, `online softmax ends ${lastErr} from the exact output`);
+  // at desktop width the table's every column is in view, the error column too (no sideways scroll)
+  const fit = await page.$eval('#ftable', (t) => ({ table: t.scrollWidth, box: t.parentElement.clientWidth }));
+  assert.ok(fit.table <= fit.box, `online softmax table is ${fit.table}px wide in a ${fit.box}px box`);
+  // the chart's x axis counts whole tiles
+  const tileTicks = await page.$$eval('#fchart svg g[aria-label="x-axis tick label"] text', (ts) => ts.map((t) => t.textContent));
+  assert.ok(tileTicks.length >= 2 && tileTicks.every((x) => /^\d+$/.test(x)), `tiles consumed axis: ${tileTicks}`);
   checkProblems(page, 'playground');
   await page.close();
 });

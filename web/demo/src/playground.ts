@@ -250,7 +250,7 @@ function renderFlash(): void {
   const data = states.slice(0, s).map((st, n) => ({ step: n + 1, err: st.err }));
   $('#fchart').replaceChildren(Plot.plot({
     width: Math.min(460, $('#fchart').clientWidth || 420), height: 180, marginLeft: 50,
-    x: { label: 'tiles consumed', domain: [0.5, states.length + 0.5], ticks: states.length <= 12 ? d3.range(1, states.length + 1) : undefined },
+    x: { label: 'tiles consumed', domain: [0.5, states.length + 0.5], ticks: states.length <= 12 ? d3.range(1, states.length + 1) : undefined, tickFormat: 'd' },
     y: { label: 'max |out − exact|', grid: true, domain: [0, Math.max(1e-6, d3.max(states, (st) => st.err) ?? 1)] },
     marks: [Plot.ruleY([0]), Plot.line(data, { x: 'step', y: 'err', stroke: '#2456c8' }), Plot.dot(data, { x: 'step', y: 'err', fill: '#2456c8' })],
   }));
