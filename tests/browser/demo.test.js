@@ -304,6 +304,10 @@ test('benchmark page: a small run finishes and draws its plot', async () => {
   const rows = await page.locator('#results tbody tr').count();
   assert.ok(rows >= 2, `results table has ${rows} rows`);
   assert.equal(await page.getAttribute('#bar', 'value'), '1');
+  // the time plot's L axis is labelled at the lengths measured, as the results table lists them
+  const measured = await page.$$eval('#results tbody tr td:first-child', (tds) => tds.map((td) => Number(td.textContent)));
+  const xTicks = await page.$$eval('#plot-time svg g[aria-label="x-axis tick label"] text', (ts) => ts.map((t) => t.textContent));
+  assert.deepEqual(xTicks, measured.map((L) => (L >= 1024 ? `${L / 1024}k` : String(L))), 'time plot L labels');
   await shot(page, 'bench-run-1280x800');
   checkProblems(page, 'benchmark');
   await page.close();

@@ -201,7 +201,8 @@ function renderResults(): void {
       : 'WebGPU did not overtake wasm in this range; its fixed cost per call dominates at these lengths.';
     const plot = Plot.plot({
       width, height: 340, marginLeft: 56, marginRight: 20,
-      x: { type: 'log', base: 2, label: 'sequence length L', tickFormat: (d: number) => (d >= 1024 ? `${d / 1024}k` : String(d)) },
+      // ticks at the lengths measured (powers of 2; d3's log ticks fall back to 200, 300, ... over a few octaves)
+      x: { type: 'log', base: 2, label: 'sequence length L', ticks: [...new Set(points.map((p) => p.L))], tickFormat: (d: number) => (d >= 1024 ? `${d / 1024}k` : String(d)) },
       y: { type: 'log', label: 'time per call (ms)', grid: true },
       color: { legend: true, scheme: 'tableau10' },
       marks: [
