@@ -233,7 +233,7 @@ function renderMemory(): void {
       { L, bytes: 4 * H * L * L, kind: 'the score matrix alone' },
     ];
   });
-  // y ticks at whole binary units (256 KiB, 4 MiB, 64 MiB, ...): powers of 16 across the data
+  // y ticks at whole binary units (1 MiB, 16 MiB, 256 MiB, 4 GiB, ...): powers of 16 across the data
   const [lo, hi] = d3.extent(data, (d) => d.bytes) as [number, number];
   const yTicks = d3.range(Math.ceil(Math.log2(lo) / 4) * 4, Math.log2(hi) + 1e-9, 4).map((e) => 2 ** e);
   $('#plot-mem').replaceChildren(Plot.plot({
