@@ -14,7 +14,8 @@ export const PEAK = 'peak-mul-add', PEAK_MADD = 'peak-relaxed-madd';
 
 const now = () => performance.now();
 
-function inputs(L) {
+/** The benchmark's q, k, v for length L: [1, H, L, D] each, as flat Float32Arrays. */
+export function inputs(L) {
   const n = H * L * D;
   const q = new Float32Array(n), k = new Float32Array(n), v = new Float32Array(n);
   for (let i = 0; i < n; i++) {

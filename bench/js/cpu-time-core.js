@@ -8,11 +8,10 @@
 // server reads the renderer's) before and after a batch of calls (~200 ms, so the marks' own
 // work is small beside it); per measurement the batch with the median wall time is kept, with
 // its snapshots and its number of calls.
+import { D, H, inputs, usefulFlops } from './core.js';
 import { peakKernels } from './peak.js';
 // the module the package loaded (the same module instance as dist/index.js's, in Node and in the page)
 import { callThreads, getModule } from '../../dist/wasm/loader.js';
-
-const H = 8, D = 64;
 
 async function measure(call, reps, mark) {
   let t0 = performance.now();
@@ -46,12 +45,13 @@ export async function runCpuTimed(qkv, { sizes, reps, mark }) {
     await qkv.init();
     for (const L of sizes) {
       const n = H * L * D;
-      const tensor = (f) => new qkv.Tensor(Float32Array.from({ length: n }, (_, i) => f(i)), [1, H, L, D]);
-      const q = tensor((i) => Math.sin(i * 0.37)), k = tensor((i) => Math.cos(i * 0.11)), v = tensor((i) => Math.sin(i * 0.05 + 1));
+      const tensor = (a) => new qkv.Tensor(a, [1, H, L, D]);
+      const { q: qa, k: ka, v: va } = inputs(L);
+      const q = tensor(qa), k = tensor(ka), v = tensor(va);
       for (const causal of [false, true]) {
         const call = () => qkv.scaledDotProductAttentionSync(q, k, v, { isCausal: causal });
         for (const t0 = performance.now(); performance.now() - t0 < 500; ) call(); // every thread tiers up
-        const flops = causal ? 4 * H * D * (L * (L + 1)) / 2 : 4 * H * D * L * L; // the FLOPs the call needs
+        const flops = usefulFlops(L, causal); // the FLOPs the call needs
         rows.push({ impl: `qkv-${variant}`, L, causal, threadCount, flops, ...(await measure(call, reps, mark)) });
         // the same call writing into one output array reused across calls (options.out)
         const out = new Float32Array(n);

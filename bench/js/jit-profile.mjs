@@ -86,7 +86,10 @@ function loops(rows) {
     // one register compare per unrolled copy (V8 tests the induction variable once a copy)
     const copies = Math.max(1, body.filter((r) => r.mnemonic === 'cmp' && !r.operands.includes('(')).length);
     const mix = {};
-    for (const r of body) mix[classify(r.mnemonic, r.operands)] = (mix[classify(r.mnemonic, r.operands)] ?? 0) + 1;
+    for (const r of body) {
+      const c = classify(r.mnemonic, r.operands);
+      mix[c] = (mix[c] ?? 0) + 1;
+    }
     const perCopy = Object.fromEntries(Object.entries(mix).map(([k, n]) => [k, +(n / copies).toFixed(1)]));
     const share = body.reduce((s, r) => s + r.pct, 0) / total;
     return { start: start.toString(16), end: end.toString(16), share: +share.toFixed(4), copies, perCopy };
