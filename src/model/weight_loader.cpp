@@ -208,7 +208,6 @@ WeightBuffers WeightLoader::load(MallocBytes file, size_t size) {
     f.matrix->fixes = f.count ? out.fixes.data() + f.first : nullptr;
     f.matrix->fix_count = f.count;
   }
-  out.bytes.matrices += out.fixes.size() * sizeof(WeightFix);
 
   // 1-D parameters: float32 in place when the file is kept and they are aligned float32; else widened
   const auto read_in_place = [&](const Source& s) { return in_place && s.type == WeightType::F32 && s.aligned(); };

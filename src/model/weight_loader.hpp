@@ -53,7 +53,9 @@ struct WeightBuffers {
   MallocBytes converted;       // the converted matrices, at 16-byte aligned offsets (null when in place)
   std::vector<float> vectors;  // 1-D parameters widened to float32
   WeightBytes bytes;
-  std::vector<WeightFix> fixes;  // F16 weights below 2^-14 in magnitude, stored as zero (prepare_f16_weights)
+  // F16 weights below 2^-14 in magnitude, stored as zero (prepare_f16_weights): 12 bytes each,
+  // ~0.1-0.3% of the weights, not counted in `bytes`
+  std::vector<WeightFix> fixes;
 };
 
 class WeightLoader {
