@@ -13,6 +13,7 @@ import { callThreads } from '../wasm/loader.js';
 import type { EmbindHandle, QkvModule } from '../wasm/module.js';
 import { optFunction, optSignal } from './cancel.js';
 import { forwardInChunks, type ChunkedForward } from './chunked.js';
+import { GenerationSlot, once } from './generation.js';
 import type { Tokenizer } from './tokenizer.js';
 
 export interface ForwardOptions {
@@ -221,7 +222,8 @@ export class DecoderModel<C extends object = Record<string, unknown>> {
   readonly #mm: ModelModule;
   readonly #tracked: Tracked<WasmDecoder>;
   readonly #dims: ModelDims;
-  #generating = false;
+  /** The generation holding the KV cache session, if any (a newer one supersedes it). */
+  readonly #generation = new GenerationSlot();
   /** True while a chunked forward holds the session. */
   #chunking = false;
   /** Settles when the last chunked forward queued so far ends: the next one waits for it. */
@@ -343,9 +345,8 @@ export class DecoderModel<C extends object = Record<string, unknown>> {
       await untilSettledOrAborted(earlier, o.signal);
       o.signal?.throwIfAborted();
       this.#handle(fn);
-      if (this.#generating) {
-        throw new Error(`${fn}: a generation is running on this model, and forward with signal, onProgress or chunkSize runs through the same KV cache: finish the generation (or break out of its loop) first, or call forward without them`);
-      }
+      // the same KV cache as a generation's: this forward ends one that is suspended at a step
+      this.#generation.supersede();
       this.#chunking = owner = true;
       const handle = () => {
         if (this.#tracked.released) throw new Error(`${fn}: the model was disposed during the forward pass`);
@@ -366,7 +367,10 @@ export class DecoderModel<C extends object = Record<string, unknown>> {
    * Generates tokens after `prompt` (text, tokenized with model.tokenizer, or token ids), one
    * step per token through the KV cache: prefill once, then each token attends to the cached
    * keys and values (nothing is recomputed). An async iterator of {@link GenerationStep}s;
-   * breaking out of the loop stops it. One generation per model at a time.
+   * breaking out of the loop stops it. One generation per model at a time: a newer generate()
+   * (or a forward with signal, onProgress or chunkSize, which runs through the same KV cache)
+   * supersedes a generation suspended at a step, which frees its buffers; the superseded
+   * iterator's next next() returns `{ done: true }`. A dropped iterator so never locks the model.
    *
    * Prompts that do not fit: prompt + maxNewTokens past the context is an Error (no rolling of the cache).
    */
@@ -388,17 +392,18 @@ export class DecoderModel<C extends object = Record<string, unknown>> {
     const ids = typeof prompt === 'string' ? tokenizer!.encode(prompt) : prompt;
     const x = this.#ids(fn, ids, maxNew, 'prompt');
     const h = this.#handle(fn);
-    if (this.#generating) {
-      throw new Error(`${fn}: another generation is running on this model; finish it (or break out of its loop) first`);
-    }
     if (this.#chunking) {
       throw new Error(`${fn}: a forward pass with signal, onProgress or chunkSize is running on this model (through the same KV cache); await it (or abort it) first`);
     }
-    this.#generating = true;
     const L = x.length;
     const { vocab: V, heads: H, layers: NL } = this.#dims;
     const sampler = this.#mm.Sampler.create(seed);
     const scope = new HeapScope(this.#m, fn);
+    const freeBuffers = once(() => {
+      scope.free();
+      sampler.delete();
+    });
+    const ticket = this.#generation.begin(freeBuffers);  // supersedes (and frees) the one before
     const decoder = new TextDecoder('utf-8');
     try {
       const pIds = scope.i32(x, `ids [${L}]`);
@@ -433,16 +438,15 @@ export class DecoderModel<C extends object = Record<string, unknown>> {
         const step: GenerationStep = { token, text, index: k, position: L + k };
         if (attentions) step.attentions = attentions;
         yield step;
-        if (last) break;
+        if (last || !this.#generation.holds(ticket)) break;  // done, or superseded (buffers freed)
         if (this.#tracked.released) throw new Error(`${fn}: the model was disposed during generation`);
         err = this.#handle(fn).step(token, pLogits, pAtt);
         if (err) throw wasmError(fn, err);
         if (want) attentions = rows(1, L + k + 1);
       }
     } finally {
-      scope.free();
-      sampler.delete();
-      this.#generating = false;
+      this.#generation.end(ticket);
+      freeBuffers();
     }
   }
 

@@ -12,6 +12,7 @@ import { checkOptions, intsBelow, isNumberArray, optBool, optInt } from '../vali
 import { HeapScope, wasmError } from '../wasm/heap.js';
 import { callThreads } from '../wasm/loader.js';
 import type { EmbindHandle, QkvModule } from '../wasm/module.js';
+import { GenerationSlot, once } from './generation.js';
 import type { Tokenizer } from './tokenizer.js';
 
 /** config.json of a BART-layout model (Hugging Face keys); other keys are kept as they are. */
@@ -130,7 +131,8 @@ export class Seq2SeqModel {
   readonly #m: QkvModule;
   readonly #mm: Seq2SeqModule;
   readonly #tracked: Tracked<WasmSeq2Seq>;
-  #generating = false;
+  /** The generation holding the decoder's KV cache, if any (a newer one supersedes it). */
+  readonly #generation = new GenerationSlot();
 
   /** @internal use {@link loadModel} */
   constructor(m: QkvModule, handle: WasmSeq2Seq, config: Seq2SeqConfig, tokenizer: Tokenizer) {
@@ -215,7 +217,8 @@ export class Seq2SeqModel {
    * encoder runs once and every decoder layer's cross-attention keys/values are computed once
    * from its output; each step then runs one decoder token through the self-attention KV cache
    * and attends to those cached cross K/V. Starts at decoder_start_token_id and stops after
-   * eos_token_id (yielded, done: true) or maxNewTokens. One generation per model at a time.
+   * eos_token_id (yielded, done: true) or maxNewTokens. One generation per model at a time: a newer
+   * generate() supersedes one suspended at a step (its buffers freed; its next next() returns done).
    */
   async *generate(input: string | ArrayLike<number>, options: Seq2SeqGenerateOptions = {}): AsyncGenerator<Seq2SeqStep, void, undefined> {
     const fn = 'model.generate';
@@ -231,14 +234,15 @@ export class Seq2SeqModel {
     const want = optBool(fn, opts, 'outputAttentions', false);
     const src = this.#input(fn, input);
     const h = this.#handle(fn);
-    if (this.#generating) {
-      throw new Error(`${fn}: another generation is running on this model; finish it (or break out of its loop) first`);
-    }
-    this.#generating = true;
     const Ls = src.length;
     const V = c.vocab_size, NE = c.encoder_layers, HE = c.encoder_attention_heads, ND = c.decoder_layers, HD = c.decoder_attention_heads;
     const sampler = this.#mm.Sampler.create(seed);
     const scope = new HeapScope(this.#m, fn);
+    const freeBuffers = once(() => {
+      scope.free();
+      sampler.delete();
+    });
+    const ticket = this.#generation.begin(freeBuffers);  // supersedes (and frees) the one before
     const decoder = new TextDecoder('utf-8');
     const specials = new Set(Object.values(this.tokenizer.specialTokens).filter((v): v is number => v !== null));
     try {
@@ -269,12 +273,11 @@ export class Seq2SeqModel {
           step.crossAttentions = perLayer(scope.read(pCross, ND * HD * Ls), ND, HD, 1, Ls, false);
         }
         yield step;
-        if (done) break;
+        if (done || !this.#generation.holds(ticket)) break;  // done, or superseded (buffers freed)
       }
     } finally {
-      scope.free();
-      sampler.delete();
-      this.#generating = false;
+      this.#generation.end(ticket);
+      freeBuffers();
     }
   }
 
