@@ -122,7 +122,7 @@ test(`${BROWSER}: a host without COOP/COEP: the service worker isolates every pa
     assert.equal(p.navigation, 'navigate', `${name}: no reload once the worker is installed`);
     assert.match(p.text, /\(cross-origin isolated via service worker\)$/, `${name}'s line`);
     if (loaded) assert.equal(p.threads, want, `${name}: threads shown: "${p.text}"`);
-    else assert.equal(p.text, 'wasm not loaded yet · threads: … (cross-origin isolated via service worker)', `${name}'s line before a run`);
+    else assert.equal(p.text, 'wasm not loaded yet · threads available (cross-origin isolated via service worker)', `${name}'s line before a run`);
     if (name === 'bench' && want > 1) {
       const choices = await p.page.text('#backends');
       assert.match(choices, new RegExp(`wasm SIMD × ${Math.min(s.cores, 8)} threads(?! \\()`), `bench offers threads: "${choices}"`);

@@ -2,6 +2,7 @@
 // build, the threads a call uses, and why (cross-origin isolation and who provides it), e.g.
 //   wasm simd-relaxed-threads · threads: 2 (cross-origin isolated via service worker)
 //   wasm simd-threads · threads: 2 (cross-origin isolated by the server's headers)
+//   wasm not loaded yet · threads available (cross-origin isolated via service worker)
 //   wasm simd-relaxed · 1 thread: not cross-origin isolated (the service worker could not install)
 // data-isolation on the element holds the mode as a word (service-worker | server | none); its
 // title, the browser's own message where there is one (why the service worker failed).
@@ -22,7 +23,7 @@ function render(i: Isolation, loadError?: string): void {
   const build = loadError ? `wasm failed to load (${loadError})` : variant ? `wasm ${variant}` : 'wasm not loaded yet';
   if ('reloading' in i) el.textContent = `${build} · ${i.why}`;
   else if (!i.isolated) el.textContent = `${build} · 1 thread: ${isolationText(i)}`;
-  else el.textContent = `${build} · threads: ${variant ? qkv.env.threads : '…'} (${isolationText(i)})`;
+  else el.textContent = `${build} · ${variant ? `threads: ${qkv.env.threads}` : 'threads available'} (${isolationText(i)})`;
 }
 
 /**
