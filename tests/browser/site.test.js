@@ -5,8 +5,10 @@
 // every page must say so in the line a reader sees in its header (#runtime): the wasm build,
 // the thread count and the mode. The model page must then generate with threads. With the
 // server's own headers (tools/serve-demo.mjs, as npm start serves) the line names the server
-// and no service worker is registered; where the service worker cannot install (the host
-// answers 404 for it) the page runs one thread, says why, does not reload, and still generates.
+// and no service worker is registered, and so it does when a host starts sending them under an
+// installed worker; where the service worker cannot install (the host answers 404 for it) the
+// page runs one thread, says why, does not reload, and still generates; a worker that adds no
+// headers costs one reload, never a loop.
 // Each case has its own server, so its own origin: no service worker carries over between them.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -26,9 +28,11 @@ const TYPES = { '.html': 'text/html', '.js': 'text/javascript', '.mjs': 'text/ja
 
 /**
  * A plain static file server over build/site/: Content-Type and nothing else. `missing` paths
- * answer 404; `replaced` maps a path to the JavaScript served there instead of the file.
+ * answer 404; `replaced` maps a path to the JavaScript served there instead of the file. Setting
+ * `isolating` on the returned host makes it send COOP/COEP from then on.
  */
 async function plainHost({ missing = [], replaced = {} } = {}) {
+  const host = { isolating: false };
   const server = createServer(async (req, res) => {
     let path = normalize(decodeURIComponent(new URL(req.url, 'http://x').pathname));
     if (path.endsWith('/')) path += 'index.html';
@@ -36,11 +40,12 @@ async function plainHost({ missing = [], replaced = {} } = {}) {
     const file = join(SITE, path);
     const info = file.startsWith(SITE) && !missing.includes(path) ? await stat(file).catch(() => null) : null;
     if (!info?.isFile()) { res.writeHead(404, { 'Content-Type': 'text/plain' }).end('not found'); return; }
-    res.writeHead(200, { 'Content-Type': TYPES[extname(file)] ?? 'application/octet-stream', 'Content-Length': info.size });
+    const isolation = host.isolating ? { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp' } : {};
+    res.writeHead(200, { 'Content-Type': TYPES[extname(file)] ?? 'application/octet-stream', 'Content-Length': info.size, ...isolation });
     if (req.method === 'HEAD') res.end(); else createReadStream(file).pipe(res);
   });
   await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
-  return { url: `http://127.0.0.1:${server.address().port}/`, close: () => server.close() };
+  return Object.assign(host, { url: `http://127.0.0.1:${server.address().port}/`, close: () => server.close() });
 }
 
 let browser;
@@ -144,6 +149,20 @@ test(`${BROWSER}: a server that sends COOP/COEP: the line names the server's hea
   assert.equal(s.navigation, 'navigate', 'no reload');
   assert.equal(s.controlled, false, 'no service worker controls the page');
   assert.equal(await s.page.evaluate(async () => (await navigator.serviceWorker.getRegistrations()).length), 0, 'service worker registrations');
+  assert.deepEqual(s.page.problems, [], 'console errors/warnings');
+  await s.page.close();
+});
+
+test(`${BROWSER}: a host that starts sending COOP/COEP under an installed service worker: the line names the server's headers`, async () => {
+  const host = await plainHost();
+  servers.push(host);
+  const first = await open(host.url, 'index.html');
+  assert.equal(first.mode, 'cross-origin isolated via service worker', `line: "${first.text}"`);
+  host.isolating = true;
+  const s = await open(host.url, 'index.html', { page: first.page });
+  assert.equal(s.controlled, true, 'the service worker still controls the page');
+  assert.equal(s.isolated, true, 'crossOriginIsolated');
+  assert.equal(s.mode, "cross-origin isolated by the server's headers", `line: "${s.text}"`);
   assert.deepEqual(s.page.problems, [], 'console errors/warnings');
   await s.page.close();
 });
