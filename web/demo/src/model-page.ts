@@ -2,6 +2,8 @@
 // the attention explorer (head view, model view, neuron view) in step with every token.
 // `st` holds the state; update functions change it and call render(), which only draws.
 import './style.css';
+import { showRuntime } from './runtime-line';
+import { settled } from './isolation';
 import { $, download, headColor, message, progress, showToken, yieldToEvents } from './ui';
 import { CheckpointError, loadModelFromFiles, loadModelFromHub, loadModelFromUrl, readDroppedFiles, type DemoModel } from './api';
 import { kvGroupsText, maxRowSumError, toJSON, windowOf, type AttnData } from './contract';
@@ -531,8 +533,10 @@ function wire(): void {
 }
 
 async function start(): Promise<void> {
+  void showRuntime();
   wire();
   render();
+  await settled;
   const bar = $<HTMLProgressElement>('#load-bar'), text = $('#load-text');
   try {
     await useModel(await loadModelFromUrl(DEFAULT_MODEL, (f, what) => progress(bar, f, what, text)));
