@@ -24,6 +24,8 @@ export interface TokenizerFiles {
   merges?: string;
   /** vocab.txt (BERT WordPiece) */
   vocabTxt?: string;
+  /** chat_template.jinja (a chat template kept apart from tokenizer_config.json; it wins over the config's) */
+  chatTemplate?: string;
 }
 
 export const TOKENIZER_FILE_NAMES: Record<keyof TokenizerFiles, string> = {
@@ -32,6 +34,7 @@ export const TOKENIZER_FILE_NAMES: Record<keyof TokenizerFiles, string> = {
   vocabJson: 'vocab.json',
   merges: 'merges.txt',
   vocabTxt: 'vocab.txt',
+  chatTemplate: 'chat_template.jinja',
 };
 
 /** A set of files that makes one tokenizer: tokenizer.json, vocab.json + merges.txt ('bpe'), vocab.txt. */
@@ -63,7 +66,9 @@ export async function readTokenizerFiles(
       const main = await text(set);
       if (main !== undefined) {
         const tokenizerConfig = await text('tokenizer_config.json');
-        return set === 'tokenizer.json' ? { tokenizerJson: main, tokenizerConfig } : { vocabTxt: main, tokenizerConfig };
+        if (set !== 'tokenizer.json') return { vocabTxt: main, tokenizerConfig };
+        const chatTemplate = await text('chat_template.jinja');
+        return chatTemplate === undefined ? { tokenizerJson: main, tokenizerConfig } : { tokenizerJson: main, tokenizerConfig, chatTemplate };
       }
     }
   }
@@ -92,7 +97,8 @@ export function tokenizerFromFiles(files: TokenizerFiles, options: { where?: str
       return new HfTokenizer({
         tokenizer: parsed(files.tokenizerJson, name('tokenizerJson')),
         config: config(),
-        names: { tokenizer: name('tokenizerJson'), config: name('tokenizerConfig') },
+        chatTemplate: files.chatTemplate,
+        names: { tokenizer: name('tokenizerJson'), config: name('tokenizerConfig'), chatTemplate: name('chatTemplate') },
       });
     }
     if (set === 'bpe' && hasBpe) {
