@@ -35,7 +35,7 @@ const MAX_HEADER_BYTES = 100 << 20;
 export interface ParsedIndex {
   /** tensor name -> shard file name */
   weightMap: Map<string, string>;
-  /** the shard files, in order of first mention */
+  /** the shard files, sorted by name (model-00001-of-0000N first) */
   shards: string[];
 }
 
@@ -66,6 +66,7 @@ export function parseIndex(text: string, where: string): ParsedIndex {
     if (!shards.includes(file)) shards.push(file);
   }
   if (weightMap.size === 0) throw new Error(`${fn}: ${where}: weight_map is empty (no tensors)`);
+  shards.sort();  // model-00001-of-0000N first, whatever order the map lists tensors in
   return { weightMap, shards };
 }
 
