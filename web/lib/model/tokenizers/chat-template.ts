@@ -40,9 +40,6 @@ interface Source {
   where: string;
 }
 
-/** An error raised by the template (raise_exception), told apart from a bug in the template. */
-class TemplateRaised extends Error {}
-
 /** The chat templates a tokenizer's files hold, or null when they hold none. */
 export function chatTemplateSource(config: JsonObject | null, jinja: string | undefined, names: { config: string; jinja: string }): Source | null {
   if (jinja !== undefined) {
@@ -148,12 +145,9 @@ export class ChatTemplates {
         tools: tools ?? null,
         documents: documents ?? null,
         add_generation_prompt: addGenerationPrompt ?? false,
-        raise_exception: (message: unknown) => {
-          throw new TemplateRaised(String(message));
-        },
-      });
+      });  // raise_exception and strftime_now are @huggingface/jinja's globals, as transformers defines them
     } catch (e) {
-      if (e instanceof TemplateRaised) throw new Error(`${FN}: the chat template (${where}) refused the messages: ${e.message}`);
+      // a raise_exception('...') of the template (Gemma's "roles must alternate") lands here too, its message kept
       throw new Error(`${FN}: rendering the chat template in ${where} failed: ${(e as Error).message}`);
     }
   }
