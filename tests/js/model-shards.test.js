@@ -151,7 +151,7 @@ test('a damaged index or shard: an Error naming the file, the tensor and what is
   ];
   unlinkSync(path.join(root, 'gone', s2));
   for (const [dir, want] of cases) {
-    await assert.rejects(qkv.loadModel(dir), (e) => { if (process.env.SHOW) console.log(e.message); assert.match(e.message, /^loadModel: /); assert.match(e.message, want); return true; }, dir);
+    await assert.rejects(qkv.loadModel(dir), (e) => { assert.match(e.message, /^loadModel: /); assert.match(e.message, want); return true; }, dir);
   }
   // neither the single file nor the index
   const none = writeFolder('none');
