@@ -67,12 +67,24 @@ export async function readTokenizerFiles(
       if (main !== undefined) {
         const tokenizerConfig = await text('tokenizer_config.json');
         if (set !== 'tokenizer.json') return { vocabTxt: main, tokenizerConfig };
-        const chatTemplate = await text('chat_template.jinja');
+        // chat_template.jinja: where transformers now saves a template; not asked for when the config holds one
+        const chatTemplate = configHasTemplate(tokenizerConfig) ? undefined : await text('chat_template.jinja');
         return chatTemplate === undefined ? { tokenizerJson: main, tokenizerConfig } : { tokenizerJson: main, tokenizerConfig, chatTemplate };
       }
     }
   }
   return {};
+}
+
+/** Whether tokenizer_config.json's text has a chat_template (a damaged file is reported later, by the tokenizer). */
+function configHasTemplate(configText: string | undefined): boolean {
+  if (configText === undefined) return false;
+  try {
+    const c = JSON.parse(configText) as { chat_template?: unknown };
+    return c !== null && typeof c === 'object' && c.chat_template !== undefined && c.chat_template !== null;
+  } catch {
+    return false;
+  }
 }
 
 const parsed = (v: string | object | undefined, file: string) => (typeof v === 'string' ? parseJson(v, file) : v);
