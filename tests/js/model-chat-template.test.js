@@ -14,6 +14,8 @@ import { api, buildSafetensors, llamaConfig, randomLlamaTensors } from './model-
 import { packageFile, referenceTokenizer } from './model-tokenizer-shared.js';
 
 const qkv = await api();
+// @huggingface/jinja is imported on first need; loadModel waits for it, tokenizerFromFiles users await this
+await qkv.loadChatTemplateEngine();
 
 function load(pkg) {
   const json = packageFile(pkg, 'models/tokenizer.json');

@@ -28,7 +28,7 @@ export {
   type ModelMemoryUsage,
   Seq2SeqModel, type Seq2SeqConfig, type Seq2SeqForwardOptions, type Seq2SeqForwardResult, type Seq2SeqGenerateOptions,
   type Seq2SeqStep,
-  HfTokenizer, tokenizerFromFiles,
+  HfTokenizer, tokenizerFromFiles, loadChatTemplateEngine,
   type Model, EncoderModel, type EncoderConfig, type EncoderForwardOptions, type EncoderForwardResult,
   type FillMaskOptions, type FillMaskPrediction,
   type TokenizerKind, type TokenizerFiles, type EncodeOptions, type DecodeOptions, type EncodedPair, type SpecialTokenIds,

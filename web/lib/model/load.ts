@@ -22,7 +22,7 @@ import { streamShards, type ShardedWeights } from './shards.js';
 import { GPT2Model } from './gpt2.js';
 import { LLAMA_FAMILY, LlamaModel, type LlamaConfig } from './llama.js';
 import { Seq2SeqModel, seq2seqModule, type Seq2SeqConfig } from './seq2seq.js';
-import { ByteTokenizer, tokenizerFromFiles, type Tokenizer } from './tokenizer.js';
+import { ByteTokenizer, HfTokenizer, loadChatTemplateEngine, tokenizerFromFiles, type Tokenizer } from './tokenizer.js';
 import { isHubId, readHub } from './hub/index.js';
 
 /**
@@ -230,6 +230,7 @@ export async function loadModel(source: ModelSource, options: LoadOptions = {}):
   }
   // a Llama-family folder without tokenizer files loads with tokenizer null (ids in and out)
   const tokenizer = makeTokenizer(config, raw, llama);
+  if (tokenizer instanceof HfTokenizer && tokenizer.hasChatTemplate) await loadChatTemplateEngine();  // applyChatTemplate is then synchronous
 
   const m = await loadModule();
   signal?.throwIfAborted();

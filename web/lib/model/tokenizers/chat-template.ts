@@ -6,7 +6,7 @@
  * `add_generation_prompt`, the special tokens (`bos_token`, `eos_token`, ...), any extra keyword
  * (`enable_thinking`), and the helpers `raise_exception(message)` and `strftime_now(format)`.
  */
-import { Template } from '@huggingface/jinja';
+import type { Template } from '@huggingface/jinja';
 import { describe } from '../../errors.js';
 import { type JsonObject, Where } from './json.js';
 import { SPECIAL_KEYS, tokenName } from './tokenizer-config.js';
@@ -33,6 +33,28 @@ export interface ChatTemplateOptions {
 }
 
 const FN = 'tokenizer.applyChatTemplate';
+
+/**
+ * @huggingface/jinja, imported on first need (a tokenizer with a template): a page that imports
+ * qkv's files without a bundler and uses no template never needs it resolved; applyChatTemplate
+ * stays synchronous once it is here (loadModel waits for it).
+ */
+let engine: typeof import('@huggingface/jinja') | null = null;
+let engineFailure: Error | null = null;
+let engineLoading: Promise<void> | null = null;
+
+/**
+ * Loads the template engine (@huggingface/jinja) if not loaded yet; loadModel awaits it for a
+ * tokenizer with a template. Await it before `applyChatTemplate` on a tokenizer made with
+ * `tokenizerFromFiles`. Never rejects: a failure is applyChatTemplate's Error.
+ */
+export function loadChatTemplateEngine(): Promise<void> {
+  engineLoading ??= import('@huggingface/jinja').then(
+    (m) => { engine = m; },
+    (e: Error) => { engineFailure = e; },
+  );
+  return engineLoading;
+}
 
 /** The template's text(s) and where they come from. */
 interface Source {
@@ -96,6 +118,7 @@ export class ChatTemplates {
   constructor(source: Source, specials: Record<string, string | string[]>) {
     this.#source = source;
     this.#specials = specials;
+    void loadChatTemplateEngine();
   }
 
   /** The template's names ('default' for a single one). */
@@ -130,8 +153,13 @@ export class ChatTemplates {
     const where = this.#source.templates.size > 1 ? `${this.#source.where} ("${name}")` : this.#source.where;
     let template = this.#parsed.get(name);
     if (!template) {
+      if (!engine) {
+        throw new Error(engineFailure
+          ? `${FN}: the template engine @huggingface/jinja could not be loaded (${engineFailure.message}); a page without a bundler maps it with an import map`
+          : `${FN}: the template engine @huggingface/jinja is still loading: await loadChatTemplateEngine() first (loadModel does)`);
+      }
       try {
-        template = new Template(text);
+        template = new engine.Template(text);
       } catch (e) {
         throw new Error(`${FN}: the chat template in ${where} does not parse: ${(e as Error).message}`);
       }
