@@ -63,12 +63,15 @@ export async function browserHubFolder(repo: HubRepo, options: HubOptions): Prom
       if (signal?.aborted) throw signal.reason;
       throw new Error(`${fn}: cannot fetch ${url}: ${(e as Error).message}`);
     }
-    if (res.status === 404) {
+    const code = res.headers.get('x-error-code');
+    if (res.status === 404 && (code ?? 'EntryNotFound') === 'EntryNotFound') {
       await cache?.put(url, new Response(null, { status: 404, statusText: 'Not Found' }));
       if (optional) return null;
       throw new Error(`${fn}: the repository has no ${name} at ${repo.revision} (${url}: HTTP 404)`);
     }
-    if (!res.ok || !res.body) throw new Error(`${fn}: ${url} answered HTTP ${res.status} ${res.statusText}`);
+    if (!res.ok || !res.body) {
+      throw new Error(`${fn}: ${url} answered HTTP ${res.status} ${res.statusText}${code ? ` (${code})` : ''}${res.status === 401 || code === 'RepoNotFound' ? ': no such repository, or it is private or gated' : ''}`);
+    }
     const length = Number(res.headers.get('content-length'));
     const total = Number.isSafeInteger(length) && length > 0 && !res.headers.get('content-encoding') ? length : undefined;
     const body = counted(res, (loaded) => onProgress?.({ loaded, total, file: name, stage: 'download' }));
