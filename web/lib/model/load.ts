@@ -1,6 +1,6 @@
 /**
  * `loadModel(source, options)`: reads a Hugging Face checkpoint (config.json + model.safetensors
- * [+ tokenizer files]) into the wasm module and returns the model its config.json's model_type
+ * or its shards [+ tokenizer files]; a folder, a Hub id or the files) into the wasm module and returns the model its config.json's model_type
  * names: GPT2Model for gpt2 (or no model_type), LlamaModel for llama, mistral, qwen2,
  * EncoderModel for bert, distilbert, Seq2SeqModel for bart.
  * model.safetensors streams straight into one wasm buffer, which the model then owns (its
@@ -182,11 +182,15 @@ async function loadEncoder(
  * (config.json's model_type "bert" / "distilbert", tokenizer from vocab.txt or tokenizer.json);
  * or (model_type "bart") an encoder-decoder.
  *
- * `source`: a folder holding config.json, model.safetensors and, for a BPE model, vocab.json
- * and merges.txt — as a URL (fetched; relative URLs resolve against the page) or, in Node,
- * a file path or file: URL — or the files themselves: `{ config, weights, vocab?, merges? }`
- * (weights: an ArrayBuffer, a typed array or a Blob / File).
- * `options`: `weights` ('auto' | 'f32' | 'f16' | 'int8'), `onProgress`, `signal` ({@link LoadOptions}).
+ * `source`: a folder holding config.json, model.safetensors (or model.safetensors.index.json
+ * and its shards, read as one file: shards.ts) and the tokenizer files — as a URL (fetched;
+ * relative URLs resolve against the page) or, in Node, a file path or file: URL — or a Hugging
+ * Face Hub id 'owner/name' (from env.hubUrl, cached: Cache Storage in browsers, Hugging Face's
+ * cache layout in Node; hub/, docs/hub.md) — or the files themselves: `{ config, weights,
+ * vocab?, merges?, tokenizer?, tokenizerConfig?, vocabTxt?, chatTemplate? }` (weights: an
+ * ArrayBuffer, a typed array or a Blob / File).
+ * `options`: `weights` ('auto' | 'f32' | 'f16' | 'int8'), `onProgress`, `signal`, `revision`
+ * (a Hub id's branch, tag or commit) ({@link LoadOptions}).
  * Every tensor is checked against the file and the config; damage is an Error naming the
  * tensor and the numbers.
  */
