@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { ROOT, launch } from './harness.js';
 import { serveDemo } from '../../tools/serve-demo.mjs';
 import { buildSafetensors, gpt2Config, randomGpt2Tensors } from '../js/model-helpers.js';
+import { makeRepo, serveFakeHub } from '../js/shared/fake-hub.js';
 
 const WORDS = ['the', 'model', 'attends', 'to', 'some', 'words', 'and', 'not', 'others', 'here'];
 /** 1000 words that GPT-2's BPE makes ~1000 tokens: the long prompt of the demo's long-sequence tests. */
@@ -57,7 +58,21 @@ export async function startDemoHub(dir, shape, seed, hubOptions) {
   await mkdir(join(ROOT, 'build/artifacts/demo'), { recursive: true });
   await writeGpt2Checkpoint(dir, shape, seed);
   const demo = await serveDemo({ port: 0 });
-  const hub = await serveHub(dir, hubOptions);
+  const hub = await serveFolderAsHub(dir, 'test-org/checkpoint', hubOptions);
   const browser = await launch();
-  return { demo, hub, browser, close: async () => { await browser.close(); demo.server.close(); hub.server.close(); } };
+  return { demo, hub, browser, close: async () => { await browser.close(); demo.server.close(); await hub.close(); } };
+}
+
+/**
+ * dir's files as the repo `id` on the fake Hub (tests/js/shared/fake-hub.js, the Hub's own URLs
+ * and headers). `query`: the demo page's "?hubUrl=...&hub=<id>" that loads it through qkv's Hub
+ * loading.
+ */
+export async function serveFolderAsHub(dir, id, hubOptions) {
+  const files = {};
+  for (const f of ['config.json', 'vocab.json', 'merges.txt', 'tokenizer.json', 'tokenizer_config.json', 'model.safetensors']) {
+    if (existsSync(join(dir, f))) files[f] = await readFile(join(dir, f));
+  }
+  const hub = await serveFakeHub({ [id]: makeRepo({ main: files }) }, hubOptions);
+  return { ...hub, id, query: `hubUrl=${encodeURIComponent(hub.url)}&hub=${encodeURIComponent(id)}` };
 }

@@ -161,9 +161,9 @@ export async function loadModelFromFiles(files: CheckpointFiles, onProgress: Pro
   return demoModel(m, files.name, backendName());
 }
 
-/** Loads a fetched checkpoint (hub.ts) with qkv: the weights as chosen, with progress and a cancel. */
-export async function loadModelFromHub(files: qkv.ModelFiles, name: string, options: qkv.LoadOptions): Promise<DemoModel> {
-  return demoModel(await loadModel(files, options), name, backendName());
+/** Loads a Hub id or a folder URL (hub.ts) with qkv: the weights as chosen, with progress and a cancel. */
+export async function loadModelFromHub(source: string, name: string, options: qkv.LoadOptions): Promise<DemoModel> {
+  return demoModel(await loadModel(source, options), name, backendName());
 }
 
 /** Reads a File with progress (bytes / size). */

@@ -5,7 +5,7 @@ import './style.css';
 import { showRuntime } from './runtime-line';
 import { settled } from './isolation';
 import { $, download, headColor, message, progress, showToken, yieldToEvents } from './ui';
-import { CheckpointError, loadModelFromFiles, loadModelFromHub, loadModelFromUrl, readDroppedFiles, type DemoModel } from './api';
+import { CheckpointError, loadModelFromFiles, loadModelFromHub, loadModelFromUrl, qkv, readDroppedFiles, type DemoModel } from './api';
 import { kvGroupsText, maxRowSumError, toJSON, windowOf, type AttnData } from './contract';
 import { allHeadStats, badgeClass, CAVEAT, type HeadStats } from './patterns';
 import { HeadView } from './headview';
@@ -13,7 +13,7 @@ import { ModelView } from './modelview';
 import { renderNeuron } from './neuronview';
 import { elementToPng } from './export';
 import { DEFAULT_MODEL, HUB, fillModelSelect, showDropped } from './models';
-import { clearCheckpointCache, fetchCheckpoint, HUB_GPT2, hubName } from './hub';
+import { clearCheckpointCache, HUB_GPT2, hubName, parseHubSource, type HubSource } from './hub';
 import { Shown } from './shown';
 import { WORD_RULE } from './words';
 import { ForwardProgress, stoppedBy } from './forward-progress';
@@ -411,12 +411,21 @@ function wireDrop(): void {
 
 let hubAbort: AbortController | null = null;
 
-/** Downloads (or reads from the cache) the Hub folder and loads it; Cancel aborts both steps. */
+/**
+ * Loads the panel's checkpoint: a Hub id or Hub URL through qkv's Hub loading (downloaded into
+ * Cache Storage, or read from it), another folder URL by loadModel(url); Cancel aborts it.
+ */
 async function loadHub(): Promise<void> {
   const bar = $<HTMLProgressElement>('#hub-bar'), text = $('#hub-text'), msg = $('#hub-msg');
   if (hubAbort) return;
   if (st.generating) { message(msg, 'Stop the generation first.', 'error'); return; }
-  const url = $<HTMLInputElement>('#hub-url').value.trim();
+  let source: HubSource;
+  try {
+    source = parseHubSource($<HTMLInputElement>('#hub-url').value);
+  } catch {
+    message(msg, 'Give a Hub id (owner/name, or owner/name@revision) or a folder URL.', 'error');
+    return;
+  }
   const weights = $<HTMLSelectElement>('#hub-weights').value as 'int8' | 'auto';
   const abort = (hubAbort = new AbortController());
   const buttons = (busy: boolean) => {
@@ -428,22 +437,35 @@ async function loadHub(): Promise<void> {
   buttons(true);
   message(msg, '');
   bar.hidden = false;
-  const onProgress = (f: number | null, what: string) => progress(bar, f, what, text);
+  const mib = (n: number) => (n / 1048576).toFixed(1);
+  let downloaded = 0;
+  const onProgress = (p: qkv.LoadProgress) => {
+    const f = p.total ? p.loaded / p.total : null;
+    if (p.stage === 'download') {
+      downloaded++;
+      progress(bar, f, `downloading ${p.file}: ${mib(p.loaded)} MiB${p.total ? ` of ${mib(p.total)} MiB` : ''}`, text);
+    } else {
+      progress(bar, f, `${p.file} into qkv (${weights === 'int8' ? '8-bit' : 'as stored'}): ${mib(p.loaded)} MiB`, text);
+    }
+  };
+  progress(bar, null, `${hubName(source)}: config.json…`, text);
+  const hubUrl = qkv.env.hubUrl;
   try {
-    const { files, fromCache, fetched } = await fetchCheckpoint(url, abort.signal, onProgress);
-    const model = await loadModelFromHub(files, `${hubName(url)} (Hub)`, {
-      weights, signal: abort.signal,
-      onProgress: (p) => onProgress(p.total ? p.loaded / p.total : null, `into qkv (${weights === 'int8' ? '8-bit' : 'as stored'}): ${(p.loaded / 1048576).toFixed(0)} MiB`),
-    });
+    if (source.kind === 'id' && source.hubUrl) qkv.env.hubUrl = source.hubUrl;
+    const options: qkv.LoadOptions = { weights, signal: abort.signal, onProgress };
+    if (source.kind === 'id' && source.revision) options.revision = source.revision;
+    const model = await loadModelFromHub(source.kind === 'id' ? source.id : source.url, `${hubName(source)} (Hub)`, options);
     await useModel(model);
     const sel = $<HTMLSelectElement>('#model');
     sel.value = HUB;
     text.textContent = '';
-    message(msg, fromCache === fetched ? 'Loaded from this browser\'s cache (no download).' : `Downloaded${fromCache ? ` (${fromCache} of ${fetched} files from the cache)` : ''} and cached for the next visit.`, 'ok');
+    message(msg, source.kind === 'url' ? `Loaded from ${source.url} (a folder URL: not cached; Hub ids are).`
+      : downloaded ? 'Downloaded and cached for the next visit.' : 'Loaded from this browser\'s cache (no download).', 'ok');
   } catch (e) {
     text.textContent = '';
     message(msg, abort.signal.aborted ? 'Cancelled.' : `Could not load the checkpoint: ${(e as Error).message}`, abort.signal.aborted ? 'info' : 'error');
   } finally {
+    qkv.env.hubUrl = hubUrl;
     hubAbort = null;
     bar.hidden = true;
     buttons(false);
@@ -452,7 +474,11 @@ async function loadHub(): Promise<void> {
 }
 
 function wireHub(): void {
-  $<HTMLInputElement>('#hub-url').value = new URLSearchParams(location.search).get('hub') ?? HUB_GPT2;
+  const params = new URLSearchParams(location.search);
+  // ?hubUrl= : another Hub host (a mirror; the tests' local Hub)
+  const host = params.get('hubUrl');
+  if (host) qkv.env.hubUrl = host;
+  $<HTMLInputElement>('#hub-url').value = params.get('hub') ?? HUB_GPT2;
   $('#hub-load').addEventListener('click', () => void loadHub());
   $('#hub-cancel').addEventListener('click', () => hubAbort?.abort());
   $('#hub-clear').addEventListener('click', async () => {

@@ -17,7 +17,8 @@ export {
 } from './seq2seq.js';
 export type { GPT2Config, ModelFiles, ModelSource } from './files.js';
 export {
-  ByteTokenizer, BpeTokenizer, HfTokenizer, bytesToUnicode, GPT2_PATTERN, tokenizerFromFiles,
+  ByteTokenizer, BpeTokenizer, HfTokenizer, bytesToUnicode, GPT2_PATTERN, tokenizerFromFiles, loadChatTemplateEngine,
   type Tokenizer, type TokenizerKind, type TokenizerFiles, type EncodeOptions, type DecodeOptions,
-  type EncodedPair, type SpecialTokenIds,
+  type EncodedPair, type SpecialTokenIds, type ChatMessage, type ChatTemplateOptions,
 } from './tokenizer.js';
+export { clearHubCache, hubCacheDir } from './hub/index.js';

@@ -10,6 +10,7 @@ export { bertTokenizerJson, parseVocabTxt } from './tokenizers/vocab-txt.js';
 export {
   readTokenizerFiles, tokenizerFromFiles, tokenizerSearchOrder, TOKENIZER_FILE_NAMES, type TokenizerFiles,
 } from './tokenizers/from-files.js';
+export { loadChatTemplateEngine, type ChatMessage, type ChatTemplateOptions } from './tokenizers/chat-template.js';
 export type {
   DecodeOptions, EncodedPair, EncodeOptions, SpecialTokenIds, Tokenizer, TokenizerKind,
 } from './tokenizers/types.js';

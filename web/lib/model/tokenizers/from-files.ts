@@ -24,6 +24,8 @@ export interface TokenizerFiles {
   merges?: string;
   /** vocab.txt (BERT WordPiece) */
   vocabTxt?: string;
+  /** chat_template.jinja (a chat template kept apart from tokenizer_config.json; it wins over the config's) */
+  chatTemplate?: string;
 }
 
 export const TOKENIZER_FILE_NAMES: Record<keyof TokenizerFiles, string> = {
@@ -32,6 +34,7 @@ export const TOKENIZER_FILE_NAMES: Record<keyof TokenizerFiles, string> = {
   vocabJson: 'vocab.json',
   merges: 'merges.txt',
   vocabTxt: 'vocab.txt',
+  chatTemplate: 'chat_template.jinja',
 };
 
 /** A set of files that makes one tokenizer: tokenizer.json, vocab.json + merges.txt ('bpe'), vocab.txt. */
@@ -63,11 +66,25 @@ export async function readTokenizerFiles(
       const main = await text(set);
       if (main !== undefined) {
         const tokenizerConfig = await text('tokenizer_config.json');
-        return set === 'tokenizer.json' ? { tokenizerJson: main, tokenizerConfig } : { vocabTxt: main, tokenizerConfig };
+        if (set !== 'tokenizer.json') return { vocabTxt: main, tokenizerConfig };
+        // chat_template.jinja: where transformers now saves a template; not asked for when the config holds one
+        const chatTemplate = configHasTemplate(tokenizerConfig) ? undefined : await text('chat_template.jinja');
+        return chatTemplate === undefined ? { tokenizerJson: main, tokenizerConfig } : { tokenizerJson: main, tokenizerConfig, chatTemplate };
       }
     }
   }
   return {};
+}
+
+/** Whether tokenizer_config.json's text has a chat_template (a damaged file is reported later, by the tokenizer). */
+function configHasTemplate(configText: string | undefined): boolean {
+  if (configText === undefined) return false;
+  try {
+    const c = JSON.parse(configText) as { chat_template?: unknown };
+    return c !== null && typeof c === 'object' && c.chat_template !== undefined && c.chat_template !== null;
+  } catch {
+    return false;
+  }
 }
 
 const parsed = (v: string | object | undefined, file: string) => (typeof v === 'string' ? parseJson(v, file) : v);
@@ -92,7 +109,8 @@ export function tokenizerFromFiles(files: TokenizerFiles, options: { where?: str
       return new HfTokenizer({
         tokenizer: parsed(files.tokenizerJson, name('tokenizerJson')),
         config: config(),
-        names: { tokenizer: name('tokenizerJson'), config: name('tokenizerConfig') },
+        chatTemplate: files.chatTemplate,
+        names: { tokenizer: name('tokenizerJson'), config: name('tokenizerConfig'), chatTemplate: name('chatTemplate') },
       });
     }
     if (set === 'bpe' && hasBpe) {

@@ -3,6 +3,7 @@
  * of openai/gpt-2 `encoder.py`: the regex pre-tokenizer, bytes_to_unicode, then greedy merging
  * of the lowest-ranked pair. GPT-2 adds no special tokens.
  */
+import { noChatTemplate } from './chat-template.js';
 import {
   bytesText, checkDecodeOptions, cleanUpTokenization, checkEncodeOptions, checkIds, checkText, NO_SPECIAL_TOKENS,
   type DecodeOptions, type EncodedPair, type EncodeOptions, type SpecialTokenIds, type Tokenizer,
@@ -202,5 +203,9 @@ export class BpeTokenizer implements Tokenizer {
   tokenText(id: number): string {
     checkIds('tokenizer.tokenText', [id], this.vocabSize);
     return bytesText(this.decodeBytes([id]));
+  }
+
+  applyChatTemplate(): string {
+    throw noChatTemplate("GPT-2's vocab.json and merges.txt hold none");
   }
 }
