@@ -19,5 +19,5 @@ export type { GPT2Config, ModelFiles, ModelSource } from './files.js';
 export {
   ByteTokenizer, BpeTokenizer, HfTokenizer, bytesToUnicode, GPT2_PATTERN, tokenizerFromFiles,
   type Tokenizer, type TokenizerKind, type TokenizerFiles, type EncodeOptions, type DecodeOptions,
-  type EncodedPair, type SpecialTokenIds,
+  type EncodedPair, type SpecialTokenIds, type BpeOptions,
 } from './tokenizer.js';
