@@ -115,6 +115,16 @@ test('a GPT-2 folder without tokenizer_config.json, or with add_prefix_space fal
   const on = qkv.tokenizerFromFiles({ vocabJson, merges, tokenizerConfig: '{"add_prefix_space": true}' });
   assert.deepEqual(off.encode('In the beginning'), trainingTokenizer().encode('In the beginning'));
   assert.deepEqual(on.encode('In the beginning'), model.tokenizer.encode('In the beginning'));
+  // loadModel from files (a dropped folder, the demo's Hub download) reads it the same way
+  const config = readFileSync(path.join(dir, 'config.json'), 'utf8'), weights = readFileSync(path.join(dir, 'model.safetensors'));
+  for (const [tokenizerConfig, first] of [[readFileSync(path.join(dir, 'tokenizer_config.json'), 'utf8'), ['\u0120In']], [undefined, ['I', 'n']]]) {
+    const fromFiles = await qkv.loadModel({ config, weights, vocab: vocabJson, merges, ...(tokenizerConfig ? { tokenizerConfig } : {}) });
+    try {
+      assert.deepEqual(fromFiles.tokenizer.encode('In the').slice(0, first.length).map((id) => fromFiles.tokenizer.token(id)), first);
+    } finally {
+      fromFiles.dispose();
+    }
+  }
   // the random GPT-2 fixture has no tokenizer_config.json
   const rnd = await qkv.loadModel(path.join(DATA, 'random-gpt2'));
   try {
