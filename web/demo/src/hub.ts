@@ -1,6 +1,7 @@
 // A checkpoint from the Hugging Face Hub (or any folder URL laid out like one): config.json
-// first, then the files its model_type needs (GPT-2: vocab.json and merges.txt; the Llama family:
-// tokenizer.json and tokenizer_config.json, each optional), then model.safetensors, fetched with
+// first, then the files its model_type needs (GPT-2: vocab.json and merges.txt, then an optional
+// tokenizer_config.json (its add_prefix_space); the Llama family: tokenizer.json and
+// tokenizer_config.json, each optional), then model.safetensors, fetched with
 // progress and a cancel, kept in the browser's Cache Storage so that a second visit reads them
 // from disk. The weights reach qkv's loadModel as a Blob (disk-backed when it comes from the
 // cache), which it streams into wasm memory: no second copy of 500 MB in JavaScript.
@@ -117,6 +118,8 @@ export async function fetchCheckpoint(base: string, signal: AbortSignal, onProgr
   if (gpt2) {
     files.vocab = await text(GPT2_FILES[0], false);
     files.merges = await text(GPT2_FILES[1], false);
+    const tokenizerConfig = await text(HF_FILES[1], true);
+    if (tokenizerConfig !== undefined) files.tokenizerConfig = tokenizerConfig;
   } else {
     const tokenizer = await text(HF_FILES[0], true);
     if (tokenizer !== undefined) {
