@@ -50,6 +50,10 @@ test('Hub checkpoint: downloads with progress, loads 8-bit, generates; a reload 
   const context = await browser.newContext();
   const page = await openDemo(context);
   assert.equal(await page.inputValue('#hub-url'), hub.url);
+  const heading = async (p) => [await p.textContent('h1'), await p.textContent('#lead')];
+  const [tinyTitle, tinyLead] = await heading(page);
+  assert.equal(tinyTitle, 'A tiny GPT, and what its heads attend to');
+  assert.match(tinyLead, /^A small GPT-2 trained on the King James Bible runs in this page/);
   const seen = [];
   const watch = setInterval(() => page.textContent('#hub-text').then((t) => t && seen.push(t), () => {}), 50);
   const msg = await loadFromHub(page);
@@ -59,6 +63,18 @@ test('Hub checkpoint: downloads with progress, loads 8-bit, generates; a reload 
   assert.match(await page.textContent('#model-info'), /2 layers × 12 heads, d_model 96, context 1024, vocab 50257/);
   assert.equal(await page.inputValue('#model'), 'hub');
   assert.deepEqual([hub.requests['config.json'], hub.requests['model.safetensors']], [1, 1]);
+  // the headline and the line under it name the loaded checkpoint and where it came from (issue 25)
+  const [title, lead] = await heading(page);
+  assert.equal(title, `GPT-2 (${new URL(hub.url).host}, 2 layers × 12 heads), and what its heads attend to`);
+  assert.equal(lead, `Downloaded from a Hub folder (${hub.url}) and loaded with 8-bit weights; it runs in this page on qkv's attention kernels. `
+    + 'Type a prompt, generate, and watch every layer and head update with each new token.');
+  assert.doesNotMatch(title + lead, /tiny|King James/);
+  // choosing the tiny model again brings its own words back
+  await page.selectOption('#model', './models/tiny-kjv-bpe/');
+  await page.waitForFunction(() => /^tiny-kjv-bpe: /.test(document.querySelector('#model-info').textContent), null, { timeout: 60_000 });
+  assert.deepEqual(await heading(page), [tinyTitle, tinyLead]);
+  await loadFromHub(page);
+  assert.equal(await page.textContent('h1'), title);
 
   await page.fill('#prompt', 'Attention is all you');
   await page.fill('#max-new', '5');
@@ -72,7 +88,7 @@ test('Hub checkpoint: downloads with progress, loads 8-bit, generates; a reload 
   // a second visit in the same browser profile: every file from Cache Storage
   const again = await openDemo(context);
   assert.match(await loadFromHub(again), /^Loaded from this browser's cache \(no download\)\.$/);
-  assert.deepEqual([hub.requests['config.json'], hub.requests['vocab.json'], hub.requests['merges.txt'], hub.requests['model.safetensors']], [1, 1, 1, 1]);
+  assert.deepEqual([hub.requests['config.json'], hub.requests['vocab.json'], hub.requests['merges.txt'], hub.requests['tokenizer_config.json'], hub.requests['model.safetensors']], [1, 1, 1, 1, 1]);
   assert.match(await again.textContent('#model-info'), /12 heads/);
 
   // 12 heads x 512 tokens: the views draw (times recorded, not asserted)
@@ -111,6 +127,7 @@ test('Hub checkpoint: Cancel stops a slow download; the page keeps its model', a
   }
   assert.equal(await page.textContent('#hub-msg'), 'Cancelled.');
   assert.match(await page.textContent('#model-info'), /^tiny-kjv-bpe/);
+  assert.equal(await page.textContent('h1'), 'A tiny GPT, and what its heads attend to', 'a cancelled load keeps the headline');
   assert.equal(await page.isEnabled('#generate'), true);
   assert.equal(await page.isEnabled('#hub-load'), true);
   // nothing half-downloaded was cached: the next load downloads again
