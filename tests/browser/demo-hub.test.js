@@ -32,7 +32,7 @@ before(async () => {
   await writeGpt2Checkpoint(DIR, { n_layer: 2, n_head: 12, n_embd: 96, n_positions: 1024 }, 7);
   demo = await serveDemo({ port: 0 });
   const files = {};
-  for (const f of ['config.json', 'vocab.json', 'merges.txt', 'model.safetensors']) files[f] = await readFile(join(DIR, f));
+  for (const f of ['config.json', 'vocab.json', 'merges.txt', 'tokenizer_config.json', 'model.safetensors']) files[f] = await readFile(join(DIR, f));
   hub = await serveFakeHub({ [ID]: makeRepo({ main: files }) }, {
     trickle: (name) => slow && name === 'model.safetensors',
     cut: (name) => cut && name === 'model.safetensors',
@@ -63,6 +63,10 @@ test('Hub checkpoint: downloads with progress, loads 8-bit, generates; a reload 
   const context = await browser.newContext();
   const page = await openDemo(context);
   assert.equal(await page.inputValue('#hub-url'), ID);
+  const heading = async (p) => [await p.textContent('h1'), await p.textContent('#lead')];
+  const [tinyTitle, tinyLead] = await heading(page);
+  assert.equal(tinyTitle, 'A tiny GPT, and what its heads attend to');
+  assert.match(tinyLead, /^A small GPT-2 trained on the King James Bible runs in this page/);
   const seen = [];
   const watch = setInterval(() => page.textContent('#hub-text').then((t) => t && seen.push(t), () => {}), 50);
   const msg = await loadFromHub(page);
@@ -71,8 +75,21 @@ test('Hub checkpoint: downloads with progress, loads 8-bit, generates; a reload 
   assert.ok(seen.some((t) => /MiB/.test(t)), `progress text seen: ${JSON.stringify(seen.slice(0, 5))}`);
   assert.match(await page.textContent('#model-info'), /2 layers × 12 heads, d_model 96, context 1024, vocab 50257/);
   assert.equal(await page.inputValue('#model'), 'hub');
-  assert.deepEqual([gets('config.json'), gets('vocab.json'), gets('merges.txt'), gets('model.safetensors')], [1, 1, 1, 1]);
+  assert.deepEqual([gets('config.json'), gets('vocab.json'), gets('merges.txt'), gets('tokenizer_config.json'), gets('model.safetensors')], [1, 1, 1, 1, 1]);
   const requests = hub.requests.length;
+  // the headline and the line under it name the loaded checkpoint and where it came from (issue 25)
+  const [title, lead] = await heading(page);
+  assert.equal(title, `GPT-2 (${ID}, 2 layers × 12 heads), and what its heads attend to`);
+  assert.equal(lead, `Downloaded from a Hub folder (${hub.url.replace(/\/$/, '')}/${ID}) and loaded with 8-bit weights; it runs in this page on qkv's attention kernels. `
+    + 'Type a prompt, generate, and watch every layer and head update with each new token.');
+  assert.doesNotMatch(title + lead, /tiny|King James/);
+  // choosing the tiny model again brings its own words back
+  await page.selectOption('#model', './models/tiny-kjv-bpe/');
+  await page.waitForFunction(() => /^tiny-kjv-bpe: /.test(document.querySelector('#model-info').textContent), null, { timeout: 60_000 });
+  assert.deepEqual(await heading(page), [tinyTitle, tinyLead]);
+  await loadFromHub(page);
+  assert.equal(await page.textContent('h1'), title);
+  const afterReload = hub.requests.length;
 
   await page.fill('#prompt', 'Attention is all you');
   await page.fill('#max-new', '5');
@@ -86,7 +103,8 @@ test('Hub checkpoint: downloads with progress, loads 8-bit, generates; a reload 
   // a second visit in the same browser profile: every file from Cache Storage
   const again = await openDemo(context);
   assert.match(await loadFromHub(again), /^Loaded from this browser's cache \(no download\)\.$/);
-  assert.deepEqual(hub.requests.slice(requests), [], 'no request on the second visit');
+  assert.deepEqual(hub.requests.slice(afterReload), [], 'no request on the second visit');
+  assert.deepEqual(hub.requests.slice(requests, afterReload), [], 'nor on the second load in the same page');
   assert.match(await again.textContent('#model-info'), /12 heads/);
 
   // 12 heads x 512 tokens: the views draw (times recorded, not asserted)
@@ -125,6 +143,7 @@ test('Hub checkpoint: Cancel stops a slow download; the page keeps its model', a
   }
   assert.equal(await page.textContent('#hub-msg'), 'Cancelled.');
   assert.match(await page.textContent('#model-info'), /^tiny-kjv-bpe/);
+  assert.equal(await page.textContent('h1'), 'A tiny GPT, and what its heads attend to', 'a cancelled load keeps the headline');
   assert.equal(await page.isEnabled('#generate'), true);
   assert.equal(await page.isEnabled('#hub-load'), true);
   // nothing half-downloaded was cached: the next load downloads again

@@ -200,6 +200,10 @@ test('a Llama checkpoint with Llama 3\'s tokenizer.json from the Hub: the shown 
   assert.equal(hub.requests.filter((r) => r.startsWith('GET /lfs/')).length, 1);
   assert.match(await page.innerText('#model-info'), /\(llama\): 2 layers × 4 heads sharing 1 key\/value heads .*vocab 128256; q and k after the rotary embedding\.$/);
   assert.equal(await page.isHidden('#prompt-note'), true);
+  // the headline and the line under it follow the checkpoint (issue 25)
+  assert.equal(await page.textContent('h1'), `Llama (${new URL(hub.url).host}, 2 layers × 4 heads), and what its heads attend to`);
+  const lead = await page.textContent('#lead');
+  assert.ok(lead.startsWith(`Downloaded from a Hub folder (${hub.url}) and loaded with its weights as stored; it runs in this page on qkv's attention kernels.`), lead);
 
   const prompt = 'Attention is all you need 🦊';
   await typeAndGenerate(page, prompt, 6);
@@ -223,6 +227,8 @@ test('a Llama checkpoint with Llama 3\'s tokenizer.json from the Hub: the shown 
   await page.setInputFiles('#files', ['tokenizer_config.json', 'config.json', 'tokenizer.json', 'model.safetensors'].map((f) => join(DIR, f)));
   await page.waitForSelector('#drop-msg[data-tone=ok]:not([hidden])', { timeout: 60_000 });
   assert.match(await page.innerText('#model-info'), /^dropped checkpoint \(llama\): 2 layers × 4 heads/);
+  assert.equal(await page.textContent('h1'), 'Llama (dropped checkpoint, 2 layers × 4 heads), and what its heads attend to');
+  assert.match(await page.textContent('#lead'), /^Dropped into this page \(tokenizer_config\.json, config\.json, tokenizer\.json, model\.safetensors\): read from your disk, nothing was uploaded; it runs/);
   await page.fill('#prompt', '');
   await page.locator('#prompt').pressSequentially('Hello, world!', { delay: 40 });
   await page.waitForFunction((n) => document.body.dataset.tokens === String(n), ref.encode('Hello, world!').length, { timeout: 60_000 });

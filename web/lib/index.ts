@@ -32,7 +32,7 @@ export {
   type Model, EncoderModel, type EncoderConfig, type EncoderForwardOptions, type EncoderForwardResult,
   type FillMaskOptions, type FillMaskPrediction,
   type TokenizerKind, type TokenizerFiles, type EncodeOptions, type DecodeOptions, type EncodedPair, type SpecialTokenIds,
-  type ChatMessage, type ChatTemplateOptions, hubCacheDir, clearHubCache,
+  type ChatMessage, type ChatTemplateOptions, hubCacheDir, clearHubCache, type BpeOptions,
 } from './model/index.js';
 export { MultiHeadAttention, type MultiHeadAttentionOptions, type MultiHeadAttentionWeights,
   type MultiHeadAttentionForwardOptions, type Weight } from './mha.js';

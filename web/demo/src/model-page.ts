@@ -17,6 +17,7 @@ import { clearCheckpointCache, HUB_GPT2, hubName, parseHubSource, type HubSource
 import { Shown } from './shown';
 import { WORD_RULE } from './words';
 import { ForwardProgress, stoppedBy } from './forward-progress';
+import { headline, type ModelOrigin } from './headline';
 
 type Tab = 'head' | 'model' | 'neuron';
 
@@ -42,6 +43,8 @@ const st = {
 let promptTimer = 0;
 /** The prompt's forward pass: progress bar, percentage, Cancel. */
 const forward = new ForwardProgress();
+/** index.html's headline and lead: what the tiny GPTs show (headline.ts). */
+const pageHeadline = { title: $('#headline').textContent ?? '', lead: $('#lead').textContent ?? '' };
 
 const headView = new HeadView($('#headview'), (q) => { st.query = q; st.neuronKey = -1; renderControls(); headView.update(viewState()); });
 const modelView = new ModelView($('#thumbs'), $('#heatmap'), (s) => { st.sel = s; st.layer = s.layer; render(); });
@@ -223,8 +226,17 @@ function renderOutput(ids: number[], promptLength: number): void {
   out.scrollTop = out.scrollHeight;
 }
 
-async function useModel(model: DemoModel): Promise<void> {
+/** The headline and the line under it follow the loaded model (headline.ts). */
+function showHeadline(model: DemoModel, origin: ModelOrigin): void {
+  const name = origin.kind === 'hub' ? hubName(origin.url) : model.name;
+  const h = headline({ ...model, name }, origin, pageHeadline);
+  $('#headline').textContent = h.title;
+  $('#lead').textContent = h.lead;
+}
+
+async function useModel(model: DemoModel, origin: ModelOrigin): Promise<void> {
   st.model?.dispose();
+  showHeadline(model, origin);
   st.epoch++;
   st.model = model;
   st.data = null;
@@ -381,7 +393,7 @@ async function loadDropped(files: File[]): Promise<void> {
   try {
     const onProgress = (f: number | null, what: string) => progress(bar, f, what, text);
     const ck = await readDroppedFiles(files, onProgress);
-    await useModel(await loadModelFromFiles(ck, onProgress));
+    await useModel(await loadModelFromFiles(ck, onProgress), { kind: 'dropped', files: files.map((f) => f.name) });
     showDropped($<HTMLSelectElement>('#model'), ck.name);
     progress(bar, 1, '', text);
     message(msg, `Loaded ${ck.name}. The explorer now shows its heads.`, 'ok');
@@ -455,7 +467,10 @@ async function loadHub(): Promise<void> {
     const options: qkv.LoadOptions = { weights, signal: abort.signal, onProgress };
     if (source.kind === 'id' && source.revision) options.revision = source.revision;
     const model = await loadModelFromHub(source.kind === 'id' ? source.id : source.url, `${hubName(source)} (Hub)`, options);
-    await useModel(model);
+    const where = source.kind === 'id'
+      ? `${(source.hubUrl ?? qkv.env.hubUrl).replace(/\/$/, '')}/${source.id}${source.revision ? `@${source.revision}` : ''}`
+      : source.url;
+    await useModel(model, { kind: 'hub', url: where, weights });
     const sel = $<HTMLSelectElement>('#model');
     sel.value = HUB;
     text.textContent = '';
@@ -498,7 +513,7 @@ async function pickModel(url: string): Promise<void> {
   const msg = $('#gen-msg');
   message(msg, `Loading ${url}…`);
   try {
-    await useModel(await loadModelFromUrl(url, () => {}));
+    await useModel(await loadModelFromUrl(url, () => {}), { kind: 'site', url });
     message(msg, '');
   } catch (e) {
     message(msg, `The model could not be loaded: ${(e as Error).message}`, 'error');
@@ -565,7 +580,7 @@ async function start(): Promise<void> {
   await settled;
   const bar = $<HTMLProgressElement>('#load-bar'), text = $('#load-text');
   try {
-    await useModel(await loadModelFromUrl(DEFAULT_MODEL, (f, what) => progress(bar, f, what, text)));
+    await useModel(await loadModelFromUrl(DEFAULT_MODEL, (f, what) => progress(bar, f, what, text)), { kind: 'site', url: DEFAULT_MODEL });
     progress(bar, 1, 'Model ready.', text);
     $('#load').hidden = true;
   } catch (e) {

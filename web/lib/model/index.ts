@@ -19,6 +19,6 @@ export type { GPT2Config, ModelFiles, ModelSource } from './files.js';
 export {
   ByteTokenizer, BpeTokenizer, HfTokenizer, bytesToUnicode, GPT2_PATTERN, tokenizerFromFiles, loadChatTemplateEngine,
   type Tokenizer, type TokenizerKind, type TokenizerFiles, type EncodeOptions, type DecodeOptions,
-  type EncodedPair, type SpecialTokenIds, type ChatMessage, type ChatTemplateOptions,
+  type EncodedPair, type SpecialTokenIds, type ChatMessage, type ChatTemplateOptions, type BpeOptions,
 } from './tokenizer.js';
 export { clearHubCache, hubCacheDir } from './hub/index.js';

@@ -4,7 +4,7 @@
  * SentencePiece BPE, WordPiece); {@link tokenizerFromFiles} picks one from a model's files.
  */
 export { ByteTokenizer } from './tokenizers/bytes.js';
-export { BpeTokenizer, bytesToUnicode, GPT2_PATTERN } from './tokenizers/gpt2-bpe.js';
+export { BpeTokenizer, bytesToUnicode, GPT2_PATTERN, type BpeOptions } from './tokenizers/gpt2-bpe.js';
 export { HfTokenizer, type HfTokenizerFiles } from './tokenizers/hf-tokenizer.js';
 export { bertTokenizerJson, parseVocabTxt } from './tokenizers/vocab-txt.js';
 export {

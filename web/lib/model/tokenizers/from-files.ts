@@ -1,14 +1,14 @@
 /**
  * Which tokenizer a model folder's files describe, and reading them:
  *   tokenizer.json [+ tokenizer_config.json]  -> HfTokenizer (byte-level BPE, SentencePiece BPE, WordPiece)
- *   vocab.json + merges.txt                   -> GPT-2's BpeTokenizer
+ *   vocab.json + merges.txt [+ tokenizer_config.json] -> GPT-2's BpeTokenizer (add_prefix_space)
  *   vocab.txt [+ tokenizer_config.json]       -> WordPiece (BERT)
  * GPT-2 folders (model_type gpt2) look for vocab.json + merges.txt first, so GPT-2 keeps the
  * tokenizer of openai/gpt-2's encoder.py even when a tokenizer.json sits beside them.
  */
-import { BpeTokenizer } from './gpt2-bpe.js';
+import { BpeTokenizer, type BpeOptions } from './gpt2-bpe.js';
 import { HfTokenizer } from './hf-tokenizer.js';
-import { parseJson } from './json.js';
+import { Where, asBool, asObject, parseJson } from './json.js';
 import type { Tokenizer } from './types.js';
 import { bertTokenizerJson } from './vocab-txt.js';
 
@@ -61,7 +61,11 @@ export async function readTokenizerFiles(
   for (const set of tokenizerSearchOrder(modelType)) {
     if (set === 'bpe') {
       const [vocabJson, merges] = await Promise.all([text('vocab.json'), text('merges.txt')]);
-      if (vocabJson !== undefined || merges !== undefined) return { vocabJson, merges };
+      if (vocabJson !== undefined || merges !== undefined) {
+        // asked for only once the BPE files are there (a folder of another set never sees it asked twice)
+        const tokenizerConfig = await text('tokenizer_config.json');
+        return tokenizerConfig === undefined ? { vocabJson, merges } : { vocabJson, merges, tokenizerConfig };
+      }
     } else {
       const main = await text(set);
       if (main !== undefined) {
@@ -88,6 +92,17 @@ function configHasTemplate(configText: string | undefined): boolean {
 }
 
 const parsed = (v: string | object | undefined, file: string) => (typeof v === 'string' ? parseJson(v, file) : v);
+
+/**
+ * GPT2TokenizerFast's reading of tokenizer_config.json: `add_prefix_space` (false when the
+ * file or the key is absent, as GPT2Tokenizer's default).
+ */
+function bpeOptions(config: unknown, file: string): BpeOptions {
+  if (config === undefined || config === null) return {};
+  const at = new Where(file);
+  const c = asObject(config, at);
+  return { addPrefixSpace: asBool(c.add_prefix_space, at.key('add_prefix_space'), false) };
+}
 
 /**
  * The tokenizer the files describe (see the file comment for which wins), or null when there
@@ -119,7 +134,7 @@ export function tokenizerFromFiles(files: TokenizerFiles, options: { where?: str
       }
       const vocab = parsed(files.vocabJson, name('vocabJson'));
       if (typeof files.merges !== 'string') throw new TypeError(`${name('merges')}: expected the file's text`);
-      return new BpeTokenizer(vocab as Record<string, number>, files.merges);
+      return new BpeTokenizer(vocab as Record<string, number>, files.merges, bpeOptions(config(), name('tokenizerConfig')));
     }
     if (set === 'vocab.txt' && files.vocabTxt !== undefined) {
       const c = config();
