@@ -9,6 +9,7 @@
 #include <string>
 
 #include "guarded.hpp"
+#include "interventions_arg.hpp"
 #include "model/bert.hpp"
 
 using namespace emscripten;
@@ -34,12 +35,13 @@ EncoderModel* encoder_create(const std::string& config_json, uintptr_t bytes, do
 }
 
 // ids [B, L] int32; types [B, L] int32 or 0; mask [B, L] uint8 or 0 -> logits [B, L, V] or 0,
-// attentions [layers, B, H, L, L] or 0
+// attentions [layers, B, H, L, L] or 0; iv: head interventions (interventions_arg.hpp)
 std::string encoder_forward(EncoderModel& m, uintptr_t ids, int B, int L, uintptr_t types, uintptr_t mask,
-                            uintptr_t logits, uintptr_t attentions) {
+                            uintptr_t logits, uintptr_t attentions, const qkv::wasm::InterventionsArg& iv) {
   return guarded([&] {
+    const qkv::wasm::Interventions i(iv);
     m.encoder.forward(ptr<const int32_t>(ids), B, L, ptr<const int32_t>(types), ptr<const uint8_t>(mask), m.scratch,
-                      ptr<float>(logits), ptr<float>(attentions));
+                      ptr<float>(logits), ptr<float>(attentions), nullptr, i.ptr);
   });
 }
 
