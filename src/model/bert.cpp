@@ -285,7 +285,7 @@ void Encoder::forward(const int32_t* ids, int64_t B, int64_t L, const int32_t* t
   if (iv) {
     if (B != 1)
       throw std::invalid_argument("Encoder.forward: interventions need one sequence, got B = " + std::to_string(B));
-    iv->validate("Encoder.forward", c.layers, H, D);
+    iv->validate("Encoder.forward", c.layers, H, D, 0, L, L);
   }
   std::vector<uint8_t> knockout;  // a layer's knockout mask combined with the padding mask
   ensure(s.x, size_t(N * E));

@@ -16,13 +16,19 @@ std::string str(int64_t v) { return std::to_string(v); }
 
 }  // namespace
 
-void HeadInterventions::validate(const char* fn, int64_t L, int64_t H, int64_t Dv) const {
+void HeadInterventions::validate(const char* fn, int64_t L, int64_t H, int64_t Dv, int64_t pos0, int64_t rows,
+                                 int64_t Lk) const {
   if (layers != L || heads != H) {
     fail(fn,
          "made for " + str(layers) + " layers x " + str(heads) + " heads, the stack has " + str(L) + " x " + str(H));
   }
   if (!has_rows()) return;
   if (length < 1 || keys < 1) fail(fn, "length " + str(length) + " and keys " + str(keys) + " must be >= 1");
+  if (pos0 < 0 || pos0 + rows > length || Lk > keys) {
+    fail(fn, "rows [" + str(pos0) + ", " + str(pos0 + rows) + ") over " + str(Lk) +
+                 " keys fall outside the forward they were made for (" + str(length) + " rows, " + str(keys) +
+                 " keys)");
+  }
   auto check_slots = [&](const int32_t* slot, int64_t count, const char* what) {
     for (int64_t l = 0; l < layers; ++l) {
       if (slot[l] < -1 || slot[l] >= count) {

@@ -43,9 +43,12 @@ struct HeadInterventions {
   // forward's shape; a head scale alone works for any call (generation steps).
   bool has_rows() const { return block_slot || outputs || patch_slot; }
 
-  // Throws std::invalid_argument("<fn>: ...") when the shape does not fit the stack
-  // (layers, heads, value_dim) or a slot/field is inconsistent.
-  void validate(const char* fn, int64_t layers, int64_t heads, int64_t value_dim) const;
+  // Throws std::invalid_argument("<fn>: interventions: ...") when the shape does not fit the
+  // stack (layers, heads, value_dim), a slot is out of range, or (with row-wise options) the
+  // call's rows [pos0, pos0 + L) over Lk keys fall outside the forward they describe. The
+  // models call it before any work, so a misfit leaves a KV cache as it was.
+  void validate(const char* fn, int64_t layers, int64_t heads, int64_t value_dim, int64_t pos0, int64_t L,
+                int64_t Lk) const;
 };
 
 // What a model does around one layer's attention call:

@@ -122,7 +122,7 @@ void Llama::run(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache
   const int64_t Lk = pos0 + L;  // keys visible to the last query
   check_decoder_ids("Llama::run", ids, L, pos0, c.vocab_size, c.max_position_embeddings, "max_position_embeddings");
   check_decoder_caches("Llama::run", caches, c.num_hidden_layers, pos0, L, Hkv, D);
-  if (iv) iv->validate("Llama::run", c.num_hidden_layers, H, D);
+  if (iv) iv->validate("Llama::run", c.num_hidden_layers, H, D, pos0, L, Lk);
   std::vector<uint8_t> knockout;  // a layer's knockout mask, when it must be sliced (chunks)
 
   const size_t n = size_t(L);
