@@ -15,7 +15,7 @@
 // calls interleaved round-robin, each option's figure the median of --reps rounds; the ratio
 // is to the plain forward of the same round.
 //
-//   node bench/model/interventions.mjs [--tokens 64] [--reps 7] [--layers 12] [--logits all|last]
+//   node bench/model/interventions.mjs [--tokens 64,256] [--reps 7] [--layers 12] [--logits all|last]
 //                                      [--before /tmp/main-dist] [--out bench/results/model-interventions-node.json]
 import { readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -25,7 +25,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const args = process.argv.slice(2);
 const arg = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback);
-const L = Number(arg('--tokens', 64));
+const LENGTHS = arg('--tokens', '64,256').split(',').map(Number);
 const REPS = Number(arg('--reps', 7));
 const NL = Number(arg('--layers', 12));
 const LOGITS = arg('--logits', 'all');
@@ -126,34 +126,38 @@ async function main() {
   const now = await load(DIST, files);
   const before = BEFORE ? await load(path.resolve(BEFORE), files) : null;
   files.weights = null;
-  const ids = Array.from({ length: L }, (_, i) => (i * 7919 + 13) % V);
-  const runs = [['plain', now.model, {}]];
-  if (before) runs.push(['plain (before)', before.model, {}]);
-  for (const [name, o] of options(L)) runs.push([name, now.model, o]);
-  const times = Object.fromEntries(runs.map(([n]) => [n, []]));
-  const ratios = Object.fromEntries(runs.map(([n]) => [n, []]));
-  // warm-up: one call each (scratch buffers grow, code is compiled)
-  for (const [, model, o] of runs) await model.forward(ids, { logits: LOGITS, ...o });
-  for (let r = 0; r < REPS; r++) {
-    const round = {};
-    for (const [name, model, o] of runs) {
-      const c0 = cpu();
-      await model.forward(ids, { logits: LOGITS, ...o });
-      round[name] = cpu() - c0;
-      times[name].push(round[name]);
+  const rows = [];
+  for (const L of LENGTHS) {
+    const ids = Array.from({ length: L }, (_, i) => (i * 7919 + 13) % V);
+    const runs = [['plain', now.model, {}]];
+    if (before) runs.push(['plain (before)', before.model, {}]);
+    for (const [name, o] of options(L)) runs.push([name, now.model, o]);
+    const times = Object.fromEntries(runs.map(([n]) => [n, []]));
+    const ratios = Object.fromEntries(runs.map(([n]) => [n, []]));
+    // warm-up: one call each (scratch buffers grow, code is compiled)
+    for (const [, model, o] of runs) await model.forward(ids, { logits: LOGITS, ...o });
+    for (let r = 0; r < REPS; r++) {
+      const round = {};
+      for (const [name, model, o] of runs) {
+        const c0 = cpu();
+        await model.forward(ids, { logits: LOGITS, ...o });
+        round[name] = cpu() - c0;
+        times[name].push(round[name]);
+      }
+      for (const [name] of runs) ratios[name].push(round[name] / round.plain);
     }
-    for (const [name] of runs) ratios[name].push(round[name] / round.plain);
+    const these = runs.map(([name]) => ({ tokens: L, option: name, ms: 1000 * median(times[name]), ratio: median(ratios[name]), min_ms: 1000 * Math.min(...times[name]) }));
+    rows.push(...these);
+    console.log(`\nmodel.forward, ${L} tokens, logits '${LOGITS}', 1 thread, simd, CPU time, median of ${REPS} rounds`);
+    console.log('option               ms (median)   ms (best)   x plain (median of per-round ratios)');
+    for (const r of these) console.log(`${r.option.padEnd(20)} ${r.ms.toFixed(1).padStart(11)} ${r.min_ms.toFixed(1).padStart(11)}   ${r.ratio.toFixed(3)}`);
   }
-  const rows = runs.map(([name]) => ({ option: name, ms: 1000 * median(times[name]), ratio: median(ratios[name]), min_ms: 1000 * Math.min(...times[name]) }));
-  console.log(`\nmodel.forward, ${L} tokens, logits '${LOGITS}', 1 thread, simd, CPU time, median of ${REPS} rounds`);
-  console.log('option               ms (median)   ms (best)   x plain (median of per-round ratios)');
-  for (const r of rows) console.log(`${r.option.padEnd(20)} ${r.ms.toFixed(1).padStart(11)} ${r.min_ms.toFixed(1).padStart(11)}   ${r.ratio.toFixed(3)}`);
   const result = {
     what: 'model.forward with head interventions vs plain (bench/model/interventions.mjs)',
     date: new Date().toISOString(),
     machine: { cpus: os.cpus().length, cpu: os.cpus()[0]?.model, node: process.version, loadavg: os.loadavg() },
     model: { shape: 'GPT-2 small (random weights)', layers: NL, heads: H, n_embd: E, vocab: V },
-    tokens: L, logits: LOGITS, threads: 1, variant: 'simd', clock: 'process CPU time', reps: REPS,
+    tokens: LENGTHS, logits: LOGITS, threads: 1, variant: 'simd', clock: 'process CPU time', reps: REPS,
     before: BEFORE, rows,
   };
   writeFileSync(OUT, JSON.stringify(result, null, 1) + '\n');

@@ -75,7 +75,9 @@ export interface FillMaskPrediction {
 
 /** The EncoderModel binding (wasm/bindings_encoder.cpp). */
 export interface WasmEncoder extends EmbindHandle {
-  forward(ids: number, B: number, L: number, types: number, mask: number, logits: number, attentions: number, iv: WasmInterventions): string;
+  forward(ids: number, B: number, L: number, types: number, mask: number, logits: number, attentions: number): string;
+  /** forward with head interventions (B = 1). */
+  forwardWith(ids: number, B: number, L: number, types: number, mask: number, logits: number, attentions: number, iv: WasmInterventions): string;
   setThreads(threads: number): void;
   architecture(): string;
 }
@@ -187,7 +189,7 @@ export class EncoderModel {
       const pMask = mask ? scope.u8(mask, `attentionMask [${L}]`) : 0;
       const pLogits = scope.alloc(4 * L * V, `logits ${fmtShape([1, L, V])}`);
       const pAtt = want ? scope.alloc(4 * NL * H * L * L, `attentions ${fmtShape([NL, 1, H, L, L])}`) : 0;
-      const err = h.forward(pIds, 1, L, pTypes, pMask, pLogits, pAtt, iv.arg);
+      const err = plan ? h.forwardWith(pIds, 1, L, pTypes, pMask, pLogits, pAtt, iv.arg) : h.forward(pIds, 1, L, pTypes, pMask, pLogits, pAtt);
       if (err) throw wasmError(fn, err);
       const result: EncoderForwardResult = { logits: new Tensor(scope.read(pLogits, L * V), [1, L, V]) };
       if (plan && iv.outputs) result.headOutputs = readHeadOutputs(scope, iv.outputs, plan);
