@@ -30,7 +30,7 @@ export {
   type Seq2SeqStep,
   HfTokenizer, tokenizerFromFiles, loadChatTemplateEngine,
   type Model, EncoderModel, type EncoderConfig, type EncoderForwardOptions, type EncoderForwardResult,
-  type FillMaskOptions, type FillMaskPrediction,
+  type FillMaskOptions, type FillMaskPrediction, type HeadMask, type HeadPatch, type Knockout,
   type TokenizerKind, type TokenizerFiles, type EncodeOptions, type DecodeOptions, type EncodedPair, type SpecialTokenIds,
   type ChatMessage, type ChatTemplateOptions, hubCacheDir, clearHubCache, type BpeOptions,
 } from './model/index.js';
