@@ -228,7 +228,7 @@ function renderOutput(ids: number[], promptLength: number): void {
 
 /** The headline and the line under it follow the loaded model (headline.ts). */
 function showHeadline(model: DemoModel, origin: ModelOrigin): void {
-  const name = origin.kind === 'hub' ? hubName(origin.url) : model.name;
+  const name = origin.kind === 'hub' ? origin.name : model.name;
   const h = headline({ ...model, name }, origin, pageHeadline);
   $('#headline').textContent = h.title;
   $('#lead').textContent = h.lead;
@@ -470,7 +470,7 @@ async function loadHub(): Promise<void> {
     const where = source.kind === 'id'
       ? `${(source.hubUrl ?? qkv.env.hubUrl).replace(/\/$/, '')}/${source.id}${source.revision ? `@${source.revision}` : ''}`
       : source.url;
-    await useModel(model, { kind: 'hub', url: where, weights });
+    await useModel(model, { kind: 'hub', url: where, name: hubName(source), weights });
     const sel = $<HTMLSelectElement>('#model');
     sel.value = HUB;
     text.textContent = '';
