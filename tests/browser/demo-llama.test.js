@@ -203,7 +203,7 @@ test('a Llama checkpoint with Llama 3\'s tokenizer.json from the Hub: the shown 
   // the headline and the line under it follow the checkpoint (issue 25)
   assert.equal(await page.textContent('h1'), `Llama (${hub.id}, 2 layers × 4 heads), and what its heads attend to`);
   const lead = await page.textContent('#lead');
-  assert.ok(lead.startsWith(`Downloaded from a Hub folder (${hub.url}) and loaded with its weights as stored; it runs in this page on qkv's attention kernels.`), lead);
+  assert.ok(lead.startsWith(`Downloaded from a Hub folder (${hub.url.replace(/\/$/, '')}/${hub.id}) and loaded with its weights as stored; it runs in this page on qkv's attention kernels.`), lead);
 
   const prompt = 'Attention is all you need 🦊';
   await typeAndGenerate(page, prompt, 6);
