@@ -36,6 +36,9 @@ export {
 export { MultiHeadAttention, type MultiHeadAttentionOptions, type MultiHeadAttentionWeights,
   type MultiHeadAttentionForwardOptions, type Weight } from './mha.js';
 export { KVCache, type KVCacheOptions, type KVCacheAttendOptions } from './kvcache.js';
+export {
+  attentionRollout, attentionRolloutSync, attentionFlow, FLOW_MAX_LENGTH, type HeadFusion, type RolloutOptions, type FlowOptions,
+} from './interpret/index.js';
 export { env, WEBGPU_THRESHOLD, type Env, type RanOn, type Variant } from './env.js';
 
 /** What {@link init} loaded. */

@@ -1,0 +1,8 @@
+/**
+ * Measures over what a model's forward pass returns: attention rollout and attention flow
+ * (Abnar & Zuidema 2020) and per-head probes (previous-token, induction, sink, entropy,
+ * ablation effect).
+ */
+export { type HeadFusion } from './fuse.js';
+export { attentionRollout, attentionRolloutSync, type RolloutOptions } from './rollout.js';
+export { attentionFlow, FLOW_MAX_LENGTH, type FlowOptions } from './flow.js';
