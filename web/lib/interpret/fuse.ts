@@ -75,63 +75,80 @@ export function optResidual(fn: string, opts: Record<string, unknown>): number {
 }
 
 /**
- * Layer l's residual-augmented fused matrix into `out` ([L, L], float64). Returns true when it
- * is lower triangular (every weight above the diagonal exactly 0: causal attention), which
+ * Layer l's residual-augmented fused matrix into `out` ([L, L]). Returns true when it is
+ * lower triangular (every weight above the diagonal exactly 0: causal attention), which
  * rollout and flow use to skip the zeros. A weight that is negative or not finite is an Error.
  *
  * A row whose fused weights sum to 0 (a fully masked query, or every head removed) becomes
  * e_i when residual > 0 (the token keeps only itself) and stays 0 when residual is 0.
+ *
+ * Row by row (the row's sum over heads stays in cache), four heads per pass for the mean.
+ * `fused` (optional): the heads already fused (rollout's wasm path computes the mean there);
+ * then only the residual, the normalization and the checks are done here.
  */
-export function fuseLayer(fn: string, l: number, att: CheckedAttentions, fusion: HeadFusion, residual: number, out: Float64Array): boolean {
+export function fuseLayer(fn: string, l: number, att: CheckedAttentions, fusion: HeadFusion, residual: number,
+  out: Float64Array | Float32Array, fused?: Float32Array): boolean {
   const { L } = att;
   const H = att.heads[l];
   const src = att.layers[l];
   const LL = L * L;
-  // heads outer, positions inner: contiguous reads
-  out.set(src.subarray(0, LL));
-  if (fusion === 'mean') {
-    for (let h = 1; h < H; h++) {
-      const o = h * LL;
-      for (let x = 0; x < LL; x++) out[x] += src[o + x];
-    }
-    const inv = 1 / H;
-    for (let x = 0; x < LL; x++) out[x] *= inv;
-  } else if (fusion === 'max') {
-    for (let h = 1; h < H; h++) {
-      const o = h * LL;
-      for (let x = 0; x < LL; x++) {
-        const v = src[o + x];
-        if (!(v <= out[x])) out[x] = v; // NaN propagates
-      }
-    }
-  } else {
-    for (let h = 1; h < H; h++) {
-      const o = h * LL;
-      for (let x = 0; x < LL; x++) {
-        const v = src[o + x];
-        if (!(v >= out[x])) out[x] = v;
-      }
-    }
-  }
-  let lower = true;
+  const acc = new Float64Array(L);
   const keep = 1 - residual;
+  let lower = true;
   for (let i = 0; i < L; i++) {
     const r = i * L;
-    let sum = 0;
-    for (let j = 0; j < L; j++) {
-      const v = out[r + j];
-      if (!(v >= 0 && v < Infinity)) {
-        throw new RangeError(`${fn}: attentions[${l}] (shape [${H}, ${L}, ${L}]) has a negative or non-finite weight in row ${i} (fused: ${v}); attention weights are probabilities`);
+    if (fused) {
+      for (let j = 0; j < L; j++) acc[j] = fused[r + j];
+    } else if (fusion === 'mean') {
+      acc.fill(0);
+      let h = 0;
+      for (; h + 4 <= H; h += 4) {
+        const o0 = h * LL + r, o1 = o0 + LL, o2 = o1 + LL, o3 = o2 + LL;
+        for (let j = 0; j < L; j++) acc[j] += (src[o0 + j] + src[o1 + j]) + (src[o2 + j] + src[o3 + j]);
       }
-      if (v !== 0 && j > i) lower = false;
-      const w = keep * v + (j === i ? residual : 0);
-      out[r + j] = w;
-      sum += w;
+      for (; h < H; h++) {
+        const o = h * LL + r;
+        for (let j = 0; j < L; j++) acc[j] += src[o + j];
+      }
+      const inv = 1 / H;
+      for (let j = 0; j < L; j++) acc[j] *= inv;
+    } else {
+      for (let j = 0; j < L; j++) acc[j] = src[r + j];
+      const max = fusion === 'max';
+      for (let h = 1; h < H; h++) {
+        const o = h * LL + r;
+        for (let j = 0; j < L; j++) {
+          const v = src[o + j];
+          // NaN propagates (every comparison with it is false)
+          if (max ? !(v <= acc[j]) : !(v >= acc[j])) acc[j] = v;
+        }
+      }
     }
-    if (sum > 0) {
-      const inv = 1 / sum;
-      for (let j = 0; j < L; j++) out[r + j] *= inv;
+    // the checks, the residual and the row sum; above the diagonal only whether it is all 0
+    let sum = 0;
+    let bad = false;
+    for (let j = 0; j <= i; j++) {
+      const v = acc[j];
+      bad ||= !(v >= 0 && v < Infinity);
+      sum += keep * v;
     }
+    let above = 0;
+    for (let j = i + 1; j < L; j++) {
+      const v = acc[j];
+      bad ||= !(v >= 0 && v < Infinity);
+      above += v;
+    }
+    if (bad) {
+      let j = 0;
+      while (acc[j] >= 0 && acc[j] < Infinity) j++;
+      throw new RangeError(`${fn}: attentions[${l}] (shape [${H}, ${L}, ${L}]) has a negative or non-finite weight in row ${i} (fused: ${acc[j]}); attention weights are probabilities`);
+    }
+    sum += residual + keep * above;
+    const inv = sum > 0 ? 1 / sum : 1;
+    const ki = keep * inv;
+    for (let j = 0; j < L; j++) out[r + j] = acc[j] * ki;
+    out[r + i] += residual * inv;
+    if (above !== 0) lower = false;
   }
   return lower;
 }

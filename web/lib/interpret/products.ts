@@ -150,3 +150,19 @@ function blockLower(m: QkvModule, mm: MatmulRun, fn: string, L: number, pA: numb
     }
   }
 }
+
+/**
+ * The mean over heads of one layer's maps, in the wasm heap: copied in, then y [1, L*L] =
+ * (1/H, ..., 1/H) [1, H] x maps [H, L*L] by the module's matrix-vector product (it streams the
+ * maps at memory speed; a JS loop over them is the slowest part of rollout). Into `dst`.
+ */
+export function meanHeadsWasm(m: QkvModule, mm: MatmulRun, fn: string, maps: Float32Array, H: number, LL: number,
+  buffers: { pMaps: number; pW: number; pY: number }, dst: Float32Array): void {
+  let heap = heapF32(m);
+  heap.set(maps, buffers.pMaps >>> 2);
+  heap.fill(1 / H, buffers.pW >>> 2, (buffers.pW >>> 2) + H);
+  const err = mm('F32', false, 1, H, LL, buffers.pMaps, 0, buffers.pW, 0, buffers.pY, 1, 'gemv');
+  if (err) throw wasmError(fn, err);
+  heap = heapF32(m);
+  dst.set(heap.subarray(buffers.pY >>> 2, (buffers.pY >>> 2) + LL));
+}

@@ -13,9 +13,10 @@
 import { fmtShape } from '../errors.js';
 import { Tensor } from '../tensor.js';
 import { checkOptions, optBool } from '../validate.js';
+import { HeapScope } from '../wasm/heap.js';
 import { getModule, loadModule } from '../wasm/loader.js';
 import { checkAttentions, fuseLayer, optFusion, optResidual, type HeadFusion } from './fuse.js';
-import { chainWasm, matmulOf, multiplyJs } from './products.js';
+import { chainWasm, matmulOf, meanHeadsWasm, multiplyJs } from './products.js';
 
 export interface RolloutOptions {
   /** How each layer's heads are combined: 'mean' (default, the paper's), 'max' or 'min'. */
@@ -68,27 +69,47 @@ export function attentionRolloutSync(attentions: readonly Tensor[], options: Rol
   const out = new Float32Array(cumulative ? NL * LL : LL);
   const shape = cumulative ? [NL, L, L] : [L, L];
 
-  // every layer fused first: whether all are lower triangular decides the product
-  const fused: Float64Array[] = [];
-  let lower = true;
-  for (let l = 0; l < NL; l++) {
-    const f = new Float64Array(LL);
-    if (!fuseLayer(fn, l, att, fusion, residual, f)) lower = false;
-    fused.push(f);
-  }
-
   const m = getModule();
   const mm = m ? matmulOf(m) : null;
   if (backend === 'wasm' && !mm) {
     throw new Error(`${fn}: options.backend 'wasm' needs the wasm module loaded (with its matrix product); call \`await init()\` first or use the async attentionRollout (attentions ${fmtShape([NL, L, L])})`);
   }
   const useWasm = backend === 'wasm' || (backend === 'auto' && mm !== null && L >= WASM_FROM && NL > 1);
+
+  // every layer fused first (float32 for the wasm product): whether all are lower triangular
+  // decides the product
+  let lower = true;
   if (useWasm) {
-    chainWasm(m!, mm!, fn, L, NL, lower, (l, dst) => dst.set(fused[l]), (l, R) => {
+    const fused32: Float32Array[] = [];
+    const scope = new HeapScope(m!, fn);
+    try {
+      const maxH = Math.max(...att.heads);
+      const buffers = fusion === 'mean' ? {
+        pMaps: scope.alloc(4 * maxH * LL, `a layer's maps [${maxH}, ${L}, ${L}]`),
+        pW: scope.alloc(4 * maxH, 'the head weights'),
+        pY: scope.alloc(4 * LL, `their mean [${L}, ${L}]`),
+      } : null;
+      const mean = buffers ? new Float32Array(LL) : undefined;
+      for (let l = 0; l < NL; l++) {
+        const f = new Float32Array(LL);
+        if (buffers) meanHeadsWasm(m!, mm!, fn, att.layers[l], att.heads[l], LL, buffers, mean!);
+        if (!fuseLayer(fn, l, att, fusion, residual, f, mean)) lower = false;
+        fused32.push(f);
+      }
+    } finally {
+      scope.free();
+    }
+    chainWasm(m!, mm!, fn, L, NL, lower, (l, dst) => dst.set(fused32[l]), (l, R) => {
       if (cumulative) out.set(R, l * LL);
       else if (l === NL - 1) out.set(R);
     });
     return new Tensor(out, shape);
+  }
+  const fused: Float64Array[] = [];
+  for (let l = 0; l < NL; l++) {
+    const f = new Float64Array(LL);
+    if (!fuseLayer(fn, l, att, fusion, residual, f)) lower = false;
+    fused.push(f);
   }
   let R: Float64Array = fused[0];
   if (cumulative) out.set(R, 0);
