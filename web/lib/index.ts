@@ -38,6 +38,8 @@ export { MultiHeadAttention, type MultiHeadAttentionOptions, type MultiHeadAtten
 export { KVCache, type KVCacheOptions, type KVCacheAttendOptions } from './kvcache.js';
 export {
   attentionRollout, attentionRolloutSync, attentionFlow, FLOW_MAX_LENGTH, type HeadFusion, type RolloutOptions, type FlowOptions,
+  headProbes, headPatternScores, inductionScores, nextTokenLoss, type HeadProbeOptions, type HeadProbeResult, type HeadScore,
+  type ProbeModel, type ProbeProgress, type HeadPatternScores, type HeadTable,
 } from './interpret/index.js';
 export { env, WEBGPU_THRESHOLD, type Env, type RanOn, type Variant } from './env.js';
 
