@@ -111,8 +111,8 @@ test('headProbes: every score and the ablation effect (loss with the head masked
   close(r.induction[1][0], 1);
   close(r.previousToken[0][0], 1);
   close(r.sink[0][1], 1);
-  assert.deepEqual(r.ids, text);
-  assert.deepEqual(r.ablationIds, text);
+  assert.deepEqual(r.ids, [text]);
+  assert.deepEqual(r.ablationIds, [text]);
   const S = W.flat().reduce((a, b) => a + b, 0);
   close(r.baseLoss, lossAt(S), 1e-5);
   for (let l = 0; l < NL; l++) for (let h = 0; h < H; h++) close(r.ablation[l][h], lossAt(S - W[l][h]) - lossAt(S), 1e-5);
@@ -137,9 +137,26 @@ test('headProbes: every score and the ablation effect (loss with the head masked
 
 test('headProbes without a text measures the pattern scores and the ablation on the first induction sequence', async () => {
   const r = await headProbes(fakeModel(), { inductionTokens: [[5, 6, 7, 8]] });
-  assert.deepEqual(r.ids, [5, 6, 7, 8, 5, 6, 7, 8]);
+  assert.deepEqual(r.ids, [[5, 6, 7, 8, 5, 6, 7, 8]]);
   assert.deepEqual(r.ablationIds, r.ids);
   close(r.induction[1][0], 1);
+});
+
+test('headProbes over several texts: scores averaged over them, the loss over all their tokens', async () => {
+  const m = fakeModel();
+  const a = [3, 9, 4, 7], b = [1, 8, 2, 5, 6, 10, 11];
+  const progress = [];
+  const r = await headProbes(m, { ids: [a, b], inductionTokens: [[20, 21, 22]], onProgress: (p) => progress.push(p) });
+  assert.deepEqual(r.ids, [a, b]);
+  close(r.sink[0][0], (1 / (a.length - 1) + 1 / (b.length - 1)) / 2);
+  close(r.previousToken[0][0], 1);
+  const S = W.flat().reduce((x, y) => x + y, 0);
+  close(r.baseLoss, lossAt(S), 1e-5);
+  close(r.ablation[1][0], lossAt(S - W[1][0]) - lossAt(S), 1e-5);
+  // 1 induction + 2 texts + 2 x (1 baseline + 6 heads)
+  assert.equal(m.calls.length, 1 + 2 + 2 * 7);
+  assert.equal(progress.at(-1).done, m.calls.length);
+  assert.equal(progress.at(-1).total, m.calls.length);
 });
 
 test('headProbes: cancel between forward passes, with no forward after the abort', async () => {
@@ -161,7 +178,8 @@ test('headProbes: bad options are errors naming the function and the option', as
   const m = fakeModel();
   await assert.rejects(headProbes({}), /headProbes: model must be a loaded model \(with forward\)/);
   await assert.rejects(headProbes(m, { idz: [1] }), /headProbes: unknown option 'idz'/);
-  await assert.rejects(headProbes(m, { ids: [1] }), /headProbes: the text has 1 token\(s\); the scores need at least 2/);
+  await assert.rejects(headProbes(m, { ids: [1] }), /headProbes: a text has 1 token\(s\); the scores need at least 2/);
+  await assert.rejects(headProbes(m, { ids: [[1, 2], [3.5, 1]] }), /headProbes: options.ids\[1\] must be an array of token ids/);
   await assert.rejects(headProbes(m, { ids: [1, 2], text: 'x' }), /headProbes: give options.ids or options.text, not both/);
   await assert.rejects(headProbes(m, { text: 'x' }), /headProbes: options.text needs a tokenizer and this model has none/);
   await assert.rejects(headProbes(m, { inductionLength: 33 }), /headProbes: options.inductionLength must be an integer in \[1, 32\] \(prefix \+ 2 \* inductionLength must fit the context of 64\), got 33/);

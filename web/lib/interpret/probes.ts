@@ -34,10 +34,14 @@ export interface ProbeProgress {
 }
 
 export interface HeadProbeOptions {
-  /** Token ids of the text the previous-token, sink and entropy scores and the ablation loss are measured on. */
-  ids?: ArrayLike<number>;
-  /** The text as a string (tokenized with model.tokenizer); instead of ids. */
-  text?: string;
+  /**
+   * Token ids of the text the previous-token, sink and entropy scores and the ablation loss
+   * are measured on; or several texts (an array of id arrays): the scores are then averaged
+   * over the texts and the loss over all their predicted tokens.
+   */
+  ids?: ArrayLike<number> | ArrayLike<number>[];
+  /** The text as a string (tokenized with model.tokenizer), or several; instead of ids. */
+  text?: string | string[];
   /** Length T of the random sequence the induction probe repeats (default 32, or what fits the context). */
   inductionLength?: number;
   /** How many random sequences the induction score averages over (default 4). */
@@ -87,12 +91,12 @@ export interface HeadProbeResult {
   ablation: HeadTable | null;
   /** The same, one entry per head, layer by layer. */
   scores: HeadScore[];
-  /** Mean next-token loss (nats) of the ablation's text with every head (headMask all 1), or null. */
+  /** Mean next-token loss (nats per predicted token) of the ablation's texts with every head (headMask all 1), or null. */
   baseLoss: number | null;
-  /** The ids the previous-token, sink and entropy scores were measured on. */
-  ids: number[];
-  /** The ids the ablation loss was measured on ([] without ablation). */
-  ablationIds: number[];
+  /** The texts (token ids) the previous-token, sink and entropy scores were measured on. */
+  ids: number[][];
+  /** The texts the ablation loss was measured on ([] without ablation). */
+  ablationIds: number[][];
   /** The induction sequences' first copies. */
   inductionTokens: number[][];
 }
@@ -173,15 +177,21 @@ export async function headProbes(model: ProbeModel, options: HeadProbeOptions = 
     throw new Error(`${fn}: options.ablation needs next-token logits, and this model is a masked-LM encoder (its logits predict masked tokens); pass ablation: false`);
   }
   if (opts.ids !== undefined && opts.text !== undefined) throw new TypeError(`${fn}: give options.ids or options.text, not both`);
-  let text: number[] | null = null;
+  let texts: number[][] | null = null;
   if (opts.text !== undefined) {
-    if (typeof opts.text !== 'string') throw new TypeError(`${fn}: options.text must be a string, got ${describe(opts.text)}`);
+    const list = Array.isArray(opts.text) ? opts.text : [opts.text];
+    if (list.length === 0 || !list.every((x) => typeof x === 'string')) {
+      throw new TypeError(`${fn}: options.text must be a string or a non-empty array of strings, got ${describe(opts.text)}`);
+    }
     if (!model.tokenizer) throw new TypeError(`${fn}: options.text needs a tokenizer and this model has none: pass options.ids`);
-    text = model.tokenizer.encode(opts.text);
+    texts = list.map((x) => model.tokenizer!.encode(x as string));
   } else if (opts.ids !== undefined) {
-    text = ids(fn, 'options.ids', opts.ids);
+    const several = Array.isArray(opts.ids) && opts.ids.length > 0 && typeof opts.ids[0] !== 'number';
+    texts = several ? (opts.ids as unknown[]).map((x, k) => ids(fn, `options.ids[${k}]`, x)) : [ids(fn, 'options.ids', opts.ids)];
   }
-  if (text && text.length < 2) throw new RangeError(`${fn}: the text has ${text.length} token(s); the scores need at least 2`);
+  for (const t of texts ?? []) {
+    if (t.length < 2) throw new RangeError(`${fn}: a text has ${t.length} token(s); the scores need at least 2`);
+  }
   const prefix = opts.prefix === undefined ? [] : ids(fn, 'options.prefix', opts.prefix);
   const seed = optInt(fn, opts, 'seed', 0, 0, Number.MAX_SAFE_INTEGER);
   const cfg = (model.config ?? {}) as Record<string, unknown>;
@@ -219,12 +229,12 @@ export async function headProbes(model: ProbeModel, options: HeadProbeOptions = 
     }
   }
   const seqs = firsts.map((x) => [...prefix, ...x, ...x]);
-  const ablationIds = ablation ? text ?? seqs[0] : [];
+  const ablationIds = ablation ? texts ?? [seqs[0]] : [];
 
   let done = 0;
-  let total = (text ? 1 : 0) + seqs.length;
-  const step = async (stage: ProbeProgress['stage']) => {
-    done++;
+  let total = (texts ? texts.length : 0) + seqs.length;
+  const step = async (stage: ProbeProgress['stage'], forwards = 1) => {
+    done += forwards;
     onProgress?.({ done, total, stage });
     await nextTask(); // a page paints, a Cancel click lands
     signal?.throwIfAborted();
@@ -244,39 +254,54 @@ export async function headProbes(model: ProbeModel, options: HeadProbeOptions = 
   }
   induction = induction!.map((row) => row.map((v) => v / seqs.length));
 
-  // the text's maps (or, without a text, the first induction sequence's)
-  let textResult = lastSeq!;
-  if (text) {
-    textResult = await model.forward(text, { outputAttentions: true });
-    if (!textResult.attentions) throw new Error(`${fn}: model.forward returned no attentions for outputAttentions: true`);
-    await step('text');
+  // the texts' maps (or, without a text, the first induction sequence's), scores averaged
+  let pattern = headPatternScores(lastSeq!.attentions!);
+  const layers = lastSeq!.attentions!.length;
+  const headsPer = lastSeq!.attentions!.map((a) => a.shape[a.shape.length - 3]);
+  if (texts) {
+    const sum = { previousToken: [] as HeadTable, sink: [] as HeadTable, entropy: [] as HeadTable };
+    for (const t of texts) {
+      const r = await model.forward(t, { outputAttentions: true });
+      if (!r.attentions) throw new Error(`${fn}: model.forward returned no attentions for outputAttentions: true`);
+      const p = headPatternScores(r.attentions);
+      for (const k of ['previousToken', 'sink', 'entropy'] as const) {
+        sum[k] = sum[k].length ? sum[k].map((row, l) => row.map((v, h) => v + p[k][l][h] / texts!.length)) : p[k].map((row) => row.map((v) => v / texts!.length));
+      }
+      await step('text');
+    }
+    pattern = sum;
   }
-  const textIds = text ?? seqs[0];
-  const pattern = headPatternScores(textResult.attentions!);
-  const layers = textResult.attentions!.length;
-  const headsPer = textResult.attentions!.map((a) => a.shape[a.shape.length - 3]);
+  const textIds = texts ?? [seqs[0]];
+  // mean loss over every predicted token of every ablation text
+  const predicted = ablationIds.reduce((a, t) => a + t.length - 1, 0);
+  const lossWith = async (mask: Float32Array) => {
+    let nats = 0;
+    for (const t of ablationIds) {
+      const r = await model.forward(t, { headMask: new Tensor(mask, [layers, H]) });
+      if (r.logits.shape[1] !== t.length) {
+        throw new Error(`${fn}: model.forward returned logits ${fmtShape(r.logits.shape)} for ${t.length} tokens (need every position's)`);
+      }
+      nats += nextTokenLoss(r.logits, t) * (t.length - 1);
+    }
+    return nats / predicted;
+  };
   const H = Math.max(...headsPer);
 
   let ablationTable: HeadTable | null = null;
   let baseLoss: number | null = null;
   if (ablation) {
     // the baseline through the same path as the ablations: every head kept (mask all 1)
-    total += 1 + headsPer.reduce((a, b) => a + b, 0);
-    const base = await model.forward(ablationIds, { headMask: new Tensor(new Float32Array(layers * H).fill(1), [layers, H]) });
-    if (base.logits.shape[1] !== ablationIds.length) {
-      throw new Error(`${fn}: model.forward returned logits ${fmtShape(base.logits.shape)} for ${ablationIds.length} tokens (need every position's)`);
-    }
-    baseLoss = nextTokenLoss(base.logits, ablationIds);
-    await step('ablation');
+    total += ablationIds.length * (1 + headsPer.reduce((a, b) => a + b, 0));
+    baseLoss = await lossWith(new Float32Array(layers * H).fill(1));
+    await step('ablation', ablationIds.length);
     ablationTable = [];
     for (let l = 0; l < layers; l++) {
       const row: number[] = [];
       for (let h = 0; h < headsPer[l]; h++) {
         const mask = new Float32Array(layers * H).fill(1);
         mask[l * H + h] = 0;
-        const r = await model.forward(ablationIds, { headMask: new Tensor(mask, [layers, H]) });
-        row.push(nextTokenLoss(r.logits, ablationIds) - baseLoss!);
-        await step('ablation');
+        row.push((await lossWith(mask)) - baseLoss);
+        await step('ablation', ablationIds.length);
       }
       ablationTable.push(row);
     }
