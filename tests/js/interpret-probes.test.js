@@ -38,7 +38,7 @@ function fakeModel() {
     tokenizer: null,
     async forward(ids, options = {}) {
       const L = ids.length;
-      calls.push({ L, headMask: options.headMask ? [...options.headMask.data] : null, outputAttentions: !!options.outputAttentions });
+      calls.push({ L, headMask: options.headMask ? [...options.headMask.data] : null, outputAttentions: !!options.outputAttentions, logits: options.logits });
       const mask = options.headMask ? options.headMask.data : new Float32Array(NL * H).fill(1);
       let s = 0;
       for (let l = 0; l < NL; l++) for (let h = 0; h < H; h++) s += W[l][h] * mask[l * H + h];
@@ -123,7 +123,8 @@ test('headProbes: every score and the ablation effect (loss with the head masked
   // forwards: 3 induction + 1 text (with attentions), 1 baseline (mask all 1) + 6 ablations (one 0 each)
   assert.equal(m.calls.length, 3 + 1 + 1 + NL * H);
   assert.deepEqual(m.calls.slice(4).map((c) => c.headMask.filter((v) => v === 0).length), [0, 1, 1, 1, 1, 1, 1]);
-  assert.ok(m.calls.slice(4).every((c) => !c.outputAttentions), 'ablation forwards ask for no maps');
+  assert.ok(m.calls.slice(4).every((c) => !c.outputAttentions && c.logits === undefined), 'ablation forwards ask for no maps, every position\'s logits');
+  assert.ok(m.calls.slice(0, 4).every((c) => c.outputAttentions && c.logits === 'last'), 'map forwards ask for the last logits only');
   assert.deepEqual(progress.map((p) => p.done), Array.from({ length: 11 }, (_, k) => k + 1));
   assert.equal(progress.at(-1).total, 11);
   assert.deepEqual(progress.map((p) => p.stage), ['induction', 'induction', 'induction', 'text', ...Array(7).fill('ablation')]);

@@ -17,9 +17,12 @@ import { headPatternScores, inductionScores, type HeadTable } from './head-score
 
 /** What headProbes needs of a model: forward with outputAttentions, logits and headMask. */
 export interface ProbeModel {
-  forward(ids: ArrayLike<number>, options?: { outputAttentions?: boolean; headMask?: Tensor }): Promise<{ logits: Tensor; attentions?: Tensor[] }>;
+  forward(ids: ArrayLike<number>, options?: { outputAttentions?: boolean; headMask?: Tensor; logits?: 'all' | 'last' }): Promise<{ logits: Tensor; attentions?: Tensor[] }>;
   tokenizer?: { encode(text: string): number[] } | null;
-  /** Decoders have it (DecoderModel.dims): the vocabulary and the context. */
+  /**
+   * Decoders have it (DecoderModel.dims): the vocabulary and the context. With dims, the
+   * forwards that only need maps ask for the last position's logits only (logits: 'last').
+   */
   dims?: { vocab: number; positions: number };
   config?: object;
   /** Present on masked-LM encoders: their logits are not next-token predictions (no ablation loss). */
@@ -44,7 +47,7 @@ export interface HeadProbeOptions {
   text?: string | string[];
   /** Length T of the random sequence the induction probe repeats (default 32, or what fits the context). */
   inductionLength?: number;
-  /** How many random sequences the induction score averages over (default 4). */
+  /** How many random sequences the induction score averages over (default 2). */
   inductionSequences?: number;
   /** The sequences' first copies, instead of random ones (each of inductionLength tokens, or any length >= 1). */
   inductionTokens?: ArrayLike<number>[];
@@ -208,7 +211,7 @@ export async function headProbes(model: ProbeModel, options: HeadProbeOptions = 
     const room = Math.floor((context - prefix.length) / 2);
     const T = optInt(fn, opts, 'inductionLength', Math.min(32, room), 1, Math.max(1, room),
       ` (prefix + 2 * inductionLength must fit the context of ${context})`);
-    const S = optInt(fn, opts, 'inductionSequences', 4, 1, 1024);
+    const S = optInt(fn, opts, 'inductionSequences', 2, 1, 1024);
     let lo = 0, hi = vocab;
     if (opts.tokenRange !== undefined) {
       const r = opts.tokenRange;
@@ -240,12 +243,14 @@ export async function headProbes(model: ProbeModel, options: HeadProbeOptions = 
     signal?.throwIfAborted();
   };
   signal?.throwIfAborted();
+  // maps only: the LM head (the largest matmul) for the last position alone, where forward has the option
+  const mapsOnly = model.dims ? { outputAttentions: true, logits: 'last' as const } : { outputAttentions: true };
 
   // induction: each sequence's maps, averaged
   let induction: HeadTable | null = null;
   let lastSeq: Awaited<ReturnType<ProbeModel['forward']>> | null = null;
   for (const [k, seq] of seqs.entries()) {
-    const r = await model.forward(seq, { outputAttentions: true });
+    const r = await model.forward(seq, mapsOnly);
     if (!r.attentions) throw new Error(`${fn}: model.forward returned no attentions for outputAttentions: true`);
     const s = inductionScores(r.attentions, firsts[k].length, prefix.length);
     induction = induction ? induction.map((row, l) => row.map((v, h) => v + s[l][h])) : s;
@@ -261,7 +266,7 @@ export async function headProbes(model: ProbeModel, options: HeadProbeOptions = 
   if (texts) {
     const sum = { previousToken: [] as HeadTable, sink: [] as HeadTable, entropy: [] as HeadTable };
     for (const t of texts) {
-      const r = await model.forward(t, { outputAttentions: true });
+      const r = await model.forward(t, mapsOnly);
       if (!r.attentions) throw new Error(`${fn}: model.forward returned no attentions for outputAttentions: true`);
       const p = headPatternScores(r.attentions);
       for (const k of ['previousToken', 'sink', 'entropy'] as const) {
