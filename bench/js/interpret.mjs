@@ -20,7 +20,7 @@ const quick = args.includes('--quick');
 const REPS = Number(args.includes('--reps') ? args[args.indexOf('--reps') + 1] : quick ? 2 : 5);
 const qkv = await import(path.join(ROOT, 'dist', 'index.js'));
 await qkv.init({ variant: 'simd', numThreads: 1 });
-const { Tensor, attentionRolloutSync, attentionFlow } = qkv;
+const { Tensor, attentionRolloutSync, attentionFlowSync } = qkv;
 
 let seed = 1;
 const rnd = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
@@ -66,7 +66,7 @@ for (const L of quick ? [128, 512] : [128, 256, 512]) {
 for (const L of quick ? [16, 64] : [16, 32, 64]) {
   for (const causal of [true, false]) {
     const atts = attentions(NL, H, L, causal);
-    const t = time(() => attentionFlow(atts));
+    const t = time(() => attentionFlowSync(atts));
     rows.push({ measure: 'flow', layers: NL, heads: H, L, causal, backend: 'js', ...t });
     process.stderr.write(`  flow L=${L} ${causal ? 'causal' : 'bidirectional'}: ${t.cpu_ms} ms CPU\n`);
   }

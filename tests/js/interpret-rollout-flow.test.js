@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { test, after } from 'node:test';
 import * as qkv from 'qkv';
 
-const { Tensor, attentionRollout, attentionRolloutSync, attentionFlow } = qkv;
+const { Tensor, attentionRollout, attentionRolloutSync, attentionFlow, attentionFlowSync } = qkv;
 after(() => qkv.dispose());
 
 const DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'data', 'interpret');
@@ -90,14 +90,14 @@ test('rollout: bidirectional maps at L = 100 agree between the wasm and TypeScri
   }
 });
 
-test('flow matches the max-flow reference (normalized rows and raw values)', () => {
+test('flow matches the max-flow reference (normalized rows and raw values)', async () => {
   for (const c of flowCases) {
     const atts = attentionsOf(c);
-    const fl = attentionFlow(atts, c.options);
+    const fl = await attentionFlow(atts, c.options);
     assert.deepEqual(fl.shape, [c.L, c.L]);
     const err = maxDiff(fl.data, c.flow);
     assert.ok(err < 1e-6, `${c.name}: max |diff| ${err}`);
-    const raw = attentionFlow(atts, { ...c.options, normalize: false });
+    const raw = attentionFlowSync(atts, { ...c.options, normalize: false });
     assert.ok(maxDiff(raw.data, c.flow_raw) < 1e-6, `${c.name} raw: ${maxDiff(raw.data, c.flow_raw)}`);
   }
 });
@@ -105,14 +105,14 @@ test('flow matches the max-flow reference (normalized rows and raw values)', () 
 test('flow: outputs and layer choose rows and depth', () => {
   const c = flowCases.find((x) => x.name === 'causal-mean');
   const atts = attentionsOf(c);
-  const full = attentionFlow(atts, c.options);
-  const some = attentionFlow(atts, { ...c.options, outputs: [c.L - 1, 2] });
+  const full = attentionFlowSync(atts, c.options);
+  const some = attentionFlowSync(atts, { ...c.options, outputs: [c.L - 1, 2] });
   assert.deepEqual(some.shape, [2, c.L]);
   assert.deepEqual([...some.data.subarray(0, c.L)], [...full.data.subarray((c.L - 1) * c.L)]);
   assert.deepEqual([...some.data.subarray(c.L)], [...full.data.subarray(2 * c.L, 3 * c.L)]);
   // through the first layer only the flow is that layer's residual-augmented map itself
   // (one edge per path), normalized: the rollout of one layer
-  const one = attentionFlow(atts, { ...c.options, layer: 0, normalize: false });
+  const one = attentionFlowSync(atts, { ...c.options, layer: 0, normalize: false });
   const r0 = c.rollout_cumulative.slice(0, c.L * c.L);
   assert.ok(maxDiff(one.data, r0) < 1e-6);
 });
@@ -130,7 +130,7 @@ test('one layer: rollout is the fused map; hand-computed 2-token case', () => {
   // flow through 2 layers of [[1, 0], [0.25, 0.75]] from output 1: to token 0 the best of the
   // paths 1-0-0 (min(0.25, 1)) and 1-1-0 (min(0.75, 0.25)), which share no edge: 0.5; to token 1: min(0.75, 0.75) = 0.75 along 1-1-1
   // (a flow is bounded by its narrowest edge; rollout multiplies: 0.5625)
-  const fl = attentionFlow([a, a], { normalize: false }).data;
+  const fl = attentionFlowSync([a, a], { normalize: false }).data;
   assert.ok(Math.abs(fl[2] - 0.5) < 1e-12 && Math.abs(fl[3] - 0.75) < 1e-12, String([...fl]));
   // residual 0: a row whose heads were all removed stays 0 (no NaN); residual > 0 keeps the token itself
   const z = new Tensor(new Float32Array([1, 0, 0, 0]), [1, 1, 2, 2]);
@@ -151,8 +151,24 @@ test('bad input: errors name the function, the argument and the shapes', () => {
   bad.data[1] = NaN;
   assert.throws(() => attentionRolloutSync([bad]), /attentionRollout: attentions\[0\] \(shape \[1, 2, 2\]\) has a negative or non-finite weight in row 0/);
   bad.data[1] = -0.5;
-  assert.throws(() => attentionFlow([bad]), /attentionFlow: attentions\[0\].*negative or non-finite/);
-  assert.throws(() => attentionFlow([t([1, 1, 65, 65])]), /attentionFlow: attentions\[0\] has shape \[1, 1, 65, 65\]: L = 65 is more than 64/);
-  assert.throws(() => attentionFlow([t([1, 1, 4, 4])], { layer: 1 }), /attentionFlow: options.layer must be an integer in \[0, 0\] \(attentions has 1 layers\), got 1/);
-  assert.throws(() => attentionFlow([t([1, 1, 4, 4])], { outputs: [4] }), /attentionFlow: options.outputs must be an array of positions in \[0, 3\] \(L = 4\)/);
+  assert.throws(() => attentionFlowSync([bad]), /attentionFlowSync: attentions\[0\].*negative or non-finite/);
+  assert.throws(() => attentionFlowSync([t([1, 1, 65, 65])]), /attentionFlowSync: attentions\[0\] has shape \[1, 1, 65, 65\]: L = 65 is more than 64/);
+  assert.throws(() => attentionFlowSync([t([1, 1, 4, 4])], { layer: 1 }), /attentionFlowSync: options.layer must be an integer in \[0, 0\] \(attentions has 1 layers\), got 1/);
+  assert.throws(() => attentionFlowSync([t([1, 1, 4, 4])], { outputs: [4] }), /attentionFlowSync: options.outputs must be an array of positions in \[0, 3\] \(L = 4\)/);
+  assert.throws(() => attentionFlowSync([t([1, 1, 4, 4])], { signal: null }), /attentionFlowSync: unknown option 'signal'/);
+});
+
+test('attentionFlow (async): progress per row, cancel between rows, bad options rejected', async () => {
+  const c = flowCases.find((x) => x.name === 'causal-mean');
+  const atts = attentionsOf(c);
+  const seen = [];
+  const f = await attentionFlow(atts, { ...c.options, onProgress: (d, n) => seen.push([d, n]) });
+  assert.deepEqual(seen, Array.from({ length: c.L }, (_, k) => [k + 1, c.L]));
+  assert.deepEqual([...f.data], [...attentionFlowSync(atts, c.options).data]);
+  const ac = new AbortController();
+  let rows = 0;
+  await assert.rejects(attentionFlow(atts, { onProgress: (d) => { rows = d; if (d === 3) ac.abort(); }, signal: ac.signal }), (e) => e.name === 'AbortError');
+  assert.equal(rows, 3);
+  await assert.rejects(attentionFlow(atts, { signal: 'stop' }), /attentionFlow: options.signal must be an AbortSignal/);
+  await assert.rejects(attentionFlow([]), /attentionFlow: attentions is empty/);
 });

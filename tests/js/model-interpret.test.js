@@ -28,7 +28,7 @@ test('rollout and flow of the model\'s own attentions match the reference', asyn
   const L = real.ids.length;
   const r = await qkv.attentionRollout(attentions, { cumulative: true });
   assert.ok(maxDiff([...r.data], real.rollout_cumulative) < 2e-5, `rollout: ${maxDiff([...r.data], real.rollout_cumulative)}`);
-  const f = qkv.attentionFlow(attentions);
+  const f = await qkv.attentionFlow(attentions);
   assert.deepEqual(f.shape, [L, L]);
   assert.ok(maxDiff([...f.data], real.flow) < 2e-5, `flow: ${maxDiff([...f.data], real.flow)}`);
 });

@@ -37,7 +37,8 @@ export { MultiHeadAttention, type MultiHeadAttentionOptions, type MultiHeadAtten
   type MultiHeadAttentionForwardOptions, type Weight } from './mha.js';
 export { KVCache, type KVCacheOptions, type KVCacheAttendOptions } from './kvcache.js';
 export {
-  attentionRollout, attentionRolloutSync, attentionFlow, FLOW_MAX_LENGTH, type HeadFusion, type RolloutOptions, type FlowOptions,
+  attentionRollout, attentionRolloutSync, attentionFlow, attentionFlowSync, FLOW_MAX_LENGTH, type HeadFusion, type RolloutOptions,
+  type FlowOptions, type FlowAsyncOptions,
   headProbes, headPatternScores, inductionScores, nextTokenLoss, type HeadProbeOptions, type HeadProbeResult, type HeadScore,
   type ProbeModel, type ProbeProgress, type HeadPatternScores, type HeadTable,
 } from './interpret/index.js';

@@ -16,6 +16,7 @@
 import { describe, fmtShape } from '../errors.js';
 import { Tensor } from '../tensor.js';
 import { checkOptions, optBool } from '../validate.js';
+import { nextTask, optFunction, optSignal } from '../model/cancel.js';
 import { checkAttentions, fuseLayer, optFusion, optResidual, type HeadFusion } from './fuse.js';
 import { FlowNetwork } from './maxflow.js';
 
@@ -38,21 +39,24 @@ export interface FlowOptions {
   outputs?: readonly number[];
 }
 
+/** attentionFlow's options: FlowOptions, with progress and cancel (it yields between rows). */
+export interface FlowAsyncOptions extends FlowOptions {
+  /** Called with (rows done, rows in all) after each output row. */
+  onProgress?: (done: number, total: number) => void;
+  /** Cancels between rows: attentionFlow then rejects with signal.reason. */
+  signal?: AbortSignal;
+}
+
 const KNOWN = ['fusion', 'residual', 'normalize', 'layer', 'outputs'];
 
-/**
- * Attention flow of `attentions` (one Tensor per layer, [1, H, L, L] or [H, L, L], L <= 64).
- * Returns [L, L] (or [outputs.length, L]): row i holds, for each input token j, the maximum
- * flow from output position i to token j through the attention graph (each row normalized to
- * sum 1 unless normalize is false).
- *
- * @example
- * const { attentions } = await model.forward(ids, { outputAttentions: true });
- * const f = attentionFlow(attentions);              // [L, L]
- */
-export function attentionFlow(attentions: readonly Tensor[], options: FlowOptions = {}): Tensor {
-  const fn = 'attentionFlow';
-  const opts = checkOptions(fn, options, KNOWN);
+/** The network of a call, ready to give one output row at a time. */
+interface Prepared {
+  outputs: number[];
+  L: number;
+  row(n: number, out: Float32Array): void;
+}
+
+function prepare(fn: string, attentions: readonly Tensor[], opts: Record<string, unknown>): Prepared {
   const fusion = optFusion(fn, opts);
   const residual = optResidual(fn, opts);
   const normalize = optBool(fn, opts, 'normalize', true);
@@ -123,17 +127,62 @@ export function attentionFlow(attentions: readonly Tensor[], options: FlowOption
     reaches.push(r);
   }
 
-  const out = new Float32Array(outputs.length * L);
-  const row = new Float64Array(L);
-  outputs.forEach((i, n) => {
-    const s = N * L + i;
-    let sum = 0;
-    for (let j = 0; j < L; j++) {
-      row[j] = reaches[j][s] ? net.maxFlow(s, j, reaches[j]) : 0;
-      sum += row[j];
-    }
-    const scale = normalize && sum > 0 ? 1 / sum : 1;
-    for (let j = 0; j < L; j++) out[n * L + j] = row[j] * scale;
-  });
-  return new Tensor(out, [outputs.length, L]);
+  const values = new Float64Array(L);
+  return {
+    outputs, L,
+    row(n, out) {
+      const s = N * L + outputs[n];
+      let sum = 0;
+      for (let j = 0; j < L; j++) {
+        values[j] = reaches[j][s] ? net.maxFlow(s, j, reaches[j]) : 0;
+        sum += values[j];
+      }
+      const scale = normalize && sum > 0 ? 1 / sum : 1;
+      for (let j = 0; j < L; j++) out[n * L + j] = values[j] * scale;
+    },
+  };
+}
+
+/**
+ * Attention flow of `attentions` (one Tensor per layer, [1, H, L, L] or [H, L, L], L <= 64),
+ * synchronously. Returns [L, L] (or [outputs.length, L]): row i holds, for each input token j,
+ * the maximum flow from output position i to token j through the attention graph (each row
+ * normalized to sum 1 unless normalize is false). A whole map at L = 64 can take seconds
+ * (bidirectional maps); {@link attentionFlow} yields between rows, with progress and cancel.
+ *
+ * @example
+ * const { attentions } = await model.forward(ids, { outputAttentions: true });
+ * const f = attentionFlowSync(attentions);          // [L, L]
+ */
+export function attentionFlowSync(attentions: readonly Tensor[], options: FlowOptions = {}): Tensor {
+  const fn = 'attentionFlowSync';
+  const p = prepare(fn, attentions, checkOptions(fn, options, KNOWN));
+  const out = new Float32Array(p.outputs.length * p.L);
+  for (let n = 0; n < p.outputs.length; n++) p.row(n, out);
+  return new Tensor(out, [p.outputs.length, p.L]);
+}
+
+/**
+ * Attention flow (see {@link attentionFlowSync} for the definition and the result), a row at a
+ * time with a yield to the event loop between rows: `onProgress(rows done, rows)` after each,
+ * `signal` checked between them.
+ *
+ * @example
+ * const f = await attentionFlow(attentions, { onProgress: (d, n) => bar.value = d / n });
+ */
+export async function attentionFlow(attentions: readonly Tensor[], options: FlowAsyncOptions = {}): Promise<Tensor> {
+  const fn = 'attentionFlow';
+  const opts = checkOptions(fn, options, [...KNOWN, 'onProgress', 'signal']);
+  const signal = optSignal(fn, opts);
+  const onProgress = optFunction<(done: number, total: number) => void>(fn, opts, 'onProgress');
+  signal?.throwIfAborted();
+  const p = prepare(fn, attentions, opts);
+  const out = new Float32Array(p.outputs.length * p.L);
+  for (let n = 0; n < p.outputs.length; n++) {
+    p.row(n, out);
+    onProgress?.(n + 1, p.outputs.length);
+    await nextTask();
+    signal?.throwIfAborted();
+  }
+  return new Tensor(out, [p.outputs.length, p.L]);
 }

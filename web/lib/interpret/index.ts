@@ -5,7 +5,7 @@
  */
 export { type HeadFusion } from './fuse.js';
 export { attentionRollout, attentionRolloutSync, type RolloutOptions } from './rollout.js';
-export { attentionFlow, FLOW_MAX_LENGTH, type FlowOptions } from './flow.js';
+export { attentionFlow, attentionFlowSync, FLOW_MAX_LENGTH, type FlowOptions, type FlowAsyncOptions } from './flow.js';
 export { headPatternScores, inductionScores, type HeadPatternScores, type HeadTable } from './head-scores.js';
 export {
   headProbes, nextTokenLoss, type HeadProbeOptions, type HeadProbeResult, type HeadScore, type ProbeModel, type ProbeProgress,
