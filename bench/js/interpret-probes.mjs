@@ -51,7 +51,7 @@ try {
 }
 const target = headMask ? model : {
   dims: model.dims, tokenizer: model.tokenizer, config: model.config,
-  forward: (ids, o = {}) => model.forward(ids, { ...o, headMask: undefined }),
+  forward: (ids, { headMask: _dropped, ...o } = {}) => model.forward(ids, o),
 };
 await model.forward(text); // warm-up
 

@@ -1,6 +1,6 @@
 /**
  * Maximum flow on a directed graph with float capacities: Dinic's algorithm (breadth-first
- * levels, then blocking flows along them with current-arc pointers). One network is built
+ * levels, then a blocking flow along them: depth-first pushes with current-arc pointers). One network is built
  * once and answers many (source, sink) questions: each call starts again from the capacities.
  *
  * Floating point: a residual capacity at or below `eps` counts as saturated, so every
@@ -65,11 +65,7 @@ export class FlowNetwork {
     let total = 0;
     while (this.#levels(s, t, allowed)) {
       this.#arc.set(this.#start.subarray(0, this.nodes));
-      for (;;) {
-        const f = this.#augment(s, t, Infinity);
-        if (f <= 0) break;
-        total += f;
-      }
+      total += this.#push(s, t, Infinity);
     }
     return total;
   }
@@ -96,23 +92,31 @@ export class FlowNetwork {
     return false;
   }
 
-  /** One augmenting path along the levels (depth-first, current arcs): the flow it carried, or 0. */
-  #augment(u: number, t: number, f: number): number {
+  /**
+   * A blocking flow along the levels, depth-first from u with at most f to push: pushes down
+   * one arc after another (current-arc pointers skip arcs already saturated or dead) until f is
+   * used or u is blocked. Returns what it pushed.
+   */
+  #push(u: number, t: number, f: number): number {
     if (u === t) return f;
     const arc = this.#arc, end = this.#start[u + 1], to = this.#to, res = this.#res, level = this.#level, eps = this.#eps;
     const next = level[u] + 1;
+    let pushed = 0;
     for (; arc[u] < end; arc[u]++) {
       const e = arc[u];
       const v = to[e];
       if (res[e] > eps && level[v] === next) {
-        const d = this.#augment(v, t, f < res[e] ? f : res[e]);
+        const want = f - pushed;
+        const d = this.#push(v, t, want < res[e] ? want : res[e]);
         if (d > 0) {
           res[e] -= d;
           res[this.#rev[e]] += d;
-          return d;
+          pushed += d;
+          if (f - pushed <= eps) return pushed; // this arc may have room left: keep it current
         }
       }
     }
-    return 0;
+    level[u] = -1; // blocked: nothing more gets through u in this phase
+    return pushed;
   }
 }
