@@ -1,9 +1,10 @@
 // headProbes on a GPT-2-small-shaped model (12 layers x 12 heads, random weights:
 // bench/model/make_gpt2_small.mjs) in Node, one thread:
-//  - every probe but the ablation (4 induction sequences of 2 x 32 tokens and a 64-token text,
-//    forwards with outputAttentions, then the scores);
+//  - every probe but the ablation (its defaults: 2 induction sequences of 2 x 32 tokens, and a
+//    64-token text; forwards with outputAttentions and last-position logits, then the scores);
 //  - the ablation sweep on a 64-token text (1 baseline + 144 forwards, each with headMask and
-//    the loss over every position) against 145 plain forwards of the same ids (logits 'all').
+//    the loss over every position), timed from headProbes' progress calls, against 145 plain
+//    forwards of the same ids (logits 'all') run before and after it.
 // When this build's model.forward has no headMask, the sweep runs through a model whose forward
 // drops the option (the same forwards, no head removed): that measures what headProbes adds
 // (loss, progress, yields), not the engine's masked forward (its cost is the engine's, issue 26
@@ -57,25 +58,34 @@ await model.forward(text); // warm-up
 
 const rows = [];
 let done = clock();
-const probes = await qkv.headProbes(model, { ids: text, inductionLength: 32, inductionSequences: 4, ablation: false });
-rows.push({ what: 'probes without ablation (4 x 64-token induction + 64-token text, with maps)', forwards: 5, ...done() });
+const probes = await qkv.headProbes(model, { ids: text, inductionLength: 32, ablation: false });
+rows.push({ what: 'probes without ablation (2 x 64-token induction + 64-token text, maps, last logits)', forwards: 3, ...done() });
 
 const N = quick ? 12 : NL * H;
-done = clock();
-for (let k = 0; k <= N; k++) await model.forward(text);
-const plain = done();
-rows.push({ what: `${N + 1} plain forwards, 64 tokens`, forwards: N + 1, ...plain });
-
+const plainRun = async () => {
+  const d = clock();
+  for (let k = 0; k <= N; k++) await model.forward(text);
+  return d();
+};
+// plain forwards before and after the sweep (the machine's load drifts): the sweep is compared with their mean
+const plain = [await plainRun()];
 let progressCalls = 0;
-done = clock();
-const sweep = quick
-  ? null
-  : await qkv.headProbes(target, { ids: text, inductionTokens: [[1, 2, 3]], ablation: true, onProgress: () => progressCalls++ });
-const sw = quick ? null : done();
-if (sw) {
-  rows.push({ what: `ablation sweep: 1 + ${NL * H} forwards${headMask ? ' with headMask' : ' (headMask dropped: this build has none)'} + losses (+ a 6-token induction forward and the text's)`, forwards: NL * H + 3, ...sw });
+let sw = null;
+if (!quick) {
+  // the ablation phase alone: from the progress call that ends the text's forward to the end
+  let start = null;
+  await qkv.headProbes(target, {
+    ids: text, inductionTokens: [[1, 2, 3]], ablation: true,
+    onProgress: (p) => { progressCalls++; if (p.stage === 'text') start = clock(); },
+  });
+  sw = start();
+  plain.push(await plainRun());
 }
-
+const mean = (k) => +(plain.reduce((a, p) => a + p[k], 0) / plain.length).toFixed(3);
+plain.forEach((p, k) => rows.push({ what: `${N + 1} plain forwards, 64 tokens (${k ? 'after' : 'before'} the sweep)`, forwards: N + 1, ...p }));
+if (sw) {
+  rows.push({ what: `ablation sweep: 1 + ${NL * H} forwards${headMask ? ' with headMask' : ' (headMask dropped: this build has none)'}, each with its loss over 64 x 50257 logits`, forwards: NL * H + 1, ...sw });
+}
 const out = {
   benchmark: 'interpret-probes',
   date: new Date().toISOString(),
@@ -84,9 +94,9 @@ const out = {
   wasm_variant: qkv.env.loadedVariant,
   threads: 1,
   head_mask_in_forward: headMask,
-  method: 'one run each; process CPU time (wall beside it); the sweep ratio is its CPU time over the plain forwards\'',
+  method: 'one run each; process CPU time (wall beside it); the sweep ratio: its CPU time over the mean of the plain runs before and after it',
   results: rows,
-  sweep_over_plain_cpu: sw ? +(sw.cpu_s / plain.cpu_s).toFixed(3) : null,
+  sweep_over_plain_cpu: sw ? +(sw.cpu_s / mean('cpu_s')).toFixed(3) : null,
   progress_calls: progressCalls,
   top_induction: probes.scores.reduce((a, b) => (b.induction > a.induction ? b : a)),
 };
