@@ -97,8 +97,12 @@ export function fuseLayer(fn: string, l: number, att: CheckedAttentions, fusion:
   let lower = true;
   for (let i = 0; i < L; i++) {
     const r = i * L;
+    // the fused row: row[o + j], j = 0..L-1 (read in place from `fused`, else built in acc)
+    let row: Float64Array | Float32Array = acc;
+    let o = 0;
     if (fused) {
-      for (let j = 0; j < L; j++) acc[j] = fused[r + j];
+      row = fused;
+      o = r;
     } else if (fusion === 'mean') {
       acc.fill(0);
       let h = 0;
@@ -125,28 +129,33 @@ export function fuseLayer(fn: string, l: number, att: CheckedAttentions, fusion:
       }
     }
     // the checks, the residual and the row sum; above the diagonal only whether it is all 0
-    let sum = 0;
     let bad = false;
+    let below = 0;
     for (let j = 0; j <= i; j++) {
-      const v = acc[j];
+      const v = row[o + j];
       bad ||= !(v >= 0 && v < Infinity);
-      sum += keep * v;
+      below += v;
     }
     let above = 0;
     for (let j = i + 1; j < L; j++) {
-      const v = acc[j];
+      const v = row[o + j];
       bad ||= !(v >= 0 && v < Infinity);
       above += v;
     }
     if (bad) {
       let j = 0;
-      while (acc[j] >= 0 && acc[j] < Infinity) j++;
-      throw new RangeError(`${fn}: attentions[${l}] (shape [${H}, ${L}, ${L}]) has a negative or non-finite weight in row ${i} (fused: ${acc[j]}); attention weights are probabilities`);
+      while (row[o + j] >= 0 && row[o + j] < Infinity) j++;
+      throw new RangeError(`${fn}: attentions[${l}] (shape [${H}, ${L}, ${L}]) has a negative or non-finite weight in row ${i} (fused: ${row[o + j]}); attention weights are probabilities`);
     }
-    sum += residual + keep * above;
+    const sum = keep * (below + above) + residual;
     const inv = sum > 0 ? 1 / sum : 1;
     const ki = keep * inv;
-    for (let j = 0; j < L; j++) out[r + j] = acc[j] * ki;
+    if (above === 0) {
+      for (let j = 0; j <= i; j++) out[r + j] = row[o + j] * ki;
+      for (let j = i + 1; j < L; j++) out[r + j] = 0;
+    } else {
+      for (let j = 0; j < L; j++) out[r + j] = row[o + j] * ki;
+    }
     out[r + i] += residual * inv;
     if (above !== 0) lower = false;
   }
