@@ -4,6 +4,7 @@
 #                                     against .clang-format (fix a file: clang-format -i FILE)
 #   tsc                               the package (tsconfig.json, emitted to dist/) and the demo
 #                                     (web/demo/tsconfig.json, --noEmit)
+#   check-doc-links.mjs               the relative links and anchors of README.md and docs/*.md
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,3 +34,6 @@ node tools/webgpu/embed-shaders.mjs
 npx --no-install tsc -p tsconfig.json
 npx --no-install tsc -p web/demo/tsconfig.json --noEmit --incremental --tsBuildInfoFile build/tsc/lint-demo.tsbuildinfo
 echo "lint: tsc: the package and the demo type-check"
+
+# The docs' relative links and #anchors resolve (README.md, docs/*.md).
+node tools/check-doc-links.mjs

@@ -9,6 +9,7 @@ cd "$(dirname "$0")/.."
 # dpkg-query per package)
 declare -A NEEDS=(
   [cmake]=/usr/bin/cmake
+  [ccache]=/usr/bin/ccache
   [g++]=/usr/bin/g++
   [clang]=/usr/bin/clang
   [clang-format]=/usr/bin/clang-format

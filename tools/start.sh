@@ -11,12 +11,7 @@ export NODE_PATH=${NODE_PATH:-/usr/share/nodejs}   # Debian's emcc needs Debian'
 # test does): tools/build.sh is incremental, a few seconds when up to date.
 bash tools/build.sh
 
-# The demo: rebuild when any input is newer than the last build.
-stamp=build/demo/index.html
-if [ -n "${QKV_DEMO_REBUILD:-}" ] || [ ! -f "$stamp" ] || \
-   [ -n "$(find web/demo web/lib web/models dist -newer "$stamp" -type f -not -path '*/node_modules/*' 2>/dev/null | head -1)" ]; then
-  echo "start: building the demo (vite)"
-  npx --no-install vite build --config web/demo/vite.config.ts
-fi
+# The demo: rebuilt when any input is newer than the last build.
+bash tools/build-demo.sh
 
 exec node tools/serve-demo.mjs "$@"

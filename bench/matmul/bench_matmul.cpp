@@ -187,6 +187,7 @@ const Layer kSmolLayers[] = {{"q_proj", 576, 576},    {"k_proj", 576, 192},     
 struct Stored {
   std::vector<uint8_t> bytes;
   std::vector<uint16_t> scales;
+  std::vector<qkv::WeightFix> fixes;  // F16: the subnormal halves, added back by matmul()
   qkv::WeightMatrix w;
 };
 
@@ -212,9 +213,13 @@ Stored make(qkv::WeightType type, int64_t K, int64_t N, std::mt19937& rng,
     auto* h = reinterpret_cast<uint16_t*>(s.bytes.data());
     for (size_t i = 0; i < f.size(); ++i)
       h[i] = type == qkv::WeightType::F16 ? qkv::halves::f32_to_f16(f[i]) : qkv::halves::f32_to_bf16(f[i]);
-    if (type == qkv::WeightType::F16) qkv::prepare_f16_weights(h, f.size(), "bench");  // as the model loads them
   }
   s.w.data = s.bytes.data();
+  if (type == qkv::WeightType::F16) {  // as the model loads them
+    qkv::prepare_f16_weights(s.w, "bench", s.fixes);
+    s.w.fixes = s.fixes.data();
+    s.w.fix_count = s.fixes.size();
+  }
   return s;
 }
 

@@ -27,6 +27,7 @@ void matmul(const WeightMatrix& w, const float* x, int64_t M, const float* bias,
   } else if (M > 1) {
     detail::gemm(w, x, M, bias, y, threads);
   }
+  add_weight_fixes(w, x, M, y);  // F16 subnormals, which the kernels read as zero
 }
 
 void matmul_many(const MatmulOutput* outputs, size_t count, const float* x, int64_t M, int threads) {
@@ -48,6 +49,7 @@ void matmul_many(const MatmulOutput* outputs, size_t count, const float* x, int6
   } else if (M > 1) {
     for (size_t i = 0; i < count; ++i) detail::gemm(*outputs[i].w, x, M, outputs[i].bias, outputs[i].y, threads);
   }
+  for (size_t i = 0; i < count; ++i) add_weight_fixes(*outputs[i].w, x, M, outputs[i].y);
 }
 
 void matmul_reference(const WeightMatrix& w, const float* x, int64_t M, const float* bias, float* y) {

@@ -56,6 +56,8 @@ size_t q8_scale_index(const Q8Layout& q, int64_t k, int64_t n) {
   return size_t((n / 4 * q.blocks + k / 32) * 4 + n % 4);
 }
 
+bool fix_before(const WeightFix& a, const WeightFix& b) { return a.n != b.n ? a.n < b.n : a.k < b.k; }
+
 }  // namespace
 
 float weight_at(const WeightMatrix& w, int64_t k, int64_t n) {
@@ -65,8 +67,12 @@ float weight_at(const WeightMatrix& w, int64_t k, int64_t n) {
       std::memcpy(&v, static_cast<const float*>(w.data) + element_index(w, k, n), 4);
       return v;
     }
-    case WeightType::F16:
+    case WeightType::F16: {
+      const auto* fix =
+          std::lower_bound(w.fixes, w.fixes + w.fix_count, WeightFix{int32_t(n), int32_t(k), 0.0f}, fix_before);
+      if (fix != w.fixes + w.fix_count && fix->n == n && fix->k == k) return fix->value;
       return halves::f16_to_f32(static_cast<const uint16_t*>(w.data)[element_index(w, k, n)]);
+    }
     case WeightType::BF16:
       return halves::bf16_to_f32(static_cast<const uint16_t*>(w.data)[element_index(w, k, n)]);
     case WeightType::Q8: {
@@ -83,7 +89,11 @@ void read_column(const WeightMatrix& w, int64_t n, float* out) {
     std::memcpy(out, static_cast<const float*>(w.data) + n * w.K, size_t(w.K) * 4);
     return;
   }
-  for (int64_t k = 0; k < w.K; ++k) out[k] = weight_at(w, k, n);
+  const WeightMatrix stored{w.type, w.layout, w.K, w.N, w.data, w.scales};  // without the fixes
+  for (int64_t k = 0; k < w.K; ++k) out[k] = weight_at(stored, k, n);
+  const auto column = std::equal_range(w.fixes, w.fixes + w.fix_count, WeightFix{int32_t(n), 0, 0.0f},
+                                       [](const WeightFix& a, const WeightFix& b) { return a.n < b.n; });
+  for (const WeightFix* f = column.first; f != column.second; ++f) out[f->k] = f->value;
 }
 
 namespace {
@@ -174,8 +184,9 @@ void quantize_q8(const WeightMatrix& src, int8_t* data, uint16_t* scales) {
   }
 }
 
-size_t prepare_f16_weights(uint16_t* p, size_t n, const char* what) {
-  size_t flushed = 0;
+size_t prepare_f16_weights(const WeightMatrix& w, const char* what, std::vector<WeightFix>& fixes) {
+  uint16_t* p = static_cast<uint16_t*>(const_cast<void*>(w.data));
+  const size_t n = size_t(w.K * w.N), first = fixes.size();
   for (size_t i = 0; i < n; ++i) {
     const uint16_t exponent = p[i] & 0x7C00u, mantissa = p[i] & 0x3FFu;
     if (exponent == 0x7C00u) {
@@ -183,11 +194,23 @@ size_t prepare_f16_weights(uint16_t* p, size_t n, const char* what) {
                                   " at element " + std::to_string(i) + " (of " + std::to_string(n) + ")");
     }
     if (exponent == 0 && mantissa != 0) {
-      p[i] &= 0x8000u;  // a subnormal half: to zero, keeping its sign
-      ++flushed;
+      // storage element i is W[k, n] at i = k N + n (InOut) or i = n K + k (OutIn)
+      const int64_t major = int64_t(i) / (w.layout == WeightLayout::InOut ? w.N : w.K);
+      const int64_t minor = int64_t(i) % (w.layout == WeightLayout::InOut ? w.N : w.K);
+      const bool inout = w.layout == WeightLayout::InOut;
+      fixes.push_back({int32_t(inout ? minor : major), int32_t(inout ? major : minor), halves::f16_to_f32(p[i])});
+      p[i] &= 0x8000u;  // to zero, keeping its sign
     }
   }
-  return flushed;
+  std::sort(fixes.begin() + std::ptrdiff_t(first), fixes.end(), fix_before);
+  return fixes.size() - first;
+}
+
+void add_weight_fixes(const WeightMatrix& w, const float* x, int64_t M, float* y) {
+  for (size_t i = 0; i < w.fix_count; ++i) {
+    const WeightFix& f = w.fixes[i];
+    for (int64_t m = 0; m < M; ++m) y[m * w.N + f.n] += x[m * w.K + f.k] * f.value;
+  }
 }
 
 void transpose_16bit(uint16_t* p, int64_t rows, int64_t cols, std::vector<uint16_t>& scratch) {

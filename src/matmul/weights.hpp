@@ -38,6 +38,13 @@ struct Q8Layout {
   size_t bytes() const { return data_bytes() + 2 * scale_count(); }
 };
 
+// A weight the F16 kernels read as zero (a subnormal half: see prepare_f16_weights) and that
+// matmul() and read_column() add back after the product, exactly: W[k, n] = value.
+struct WeightFix {
+  int32_t n = 0, k = 0;
+  float value = 0.0f;
+};
+
 // y[M, N] = x[M, K] W[K, N] (+ bias): W as stored.
 //  F32 / F16 / BF16: `data` holds K * N little-endian elements, [K, N] (InOut) or [N, K] (OutIn),
 //    2-byte aligned (4 for F32). F16 weights must be finite: the kernels widen them with integer
@@ -49,11 +56,14 @@ struct WeightMatrix {
   int64_t K = 0, N = 0;
   const void* data = nullptr;
   const uint16_t* scales = nullptr;  // Q8: the block scales (halves), as Q8Layout says
+  const WeightFix* fixes = nullptr;  // F16: the weights stored as zero, sorted by (n, k)
+  size_t fix_count = 0;
 
   size_t bytes() const;  // what the kernels read per pass over W
 };
 
-// W[k, n] as a float (widened or dequantized): the plain-loop path for references and tests.
+// W[k, n] as a float (widened or dequantized, fixes included): the plain-loop path for
+// references and tests.
 float weight_at(const WeightMatrix& w, int64_t k, int64_t n);
 
 // out[K] = W[:, n], the weights of output n (an embedding row when W is a tied [V, E] table).
@@ -65,14 +75,21 @@ void read_column(const WeightMatrix& w, int64_t n, float* out);
 // scale does not fit in a half (|W| > 127 * 65504 ~= 8.3e6).
 void quantize_q8(const WeightMatrix& src, int8_t* data, uint16_t* scales);
 
-// Readies n F16 weights at p for the kernels, in place: throws std::invalid_argument("<what>:
-// F16 weights hold inf|NaN at element i (of n)") for a value that is not finite, and flushes
-// subnormal halves (|w| < 2^-14 = 6.1e-5) to zero, returning how many. The kernels widen a
-// half into float32 bits worth w * 2^-112 (halves.hpp), which for a subnormal half is a
-// subnormal float, and x86 multiplies subnormal floats through a microcode assist (~100x
-// slower; wasm cannot switch on flush-to-zero): N(0, 0.02) weights have ~0.24% of them, enough
-// to make the F16 matrix-vector kernel 1.7x slower. The change is below 6.1e-5 per weight.
-size_t prepare_f16_weights(uint16_t* p, size_t n, const char* what);
+// Readies the F16 matrix w (its data, which must be writable) for the kernels, in place: throws
+// std::invalid_argument("<what>: F16 weights hold inf|NaN at element i (of n)") for a value that
+// is not finite, and moves each subnormal half (|w| < 2^-14 = 6.1e-5) out of the matrix into
+// `fixes` (appended, sorted by (n, k)), storing a zero (with its sign) in its place; returns
+// how many. The kernels widen a half into float32 bits worth w * 2^-112 (halves.hpp), which for
+// a subnormal half is a subnormal float, and x86 multiplies subnormal floats through a
+// microcode assist (~100x slower; wasm cannot switch on flush-to-zero): N(0, 0.02) weights have
+// ~0.24% of them, enough to make the F16 matrix-vector kernel 1.7x slower. Flushing them to zero
+// alone changed each by up to 6.1e-5: with weights of real size (std 0.2) that made F16 logits
+// ~25x less accurate than the same values widened on load. matmul() adds x[k] * value for each
+// fix after the kernel (a few multiply-adds per thousand weights), so nothing is lost.
+size_t prepare_f16_weights(const WeightMatrix& w, const char* what, std::vector<WeightFix>& fixes);
+
+// y[m, n] += x[m, k] * value for each of w's fixes (what matmul() runs after its kernels).
+void add_weight_fixes(const WeightMatrix& w, const float* x, int64_t M, float* y);
 
 // Rewrites the 16-bit matrix at p from [rows, cols] to [cols, rows], in place, through scratch
 // (resized to rows * cols; pass the same vector for every matrix so one buffer serves them all).

@@ -1,7 +1,8 @@
 // GPT-2's weights, held once: read in place from the safetensors buffer in the dtype they came
 // in, or converted once on load (to F32, F16 or 8-bit Q8) into one new buffer, after which the
 // file's buffer is freed (weight_loader.hpp). F16 matrices get their subnormal halves
-// (|w| < 6.1e-5) set to zero, in place (matmul/weights.hpp: prepare_f16_weights). No transposed
+// (|w| < 6.1e-5) moved into a list the products add back exactly (matmul/weights.hpp:
+// prepare_f16_weights). No transposed
 // or widened copies of the matrices: the kernels read GPT-2's Conv1D layout ([in, out]) as it
 // is, and the tied LM head reads wte [V, E] directly.
 #pragma once
@@ -53,8 +54,6 @@ class GPT2WeightStore {
   // The matmuls' matrices' dtype (wte and the layers'): "F32", "F16", "BF16", "Q8", or "mixed"
   // (a file mixing them, read as stored).
   const char* matrix_type() const { return matrix_type_; }
-  // F16 weights below 2^-14 in magnitude set to zero on load (prepare_f16_weights).
-  size_t flushed_subnormals() const { return buffers_.flushed; }
 
  private:
   WeightBuffers buffers_;  // the file (when read in place), the converted matrices, widened vectors

@@ -161,6 +161,11 @@ WeightBuffers WeightLoader::load(MallocBytes file, size_t size) {
   for (const MatrixPlan& m : matrices_) in_place = in_place && m.to == m.src.type && m.src.aligned();
   size_t converted = 0;
   std::vector<uint16_t> transpose_scratch;  // see below
+  struct FixRange {
+    WeightMatrix* matrix;
+    size_t first, count;
+  };
+  std::vector<FixRange> fixed;  // F16 matrices' ranges of out.fixes, pointed at once it stops growing
   if (!in_place) {
     for (MatrixPlan& m : matrices_) {
       m.offset = converted;
@@ -179,10 +184,11 @@ WeightBuffers WeightLoader::load(MallocBytes file, size_t size) {
     if (m.to == WeightType::Q8)
       m.dst->scales = reinterpret_cast<const uint16_t*>(at + Q8Layout::of(m.K, m.N).data_bytes());
     if (m.to == WeightType::F16) {
-      // finite (the kernels' widening does not special-case inf and NaN); subnormals to zero,
-      // in the file's buffer or the converted one, both ours
+      // finite (the kernels' widening does not special-case inf and NaN); subnormals moved to
+      // the matrix's fixes, in the file's buffer or the converted one, both ours
       const std::string what = model_ + ": tensor \"" + m.src.name + "\"";
-      out.flushed += prepare_f16_weights(reinterpret_cast<uint16_t*>(at), size_t(m.K * m.N), what.c_str());
+      const size_t first = out.fixes.size();
+      fixed.push_back({m.dst, first, prepare_f16_weights(*m.dst, what.c_str(), out.fixes)});
     }
     if (m.matmul && m.layout == WeightLayout::InOut && (m.to == WeightType::F16 || m.to == WeightType::BF16)) {
       // A 16-bit [K, N] matrix (GPT-2's Conv1D) is rewritten as [N, K], in place (the one scratch
@@ -197,6 +203,10 @@ WeightBuffers WeightLoader::load(MallocBytes file, size_t size) {
       m.dst->layout = WeightLayout::OutIn;
     }
     out.bytes.matrices += m.dst->bytes();
+  }
+  for (const FixRange& f : fixed) {
+    f.matrix->fixes = f.count ? out.fixes.data() + f.first : nullptr;
+    f.matrix->fix_count = f.count;
   }
 
   // 1-D parameters: float32 in place when the file is kept and they are aligned float32; else widened

@@ -87,69 +87,6 @@ const char* layout_name(WeightLayout l) { return l == WeightLayout::InOut ? "InO
 
 }  // namespace
 
-TEST_CASE("halves: F16 and BF16 widening is exact and matches the safetensors reader") {
-  for (uint32_t h = 0; h < 65536; ++h) {
-    const float a = halves::f16_to_f32(uint16_t(h)), b = safetensors::f16_to_f32(uint16_t(h));
-    if (std::isnan(b)) {
-      CHECK(std::isnan(a));
-      continue;
-    }
-    REQUIRE(std::memcmp(&a, &b, 4) == 0);
-    CHECK(halves::f32_to_f16(a) == uint16_t(h));  // every half survives the round trip
-    const float c = halves::bf16_to_f32(uint16_t(h)), d = safetensors::bf16_to_f32(uint16_t(h));
-    if (!std::isnan(d)) CHECK(std::memcmp(&c, &d, 4) == 0);
-  }
-  // rounding to nearest even, overflow to inf
-  CHECK(halves::f32_to_f16(1.0f + 1.0f / 2048) == 0x3C00);  // halfway: to the even 1.0
-  CHECK(halves::f32_to_f16(1.0f + 3.0f / 2048) == 0x3C02);  // halfway: to the even 1 + 2/1024
-  CHECK(halves::f32_to_f16(65520.0f) == 0x7C00);
-  CHECK(halves::f32_to_f16(65519.0f) == 0x7BFF);
-  CHECK(halves::f32_to_f16(-3e-8f) == 0x8001);        // rounds up to the smallest subnormal
-  CHECK(halves::f32_to_bf16(1.00390625f) == 0x3F80);  // halfway: to even
-}
-
-#ifndef QKV_NO_SIMD
-TEST_CASE("halves: the kernels' vector widening of even and odd elements, every half, any neighbour") {
-  // each half h as the even (low) and the odd (high) element of a lane, beside a neighbour that
-  // varies (all bits set, none, and h's complement): the widening must not see the neighbour
-  const auto lane_value = [](halves::F4 v, int i) {
-    alignas(16) float f[4];
-    v.store_aligned(f);
-    return f[i];
-  };
-  for (uint32_t h = 0; h < 65536; ++h) {
-    const uint32_t other[4] = {0u, 0xFFFFu, ~h & 0xFFFFu, (h * 40503u) & 0xFFFFu};
-    alignas(16) int32_t even_lanes[4], odd_lanes[4];
-    for (int i = 0; i < 4; ++i) {
-      even_lanes[i] = int32_t(h | other[i] << 16);
-      odd_lanes[i] = int32_t(other[i] | h << 16);
-    }
-    const halves::I4 ue = halves::I4::load_aligned(even_lanes), uo = halves::I4::load_aligned(odd_lanes);
-    const halves::F4 bf_even = halves::wide_even<false>(ue), bf_odd = halves::wide_odd<false>(uo);
-    const halves::F4 f16_even = halves::wide_even<true>(ue), f16_odd = halves::wide_odd<true>(uo);
-    const bool finite = (h & 0x7C00u) != 0x7C00u;
-    for (int i = 0; i < 4; ++i) {
-      const float bf = halves::bf16_to_f32(uint16_t(h));
-      if (!std::isnan(bf)) {
-        REQUIRE(lane_value(bf_even, i) == bf);
-        REQUIRE(lane_value(bf_odd, i) == bf);
-      }
-      if (!finite) continue;  // F16 weights are checked to be finite on load
-      const float want = halves::f16_to_f32(uint16_t(h));
-      // the 2^-112 undone in two exact steps (a subnormal half is a subnormal float here)
-      const float scale = halves::kF16Half;
-      REQUIRE(lane_value(f16_even, i) * scale * scale == want);
-      REQUIRE(lane_value(f16_odd, i) * scale * scale == want);
-      // bit for bit the widening of the half alone in a high half (signed zeros included)
-      const float ref = lane_value(halves::f16_high_scaled(halves::I4(int32_t(h << 16))), 0);
-      const float e = lane_value(f16_even, i), o = lane_value(f16_odd, i);
-      REQUIRE(std::memcmp(&e, &ref, 4) == 0);
-      REQUIRE(std::memcmp(&o, &ref, 4) == 0);
-    }
-  }
-}
-#endif
-
 TEST_CASE("matmul: every weight type and layout vs plain loops, odd sizes, both kernels, 1-3 threads") {
   std::mt19937 rng(20240611);
   struct Shape {
@@ -203,6 +140,55 @@ TEST_CASE("matmul: every weight type and layout vs plain loops, odd sizes, both 
         matmul_reference(w, x.data(), s.M, nullptr, want0.data());
         check_close(y3, want0, x, w, std::vector<float>(size_t(s.N), 0.0f), s.M, 2e-6 * std::sqrt(double(s.K)) + 1e-6,
                     type == WeightType::Q8 && s.M == 1 ? 1.0 / 65534 : 0.0);
+      }
+    }
+  }
+}
+
+TEST_CASE("matmul: F16 subnormals moved to fixes keep the product exact (matmul, matmul_many, read_column)") {
+  // Weights of real size (std 0.5 here) with some subnormal halves: the product over the prepared
+  // matrix (subnormals stored as zero + fixes) must match plain loops over the values as stored,
+  // as the unprepared matrix does. Flushing them to zero alone missed by x * 6.1e-5 per weight.
+  std::mt19937 rng(25);
+  for (WeightLayout layout : {WeightLayout::InOut, WeightLayout::OutIn}) {
+    for (int64_t M : {1, 2, 9}) {
+      CAPTURE(layout_name(layout));
+      CAPTURE(M);
+      const int64_t K = 67, N = 45;
+      Stored st = make_weights(WeightType::F16, layout, K, N, rng);  // every 11th value subnormal-sized
+      const WeightMatrix exact = st.w;  // unprepared: the kernels multiply the subnormal floats
+      std::vector<uint16_t> prepared_half = st.half;
+      WeightMatrix prepared = exact;
+      prepared.data = prepared_half.data();
+      std::vector<WeightFix> fixes;
+      const size_t count = prepare_f16_weights(prepared, "w", fixes);
+      REQUIRE(count > 20);
+      prepared.fixes = fixes.data();
+      prepared.fix_count = fixes.size();
+      std::vector<float> x = qkv::testing::normal(M * K, rng), bias = qkv::testing::normal(N, rng);
+      const size_t size = size_t(M * N);
+      std::vector<float> want(size), y(size, NAN), y_many(size, NAN), z(size, NAN);
+      matmul_reference(exact, x.data(), M, bias.data(), want.data());
+      matmul(prepared, x.data(), M, bias.data(), y.data(), 2);
+      check_close(y, want, x, exact, bias, M, 2e-6 * std::sqrt(double(K)) + 1e-6, 0.0);
+      matmul_many({{&prepared, bias.data(), y_many.data()}}, x.data(), M, 1);
+      CHECK(y_many == y);
+      // without the fixes the same product is off by more than float32's rounding
+      WeightMatrix flushed = prepared;
+      flushed.fixes = nullptr;
+      flushed.fix_count = 0;
+      matmul(flushed, x.data(), M, bias.data(), z.data(), 1);
+      double off = 0.0;
+      for (size_t i = 0; i < z.size(); ++i) off = std::max(off, std::fabs(double(z[i]) - double(want[i])));
+      CHECK(off > 1e-5);
+      // weight_at and read_column give the stored values, fixes included
+      std::vector<float> column(static_cast<size_t>(K));
+      for (int64_t n = 0; n < N; ++n) {
+        read_column(prepared, n, column.data());
+        for (int64_t k = 0; k < K; ++k) {
+          CHECK(column[size_t(k)] == weight_at(exact, k, n));
+          CHECK(weight_at(prepared, k, n) == weight_at(exact, k, n));
+        }
       }
     }
   }
@@ -439,16 +425,31 @@ TEST_CASE("quantize_q8: scales are normal halves; tiny blocks keep a 2^-15 error
                        std::invalid_argument);
 }
 
-TEST_CASE("matmul: F16 weights readied for the kernels (inf/NaN refused, subnormals to zero); bad shapes are errors") {
+TEST_CASE(
+    "matmul: F16 weights readied for the kernels (inf/NaN refused, subnormals moved to fixes); bad shapes are errors") {
   std::vector<uint16_t> h = {0x3C00, 0x7C00, 0x0001};
-  CHECK_THROWS_WITH_AS(prepare_f16_weights(h.data(), h.size(), "GPT2: tensor \"x\""),
+  std::vector<WeightFix> fixes;
+  const auto view = [&](int64_t K, int64_t N, WeightLayout layout) {
+    return WeightMatrix{WeightType::F16, layout, K, N, h.data(), nullptr};
+  };
+  CHECK_THROWS_WITH_AS(prepare_f16_weights(view(1, 3, WeightLayout::InOut), "GPT2: tensor \"x\"", fixes),
                        "GPT2: tensor \"x\": F16 weights hold inf at element 1 (of 3)", std::invalid_argument);
   h[1] = 0xFE00;
-  CHECK_THROWS_WITH_AS(prepare_f16_weights(h.data(), h.size(), "w"), "w: F16 weights hold NaN at element 1 (of 3)",
-                       std::invalid_argument);
-  h = {0x7BFF, 0x0001, 0x83FF, 0x0400, 0x8000, 0x0000};  // 65504, subnormals +-, smallest normal, -0, 0
-  CHECK(prepare_f16_weights(h.data(), h.size(), "w") == 2);
+  CHECK_THROWS_WITH_AS(prepare_f16_weights(view(1, 3, WeightLayout::InOut), "w", fixes),
+                       "w: F16 weights hold NaN at element 1 (of 3)", std::invalid_argument);
+  // [2, 3] InOut: 65504, subnormals +-, smallest normal, -0, 0
+  h = {0x7BFF, 0x0001, 0x83FF, 0x0400, 0x8000, 0x0000};
+  fixes.clear();
+  CHECK(prepare_f16_weights(view(2, 3, WeightLayout::InOut), "w", fixes) == 2);
   CHECK(h == std::vector<uint16_t>{0x7BFF, 0x0000, 0x8000, 0x0400, 0x8000, 0x0000});
+  REQUIRE(fixes.size() == 2);  // sorted by (n, k): W[0, 1] = 2^-24, W[0, 2] = -1023 * 2^-24
+  CHECK((fixes[0].n == 1 && fixes[0].k == 0 && fixes[0].value == 0x1p-24f));
+  CHECK((fixes[1].n == 2 && fixes[1].k == 0 && fixes[1].value == -1023 * 0x1p-24f));
+  // the same storage read as OutIn [N = 2, K = 3]: element i = n K + k
+  h = {0x7BFF, 0x0001, 0x83FF, 0x0400, 0x8000, 0x0000};
+  fixes.clear();
+  CHECK(prepare_f16_weights(view(3, 2, WeightLayout::OutIn), "w", fixes) == 2);
+  CHECK((fixes[0].n == 0 && fixes[0].k == 1 && fixes[1].n == 0 && fixes[1].k == 2));
 
   float x = 1.0f, y = 0.0f;
   WeightMatrix w{WeightType::F32, WeightLayout::InOut, 0, 1, &x, nullptr};

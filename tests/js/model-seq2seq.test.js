@@ -130,6 +130,19 @@ describe('the number speller (web/models/tiny-numbers)', () => {
     assert.deepEqual(await run(), await run());
   });
 
+  test('a dropped generation does not lock the model: the next generate() supersedes it', async () => {
+    const run = async () => {
+      const out = [];
+      for await (const s of model.generate('4242', { temperature: 1.5, seed: 9 })) out.push(s.token);
+      return out;
+    };
+    const want = await run();
+    const dropped = model.generate('1907', { temperature: 0, outputAttentions: true });
+    await dropped.next();
+    assert.deepEqual(await run(), want);
+    assert.deepEqual(await dropped.next(), { done: true, value: undefined });
+  });
+
   test('the cross-attention of a digit word peaks on its digit ("1907": one -> 1, nine -> ##9, seven -> ##7)', async () => {
     const c = model.config;
     const t = model.tokenizer;

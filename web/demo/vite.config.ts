@@ -1,7 +1,9 @@
-// Vite multi-page build of the demo: index.html (model page), playground.html, bench.html.
-// The model files (web/models/) are served at /models/ in dev and copied into the build, so
-// build/demo/ is a self-contained static site. COOP/COEP headers make pages crossOriginIsolated
-// (SharedArrayBuffer, so the wasm threads variant can run) in dev and preview alike.
+// Vite multi-page build of the demo: index.html (model page), encoders.html, playground.html,
+// bench.html. The model files (web/models/) are served at /models/ in dev and copied into the
+// build, and public/ (the service worker coi-sw.js) is copied next to the pages, so build/demo/
+// is a self-contained static site (npm run site copies it to build/site/). COOP/COEP headers
+// make pages crossOriginIsolated (SharedArrayBuffer, so the wasm threads variant can run) in dev
+// and preview alike; on a host without them the service worker adds them (src/isolation.ts).
 import { defineConfig, type Plugin } from 'vite';
 import { cpSync, createReadStream, existsSync, statSync } from 'node:fs';
 import { dirname, join, normalize, resolve } from 'node:path';
@@ -41,7 +43,7 @@ function models(): Plugin {
 export default defineConfig({
   root: here,
   base: './',
-  publicDir: false,
+  publicDir: resolve(here, 'public'),
   logLevel: 'warn',
   plugins: [models()],
   // the library as a user imports it: the package's entry point, built into dist/ by npm run build

@@ -3,6 +3,8 @@
 // with an L² guide and the WebGPU crossover, the memory of naive vs tiled attention, and the
 // environment.
 import './style.css';
+import { showRuntime } from './runtime-line';
+import { settled } from './isolation';
 import * as d3 from 'd3';
 import * as Plot from '@observablehq/plot';
 import { $, download, fmt, message, progress, yieldToEvents } from './ui';
@@ -59,7 +61,7 @@ function libBackends(gpu: boolean): Backend[] {
   };
   const wasm = (id: string, label: string, variant: qkv.Variant, threads: number, available: boolean, why?: string): Backend => ({
     id, label, available, why,
-    async prepare() { dispose(); const r = await init({ variant, numThreads: threads }); return `${r.variant}, ${r.threads} thread${r.threads > 1 ? 's' : ''}`; },
+    async prepare() { dispose(); const r = await init({ variant, numThreads: threads }); void showRuntime({ load: false }); return `${r.variant}, ${r.threads} thread${r.threads > 1 ? 's' : ''}`; },
     run: (q, k, v, H, L, D, c) => call(q, k, v, H, L, D, c, 'wasm'),
   });
   const simd = simdSupported();
@@ -247,7 +249,9 @@ function renderMemory(): void {
 }
 
 async function main(): Promise<void> {
+  void showRuntime({ load: false });
   renderMemory();
+  await settled;
   const { gpu } = await showEnv();
   const backends = libBackends(gpu);
   renderBackendChoices(backends);

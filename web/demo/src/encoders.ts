@@ -3,6 +3,8 @@
 // token by token with its three kinds of attention: encoder self, decoder self (causal) and
 // decoder -> encoder (cross), redrawn for every generated word.
 import './style.css';
+import { showRuntime } from './runtime-line';
+import { settled } from './isolation';
 import { qkv } from './api';
 import { $, message, showToken, yieldToEvents } from './ui';
 import { HeadView } from './headview';
@@ -181,7 +183,9 @@ function wire(): void {
 }
 
 async function start(): Promise<void> {
+  void showRuntime();
   wire();
+  await settled;
   await Promise.all([startEncoder(), startSeq2Seq()]);
   document.body.dataset.ready = 'true';
 }

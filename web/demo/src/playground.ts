@@ -2,6 +2,8 @@
 // tiles of the flash kernel, and what a KV cache saves. State lives in `state`; update()
 // recomputes the numbers, the render* functions only draw them.
 import './style.css';
+import { showRuntime } from './runtime-line';
+import { settled } from './isolation';
 import * as d3 from 'd3';
 import * as Plot from '@observablehq/plot';
 import { $, fmt } from './ui';
@@ -361,6 +363,7 @@ function wire(): void {
   window.addEventListener('resize', () => { clearTimeout(resize); resize = window.setTimeout(() => { renderScores(); renderEntropyChart(); renderFlash(); renderKv(); }, 150); });
 }
 
+void showRuntime();
 readControls();
 wire();
-void update().then(() => document.body.setAttribute('data-ready', 'true'));
+void settled.then(update).then(() => document.body.setAttribute('data-ready', 'true'));
