@@ -19,8 +19,8 @@ after(() => { model?.dispose(); qkv.dispose(); });
 
 const maxDiff = (a, b) => a.reduce((m, v, i) => Math.max(m, Math.abs(v - b[i])), 0);
 
-test('the reference ids are the tokenizer\'s for the verse', () => {
-  assert.deepEqual(model.tokenizer.encode(real.text), real.ids);
+test('the reference ids are the verse (they decode to it)', () => {
+  assert.equal(model.tokenizer.decode(real.ids), real.text);
 });
 
 test('rollout and flow of the model\'s own attentions match the reference', async () => {
