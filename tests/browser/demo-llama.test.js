@@ -201,7 +201,7 @@ test('a Llama checkpoint with Llama 3\'s tokenizer.json from the Hub: the shown 
   assert.match(await page.innerText('#model-info'), /\(llama\): 2 layers × 4 heads sharing 1 key\/value heads .*vocab 128256; q and k after the rotary embedding\.$/);
   assert.equal(await page.isHidden('#prompt-note'), true);
   // the headline and the line under it follow the checkpoint (issue 25)
-  assert.equal(await page.textContent('h1'), `Llama (${new URL(hub.url).host}, 2 layers × 4 heads), and what its heads attend to`);
+  assert.equal(await page.textContent('h1'), `Llama (${hub.id}, 2 layers × 4 heads), and what its heads attend to`);
   const lead = await page.textContent('#lead');
   assert.ok(lead.startsWith(`Downloaded from a Hub folder (${hub.url}) and loaded with its weights as stored; it runs in this page on qkv's attention kernels.`), lead);
 

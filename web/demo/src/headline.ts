@@ -6,7 +6,7 @@
 /** Where a model came from: a folder of this site, a Hub (or any folder URL), dropped files. */
 export type ModelOrigin =
   | { kind: 'site'; url: string }
-  | { kind: 'hub'; url: string; weights: 'int8' | 'auto' }
+  | { kind: 'hub'; url: string; name: string; weights: 'int8' | 'auto' }
   | { kind: 'dropped'; files: string[] };
 
 export interface HeadlineModel {

@@ -1,23 +1,24 @@
-// Model page: load the tiny GPT (or a dropped checkpoint), generate token by token, and keep
-// the attention explorer (head view, model view, neuron view) in step with every token.
+// Model page: load the tiny GPT (or a dropped or Hub checkpoint: checkpoint-panels.ts), generate
+// token by token, and keep the attention explorer (head view, model view, neuron view) in step
+// with every token.
 // `st` holds the state; update functions change it and call render(), which only draws.
 import './style.css';
 import { showRuntime } from './runtime-line';
 import { settled } from './isolation';
 import { $, download, headColor, message, progress, showToken, yieldToEvents } from './ui';
-import { CheckpointError, loadModelFromFiles, loadModelFromHub, loadModelFromUrl, qkv, readDroppedFiles, type DemoModel } from './api';
+import { loadModelFromUrl, qkv, type DemoModel } from './api';
 import { kvGroupsText, maxRowSumError, toJSON, windowOf, type AttnData } from './contract';
 import { allHeadStats, badgeClass, CAVEAT, type HeadStats } from './patterns';
 import { HeadView } from './headview';
 import { ModelView } from './modelview';
 import { renderNeuron } from './neuronview';
 import { elementToPng } from './export';
-import { DEFAULT_MODEL, HUB, fillModelSelect, showDropped } from './models';
-import { clearCheckpointCache, HUB_GPT2, hubName, parseHubSource, type HubSource } from './hub';
+import { DEFAULT_MODEL, HUB, fillModelSelect } from './models';
 import { Shown } from './shown';
 import { WORD_RULE } from './words';
 import { ForwardProgress, stoppedBy } from './forward-progress';
 import { headline, type ModelOrigin } from './headline';
+import { loadHub, wireCheckpointPanels } from './checkpoint-panels';
 
 type Tab = 'head' | 'model' | 'neuron';
 
@@ -228,7 +229,7 @@ function renderOutput(ids: number[], promptLength: number): void {
 
 /** The headline and the line under it follow the loaded model (headline.ts). */
 function showHeadline(model: DemoModel, origin: ModelOrigin): void {
-  const name = origin.kind === 'hub' ? hubName(origin.url) : model.name;
+  const name = origin.kind === 'hub' ? origin.name : model.name;
   const h = headline({ ...model, name }, origin, pageHeadline);
   $('#headline').textContent = h.title;
   $('#lead').textContent = h.lead;
@@ -382,125 +383,6 @@ async function generate(): Promise<void> {
   }
 }
 
-// ---------------------------------------------------------------- drop a checkpoint
-
-async function loadDropped(files: File[]): Promise<void> {
-  const bar = $<HTMLProgressElement>('#drop-bar'), text = $('#drop-text'), msg = $('#drop-msg');
-  if (st.generating) { message(msg, 'Stop the generation first.', 'error'); return; }
-  message(msg, '');
-  bar.hidden = false;
-  progress(bar, 0, 'reading files…', text);
-  try {
-    const onProgress = (f: number | null, what: string) => progress(bar, f, what, text);
-    const ck = await readDroppedFiles(files, onProgress);
-    await useModel(await loadModelFromFiles(ck, onProgress), { kind: 'dropped', files: files.map((f) => f.name) });
-    showDropped($<HTMLSelectElement>('#model'), ck.name);
-    progress(bar, 1, '', text);
-    message(msg, `Loaded ${ck.name}. The explorer now shows its heads.`, 'ok');
-  } catch (e) {
-    const known = e instanceof CheckpointError;
-    message(msg, known ? (e as Error).message : `Could not load the checkpoint: ${(e as Error).message}`, 'error');
-    text.textContent = '';
-  } finally {
-    bar.hidden = true;
-  }
-}
-
-function wireDrop(): void {
-  const zone = $('#dropzone');
-  const over = (on: boolean) => zone.classList.toggle('over', on);
-  document.addEventListener('dragover', (e) => { e.preventDefault(); over(true); });
-  document.addEventListener('dragleave', (e) => { if (!e.relatedTarget) over(false); });
-  document.addEventListener('drop', (e) => {
-    e.preventDefault(); over(false);
-    void loadDropped([...(e.dataTransfer?.files ?? [])]);
-  });
-  const input = $<HTMLInputElement>('#files');
-  input.addEventListener('change', () => { void loadDropped([...(input.files ?? [])]); input.value = ''; });
-}
-
-// ---------------------------------------------------------------- a checkpoint from the Hub
-
-let hubAbort: AbortController | null = null;
-
-/**
- * Loads the panel's checkpoint: a Hub id or Hub URL through qkv's Hub loading (downloaded into
- * Cache Storage, or read from it), another folder URL by loadModel(url); Cancel aborts it.
- */
-async function loadHub(): Promise<void> {
-  const bar = $<HTMLProgressElement>('#hub-bar'), text = $('#hub-text'), msg = $('#hub-msg');
-  if (hubAbort) return;
-  if (st.generating) { message(msg, 'Stop the generation first.', 'error'); return; }
-  let source: HubSource;
-  try {
-    source = parseHubSource($<HTMLInputElement>('#hub-url').value);
-  } catch {
-    message(msg, 'Give a Hub id (owner/name, or owner/name@revision) or a folder URL.', 'error');
-    return;
-  }
-  const weights = $<HTMLSelectElement>('#hub-weights').value as 'int8' | 'auto';
-  const abort = (hubAbort = new AbortController());
-  const buttons = (busy: boolean) => {
-    $<HTMLButtonElement>('#hub-load').disabled = busy;
-    $<HTMLButtonElement>('#hub-cancel').disabled = !busy;
-    $<HTMLButtonElement>('#generate').disabled = busy || !st.model;
-    $<HTMLButtonElement>('#run').disabled = busy || !st.model;
-  };
-  buttons(true);
-  message(msg, '');
-  bar.hidden = false;
-  const mib = (n: number) => (n / 1048576).toFixed(1);
-  let downloaded = 0;
-  const onProgress = (p: qkv.LoadProgress) => {
-    const f = p.total ? p.loaded / p.total : null;
-    if (p.stage === 'download') {
-      downloaded++;
-      progress(bar, f, `downloading ${p.file}: ${mib(p.loaded)} MiB${p.total ? ` of ${mib(p.total)} MiB` : ''}`, text);
-    } else {
-      progress(bar, f, `${p.file} into qkv (${weights === 'int8' ? '8-bit' : 'as stored'}): ${mib(p.loaded)} MiB`, text);
-    }
-  };
-  progress(bar, null, `${hubName(source)}: config.json…`, text);
-  const hubUrl = qkv.env.hubUrl;
-  try {
-    if (source.kind === 'id' && source.hubUrl) qkv.env.hubUrl = source.hubUrl;
-    const options: qkv.LoadOptions = { weights, signal: abort.signal, onProgress };
-    if (source.kind === 'id' && source.revision) options.revision = source.revision;
-    const model = await loadModelFromHub(source.kind === 'id' ? source.id : source.url, `${hubName(source)} (Hub)`, options);
-    const where = source.kind === 'id'
-      ? `${(source.hubUrl ?? qkv.env.hubUrl).replace(/\/$/, '')}/${source.id}${source.revision ? `@${source.revision}` : ''}`
-      : source.url;
-    await useModel(model, { kind: 'hub', url: where, weights });
-    const sel = $<HTMLSelectElement>('#model');
-    sel.value = HUB;
-    text.textContent = '';
-    message(msg, source.kind === 'url' ? `Loaded from ${source.url} (a folder URL: not cached; Hub ids are).`
-      : downloaded ? 'Downloaded and cached for the next visit.' : 'Loaded from this browser\'s cache (no download).', 'ok');
-  } catch (e) {
-    text.textContent = '';
-    message(msg, abort.signal.aborted ? 'Cancelled.' : `Could not load the checkpoint: ${(e as Error).message}`, abort.signal.aborted ? 'info' : 'error');
-  } finally {
-    qkv.env.hubUrl = hubUrl;
-    hubAbort = null;
-    bar.hidden = true;
-    buttons(false);
-    document.body.dataset.hub = abort.signal.aborted ? 'cancelled' : 'done';
-  }
-}
-
-function wireHub(): void {
-  const params = new URLSearchParams(location.search);
-  // ?hubUrl= : another Hub host (a mirror; the tests' local Hub)
-  const host = params.get('hubUrl');
-  if (host) qkv.env.hubUrl = host;
-  $<HTMLInputElement>('#hub-url').value = params.get('hub') ?? HUB_GPT2;
-  $('#hub-load').addEventListener('click', () => void loadHub());
-  $('#hub-cancel').addEventListener('click', () => hubAbort?.abort());
-  $('#hub-clear').addEventListener('click', async () => {
-    message($('#hub-msg'), (await clearCheckpointCache()) ? 'The cached checkpoint files are gone.' : 'Nothing was cached.', 'info');
-  });
-}
-
 // ---------------------------------------------------------------- controls
 
 function setTab(t: Tab): void { st.tab = t; render(); }
@@ -569,8 +451,7 @@ function wire(): void {
   });
   let resize = 0;
   window.addEventListener('resize', () => { clearTimeout(resize); resize = window.setTimeout(render, 150); });
-  wireDrop();
-  wireHub();
+  wireCheckpointPanels({ generating: () => st.generating, hasModel: () => !!st.model, useModel });
 }
 
 async function start(): Promise<void> {
