@@ -37,6 +37,12 @@ export {
 export { MultiHeadAttention, type MultiHeadAttentionOptions, type MultiHeadAttentionWeights,
   type MultiHeadAttentionForwardOptions, type Weight } from './mha.js';
 export { KVCache, type KVCacheOptions, type KVCacheAttendOptions } from './kvcache.js';
+export {
+  attentionRollout, attentionRolloutSync, attentionFlow, attentionFlowSync, FLOW_MAX_LENGTH, type HeadFusion, type RolloutOptions,
+  type FlowOptions, type FlowAsyncOptions,
+  headProbes, headPatternScores, inductionScores, nextTokenLoss, type HeadProbeOptions, type HeadProbeResult, type HeadScore,
+  type ProbeModel, type ProbeProgress, type HeadPatternScores, type HeadTable,
+} from './interpret/index.js';
 export { env, WEBGPU_THRESHOLD, type Env, type RanOn, type Variant } from './env.js';
 
 /** What {@link init} loaded. */

@@ -1,0 +1,198 @@
+// headProbes, headPatternScores and inductionScores on hand-made heads whose scores are known
+// exactly: a previous-token head, a first-token (sink) head, a uniform causal head, an
+// induction head, a self head and a half-previous/half-sink head, served by a fake model whose
+// forward takes headMask (the option the engine's model.forward takes, DESIGN.md) and whose
+// next-token loss is a known function of the mask. Also progress, cancel and bad options.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import * as qkv from 'qkv';
+
+const { Tensor, headProbes, headPatternScores, inductionScores, nextTokenLoss } = qkv;
+const NL = 2, H = 3, V = 40;
+// each head's weight in the correct token's logit: removing head (l, h) lowers it by W[l][h]
+const W = [[0.5, 1.0, 0.25], [2.0, 0.75, 0.125]];
+
+/** Row i of head kind `k` over tokens `ids`. */
+function row(kind, ids, i) {
+  const r = new Float32Array(ids.length);
+  if (kind === 'prev') r[Math.max(0, i - 1)] = 1;
+  else if (kind === 'sink') r[0] = 1;
+  else if (kind === 'uniform') r.fill(1 / (i + 1), 0, i + 1);
+  else if (kind === 'self') r[i] = 1;
+  else if (kind === 'half') { r[0] += 0.5; r[Math.max(0, i - 1)] += 0.5; }
+  else if (kind === 'induction') {
+    // the token after the latest earlier occurrence of ids[i]; itself when there is none
+    let j = -1;
+    for (let k = i - 1; k >= 0; k--) if (ids[k] === ids[i]) { j = k; break; }
+    r[j >= 0 ? j + 1 : i] = 1;
+  }
+  return r;
+}
+const KINDS = [['prev', 'sink', 'uniform'], ['induction', 'self', 'half']];
+
+function fakeModel() {
+  const calls = [];
+  return {
+    calls,
+    dims: { vocab: V, positions: 64 },
+    tokenizer: null,
+    async forward(ids, options = {}) {
+      const L = ids.length;
+      calls.push({ L, headMask: options.headMask ? [...options.headMask.data] : null, outputAttentions: !!options.outputAttentions, logits: options.logits });
+      const mask = options.headMask ? options.headMask.data : new Float32Array(NL * H).fill(1);
+      let s = 0;
+      for (let l = 0; l < NL; l++) for (let h = 0; h < H; h++) s += W[l][h] * mask[l * H + h];
+      const logits = new Float32Array(L * V);
+      for (let p = 0; p + 1 < L; p++) logits[p * V + ids[p + 1]] = s;
+      const out = { logits: new Tensor(logits, [1, L, V]) };
+      if (options.outputAttentions) {
+        out.attentions = KINDS.map((kinds) => {
+          const d = new Float32Array(H * L * L);
+          kinds.forEach((k, h) => { for (let i = 0; i < L; i++) d.set(row(k, ids, i), (h * L + i) * L); });
+          return new Tensor(d, [1, H, L, L]);
+        });
+      }
+      return out;
+    },
+  };
+}
+const close = (a, b, tol = 1e-6) => assert.ok(Math.abs(a - b) < tol, `${a} vs ${b}`);
+// loss when the correct token's logit is s and the V - 1 others 0
+const lossAt = (s) => Math.log(V - 1 + Math.exp(s)) - s;
+
+test('headPatternScores: previous-token, sink and entropy of known heads', async () => {
+  const ids = [3, 9, 4, 7, 1, 8, 2, 5];
+  const L = ids.length;
+  const { attentions } = await fakeModel().forward(ids, { outputAttentions: true });
+  const s = headPatternScores(attentions);
+  const mean = (f) => { let t = 0; for (let i = 1; i < L; i++) t += f(i); return t / (L - 1); };
+  // previous-token head: 1; its sink share is row 1's (A[1][0] = 1): 1 / (L - 1); entropy 0
+  close(s.previousToken[0][0], 1); close(s.sink[0][0], 1 / (L - 1)); close(s.entropy[0][0], 0);
+  close(s.sink[0][1], 1); close(s.previousToken[0][1], 1 / (L - 1)); close(s.entropy[0][1], 0);
+  close(s.previousToken[0][2], mean((i) => 1 / (i + 1)));
+  close(s.sink[0][2], mean((i) => 1 / (i + 1)));
+  close(s.entropy[0][2], mean((i) => Math.log(i + 1)));
+  close(s.previousToken[1][1], 0); close(s.sink[1][1], 0); close(s.entropy[1][1], 0);
+  // half previous, half first: row 1 puts both halves on token 0
+  close(s.previousToken[1][2], (1 + 0.5 * (L - 2)) / (L - 1));
+  close(s.sink[1][2], (1 + 0.5 * (L - 2)) / (L - 1));
+  close(s.entropy[1][2], ((L - 2) * Math.log(2)) / (L - 1));
+});
+
+test('inductionScores: 1 for the induction head, known values for the others', async () => {
+  const P = 1, x = [11, 12, 13, 14, 15, 16];
+  const T = x.length;
+  const seq = [0, ...x, ...x];
+  const { attentions } = await fakeModel().forward(seq, { outputAttentions: true });
+  const s = inductionScores(attentions, T, P);
+  close(s[1][0], 1);
+  close(s[0][0], 0); // previous token: q - 1 = P + T + t - 1 is never P + t + 1 for T > 2
+  close(s[1][1], 0);
+  let u = 0;
+  for (let t = 0; t < T; t++) u += 1 / (P + T + t + 1);
+  close(s[0][2], u / T);
+  close(s[0][1], 0); // sink: key 0 is never P + t + 1
+  assert.throws(() => inductionScores(attentions, T + 1, P), /inductionScores: maps of \[13, 13\] do not come from prefix \(1 tokens\) \+ a sequence of length 7 twice/);
+});
+
+test('headProbes: every score and the ablation effect (loss with the head masked minus without)', async () => {
+  const m = fakeModel();
+  const text = [3, 9, 4, 7, 1, 8, 2, 5];
+  const progress = [];
+  const r = await headProbes(m, { ids: text, inductionLength: 10, inductionSequences: 3, prefix: [0], tokenRange: [1, V], onProgress: (p) => progress.push(p) });
+  assert.equal(r.layers, NL);
+  assert.equal(r.heads, H);
+  assert.equal(r.inductionTokens.length, 3);
+  for (const x of r.inductionTokens) {
+    assert.equal(x.length, 10);
+    assert.equal(new Set(x).size, 10, 'no token repeats within a sequence');
+    assert.ok(x.every((t) => t >= 1 && t < V));
+  }
+  close(r.induction[1][0], 1);
+  close(r.previousToken[0][0], 1);
+  close(r.sink[0][1], 1);
+  assert.deepEqual(r.ids, [text]);
+  assert.deepEqual(r.ablationIds, [text]);
+  const S = W.flat().reduce((a, b) => a + b, 0);
+  close(r.baseLoss, lossAt(S), 1e-5);
+  for (let l = 0; l < NL; l++) for (let h = 0; h < H; h++) close(r.ablation[l][h], lossAt(S - W[l][h]) - lossAt(S), 1e-5);
+  // the flat list agrees with the tables
+  assert.equal(r.scores.length, NL * H);
+  const s5 = r.scores[5];
+  assert.deepEqual([s5.layer, s5.head, s5.ablation, s5.induction], [1, 2, r.ablation[1][2], r.induction[1][2]]);
+  // forwards: 3 induction + 1 text (with attentions), 1 baseline (mask all 1) + 6 ablations (one 0 each)
+  assert.equal(m.calls.length, 3 + 1 + 1 + NL * H);
+  assert.deepEqual(m.calls.slice(4).map((c) => c.headMask.filter((v) => v === 0).length), [0, 1, 1, 1, 1, 1, 1]);
+  assert.ok(m.calls.slice(4).every((c) => !c.outputAttentions && c.logits === undefined), 'ablation forwards ask for no maps, every position\'s logits');
+  assert.ok(m.calls.slice(0, 4).every((c) => c.outputAttentions && c.logits === 'last'), 'map forwards ask for the last logits only');
+  assert.deepEqual(progress.map((p) => p.done), Array.from({ length: 11 }, (_, k) => k + 1));
+  assert.equal(progress.at(-1).total, 11);
+  assert.deepEqual(progress.map((p) => p.stage), ['induction', 'induction', 'induction', 'text', ...Array(7).fill('ablation')]);
+  // the same seed gives the same probe, another seed another
+  const again = await headProbes(fakeModel(), { ids: text, inductionLength: 10, inductionSequences: 3, prefix: [0], tokenRange: [1, V], ablation: false });
+  assert.deepEqual(again.inductionTokens, r.inductionTokens);
+  assert.equal(again.ablation, null);
+  const other = await headProbes(fakeModel(), { ids: text, inductionLength: 10, seed: 5, ablation: false });
+  assert.notDeepEqual(other.inductionTokens[0], r.inductionTokens[0]);
+});
+
+test('headProbes without a text measures the pattern scores and the ablation on the first induction sequence', async () => {
+  const r = await headProbes(fakeModel(), { inductionTokens: [[5, 6, 7, 8]] });
+  assert.deepEqual(r.ids, [[5, 6, 7, 8, 5, 6, 7, 8]]);
+  assert.deepEqual(r.ablationIds, r.ids);
+  close(r.induction[1][0], 1);
+});
+
+test('headProbes over several texts: scores averaged over them, the loss over all their tokens', async () => {
+  const m = fakeModel();
+  const a = [3, 9, 4, 7], b = [1, 8, 2, 5, 6, 10, 11];
+  const progress = [];
+  const r = await headProbes(m, { ids: [a, b], inductionTokens: [[20, 21, 22]], onProgress: (p) => progress.push(p) });
+  assert.deepEqual(r.ids, [a, b]);
+  close(r.sink[0][0], (1 / (a.length - 1) + 1 / (b.length - 1)) / 2);
+  close(r.previousToken[0][0], 1);
+  const S = W.flat().reduce((x, y) => x + y, 0);
+  close(r.baseLoss, lossAt(S), 1e-5);
+  close(r.ablation[1][0], lossAt(S - W[1][0]) - lossAt(S), 1e-5);
+  // 1 induction + 2 texts + 2 x (1 baseline + 6 heads)
+  assert.equal(m.calls.length, 1 + 2 + 2 * 7);
+  assert.equal(progress.at(-1).done, m.calls.length);
+  assert.equal(progress.at(-1).total, m.calls.length);
+});
+
+test('headProbes: cancel between forward passes, with no forward after the abort', async () => {
+  const m = fakeModel();
+  const ac = new AbortController();
+  let seen = 0;
+  await assert.rejects(
+    headProbes(m, { ids: [1, 2, 3, 4], inductionLength: 4, signal: ac.signal, onProgress: (p) => { seen = p.done; if (p.done === 6) ac.abort(); } }),
+    (e) => e.name === 'AbortError',
+  );
+  assert.equal(seen, 6);
+  assert.equal(m.calls.length, 6);
+  const pre = new AbortController();
+  pre.abort();
+  await assert.rejects(headProbes(fakeModel(), { signal: pre.signal }), (e) => e.name === 'AbortError');
+});
+
+test('headProbes: bad options are errors naming the function and the option', async () => {
+  const m = fakeModel();
+  await assert.rejects(headProbes({}), /headProbes: model must be a loaded model \(with forward\)/);
+  await assert.rejects(headProbes(m, { idz: [1] }), /headProbes: unknown option 'idz'/);
+  await assert.rejects(headProbes(m, { ids: [1] }), /headProbes: a text has 1 token\(s\); the scores need at least 2/);
+  await assert.rejects(headProbes(m, { ids: [[1, 2], [3.5, 1]] }), /headProbes: options.ids\[1\] must be an array of token ids/);
+  await assert.rejects(headProbes(m, { ids: [1, 2], text: 'x' }), /headProbes: give options.ids or options.text, not both/);
+  await assert.rejects(headProbes(m, { text: 'x' }), /headProbes: options.text needs a tokenizer and this model has none/);
+  await assert.rejects(headProbes(m, { inductionLength: 33 }), /headProbes: options.inductionLength must be an integer in \[1, 32\] \(prefix \+ 2 \* inductionLength must fit the context of 64\), got 33/);
+  await assert.rejects(headProbes(m, { tokenRange: [0, V + 1] }), /headProbes: options.tokenRange \[0, 41\) goes past the vocabulary \(40 tokens\)/);
+  await assert.rejects(headProbes(m, { tokenRange: [0, 8], inductionLength: 9 }), /headProbes: 8 tokens to draw from, fewer than inductionLength = 9/);
+  await assert.rejects(headProbes(m, { inductionTokens: [[1.5]] }), /headProbes: options.inductionTokens\[0\] must be an array of token ids/);
+  await assert.rejects(headProbes({ ...m, forward: m.forward, fillMask() {} }, { ablation: true }), /headProbes: options.ablation needs next-token logits, and this model is a masked-LM encoder/);
+});
+
+test('nextTokenLoss: mean cross-entropy of positions 0..L-2 predicting 1..L-1', () => {
+  // V = 2: logits [0, ln 3] -> p(1) = 3/4; [ln 3, 0] -> p(0) = 3/4
+  const lg = new Tensor(new Float32Array([0, Math.log(3), Math.log(3), 0, 9, 9]), [1, 3, 2]);
+  close(nextTokenLoss(lg, [0, 1, 0]), -Math.log(0.75));
+  close(nextTokenLoss(lg, [0, 0, 1]), -(Math.log(0.25) + Math.log(0.25)) / 2);
+});
