@@ -71,7 +71,8 @@ TEST_CASE("qwen3/gemma3: forward matches the float64 PyTorch reference") {
     std::vector<float> logits(size_t(L * V)), att(size_t(NL * H * L * L)), q(size_t(NL * H * L * D)),
         k(size_t(NL * Hkv * L * D));
     m.forward(ids.data(), L, logits.data(), att.data(), q.data(), k.data());
-    const double f32_logits = r.ref["torch_f32_error"]["logits"], f32_att = r.ref["torch_f32_error"]["attentions"];
+    const double f32_logits = r.ref["torch_f32_error"]["logits"].get<double>();
+    const double f32_att = r.ref["torch_f32_error"]["attentions"].get<double>();
     CHECK(worst(logits.data(), floats(r.ref_dir + "/logits.bin", logits.size()).data(), logits.size()) <=
           std::max(1e-4, f32_logits));
     CHECK(worst(att.data(), floats(r.ref_dir + "/attentions.bin", att.size()).data(), att.size()) <=
@@ -94,7 +95,7 @@ TEST_CASE("qwen3/gemma3: the KV-cache session equals a full recompute past the w
     std::vector<int32_t> ids = ids_of(r.ref["ids"]);
     for (int32_t t : ids_of(r.ref["ids"])) ids.push_back((t * 7 + 3) % int32_t(V));  // 24 tokens
     LlamaSession s(m);
-    std::vector<float> step(size_t(V)), full(ids.size() * size_t(V));
+    std::vector<float> step(static_cast<size_t>(V)), full(ids.size() * static_cast<size_t>(V));
     s.prefill(ids.data(), 2, step.data());
     for (size_t n = 3; n <= ids.size(); ++n) {
       s.step(ids[n - 1], step.data());
