@@ -16,7 +16,10 @@ cd "$(dirname "$0")/.."
 export NODE_PATH=${NODE_PATH:-/usr/share/nodejs}   # Debian's emcc needs Debian's acorn
 bash tools/setup.sh
 # ccache under emcc's clang (a rebuilt tree or a clean clone recompiles only what changed)
-if [ -z "${QKV_NO_CCACHE:-}" ] && command -v ccache > /dev/null; then export EM_COMPILER_WRAPPER=ccache; fi
+# (paths hashed relative to the checkout, so that a clone elsewhere hits the same entries)
+if [ -z "${QKV_NO_CCACHE:-}" ] && command -v ccache > /dev/null; then
+  export EM_COMPILER_WRAPPER=ccache CCACHE_BASEDIR=$PWD CCACHE_NOHASHDIR=1
+fi
 
 variants=${QKV_VARIANTS:-"scalar simd simd-threads simd-relaxed simd-relaxed-threads"}
 jobs=${QKV_JOBS:-$(nproc)}

@@ -17,8 +17,11 @@ export NODE_PATH=/usr/share/nodejs   # Debian's emcc requires Debian's acorn
 # ccache under every C++ compile: the native trees through CMake's launcher (read when a tree
 # is first configured), the wasm ones through emcc's wrapper (tools/build.sh). A rerun, or a
 # clean clone on a machine that built before, recompiles only what changed. QKV_NO_CCACHE=1: off.
+# Paths under the checkout are hashed relative to it (CCACHE_BASEDIR, CCACHE_NOHASHDIR), so a
+# clone in another folder hits the same entries.
 if [ -z "${QKV_NO_CCACHE:-}" ] && command -v ccache > /dev/null; then
   export CMAKE_CXX_COMPILER_LAUNCHER=ccache CMAKE_C_COMPILER_LAUNCHER=ccache
+  export CCACHE_BASEDIR=$PWD CCACHE_NOHASHDIR=1
 fi
 
 selected() {  # selected <stage file>: in QKV_STAGES (or no filter)

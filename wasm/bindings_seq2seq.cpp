@@ -11,10 +11,13 @@
 #include <string>
 
 #include "guarded.hpp"
+#include "interventions_arg.hpp"
 #include "model/seq2seq.hpp"
 
 using namespace emscripten;
 using qkv::wasm::guarded;
+using qkv::wasm::Interventions;
+using qkv::wasm::InterventionsArg;
 using qkv::wasm::ptr;
 
 namespace {
@@ -40,28 +43,34 @@ Seq2Seq* seq2seq_create(const std::string& config_json, uintptr_t bytes, double 
 }
 
 // src [Ls], tgt [Lt] int32 -> logits [Lt, V]; encoder [Le, He, Ls, Ls], decoder [Ld, Hd, Lt, Lt],
-// cross [Ld, Hd, Lt, Ls] attentions, each or 0
+// cross [Ld, Hd, Lt, Ls] attentions, each or 0; head interventions of each attention kind
 std::string seq2seq_forward(Seq2Seq& m, uintptr_t src, int Ls, uintptr_t tgt, int Lt, uintptr_t logits, uintptr_t enc,
-                            uintptr_t dec, uintptr_t cross) {
+                            uintptr_t dec, uintptr_t cross, const InterventionsArg& iv_enc,
+                            const InterventionsArg& iv_dec, const InterventionsArg& iv_cross) {
   return guarded([&] {
+    const Interventions e(iv_enc), d(iv_dec), c(iv_cross);
     m.bart.forward(ptr<const int32_t>(src), Ls, ptr<const int32_t>(tgt), Lt, ptr<float>(logits), ptr<float>(enc),
-                   ptr<float>(dec), ptr<float>(cross));
+                   ptr<float>(dec), ptr<float>(cross), qkv::BartInterventions{e.ptr, d.ptr, c.ptr});
   });
 }
 
 // A new session for src [Ls]: runs the encoder (attentions [Le, He, Ls, Ls] or 0) and the cross K/V once
-std::string seq2seq_begin(Seq2Seq& m, uintptr_t src, int Ls, uintptr_t enc) {
+std::string seq2seq_begin(Seq2Seq& m, uintptr_t src, int Ls, uintptr_t enc, const InterventionsArg& iv_enc) {
   return guarded([&] {
+    const Interventions e(iv_enc);
     m.session.reset();
-    m.session = std::make_unique<qkv::BartSession>(m.bart, ptr<const int32_t>(src), Ls, ptr<float>(enc));
+    m.session = std::make_unique<qkv::BartSession>(m.bart, ptr<const int32_t>(src), Ls, ptr<float>(enc), e.ptr);
   });
 }
 
-// One decoder token -> logits [V]; self [Ld, Hd, pos + 1], cross [Ld, Hd, Ls] attentions or 0
-std::string seq2seq_step(Seq2Seq& m, int id, uintptr_t logits, uintptr_t self, uintptr_t cross) {
+// One decoder token -> logits [V]; self [Ld, Hd, pos + 1], cross [Ld, Hd, Ls] attentions or 0; head masks
+std::string seq2seq_step(Seq2Seq& m, int id, uintptr_t logits, uintptr_t self, uintptr_t cross,
+                         const InterventionsArg& iv_dec, const InterventionsArg& iv_cross) {
   return guarded([&] {
     if (!m.session) throw std::invalid_argument("Seq2Seq.step: no session (call begin() with an input first)");
-    m.session->step(id, ptr<float>(logits), ptr<float>(self), ptr<float>(cross));
+    const Interventions d(iv_dec), c(iv_cross);
+    m.session->step(id, ptr<float>(logits), ptr<float>(self), ptr<float>(cross),
+                    qkv::BartInterventions{nullptr, d.ptr, c.ptr});
   });
 }
 

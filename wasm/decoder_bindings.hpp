@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "guarded.hpp"
+#include "interventions_arg.hpp"
 #include "model/weight_loader.hpp"
 
 namespace qkv::wasm {
@@ -43,12 +44,14 @@ struct Decoder {
   }
 
   // ids [L] int32 -> logits [L, V] (last_only: [1, V] of the last position); attentions
-  // [n_layer, H, L, L] or 0; queries [n_layer, H, L, D], keys [n_layer, Hkv, L, D] or 0
+  // [n_layer, H, L, L] or 0; queries [n_layer, H, L, D], keys [n_layer, Hkv, L, D] or 0; iv:
+  // head interventions (interventions_arg.hpp)
   std::string forward(uintptr_t ids, int L, uintptr_t logits, uintptr_t attentions, uintptr_t queries, uintptr_t keys,
-                      bool last_only) {
+                      bool last_only, const InterventionsArg& iv) {
     return guarded([&] {
+      const Interventions i(iv);
       model.run(ptr<const int32_t>(ids), L, 0, nullptr, scratch, ptr<float>(logits), !last_only, ptr<float>(attentions),
-                ptr<float>(queries), ptr<float>(keys));
+                ptr<float>(queries), ptr<float>(keys), i.ptr);
     });
   }
 
@@ -67,18 +70,22 @@ struct Decoder {
 
   // session: ids [L] at the next positions -> logits of the last [V] (all_logits: [L, V]);
   // attentions [n_layer, H, L, pos + L] or 0; queries [n_layer, H, L, D], keys
-  // [n_layer, Hkv, L, D] of these L tokens or 0
+  // [n_layer, Hkv, L, D] of these L tokens or 0; iv: head interventions for these rows
   std::string prefill(uintptr_t ids, int L, uintptr_t logits, uintptr_t attentions, uintptr_t queries, uintptr_t keys,
-                      bool all_logits) {
+                      bool all_logits, const InterventionsArg& iv) {
     return guarded([&] {
+      const Interventions i(iv);
       session.prefill(ptr<const int32_t>(ids), L, ptr<float>(logits), ptr<float>(attentions), ptr<float>(queries),
-                      ptr<float>(keys), all_logits);
+                      ptr<float>(keys), all_logits, i.ptr);
     });
   }
 
-  // session: one token -> logits [V]; attentions [n_layer, H, pos + 1] or 0
-  std::string step(int id, uintptr_t logits, uintptr_t attentions) {
-    return guarded([&] { session.step(id, ptr<float>(logits), ptr<float>(attentions)); });
+  // session: one token -> logits [V]; attentions [n_layer, H, pos + 1] or 0; iv: a head mask
+  std::string step(int id, uintptr_t logits, uintptr_t attentions, const InterventionsArg& iv) {
+    return guarded([&] {
+      const Interventions i(iv);
+      session.step(id, ptr<float>(logits), ptr<float>(attentions), i.ptr);
+    });
   }
 
   void reset() { session.reset(); }

@@ -248,8 +248,8 @@ void merge_heads(const float* in, float* out, int64_t B, int64_t L, int64_t H, i
 }  // namespace
 
 void Encoder::forward(const int32_t* ids, int64_t B, int64_t L, const int32_t* token_types,
-                      const uint8_t* attention_mask, EncoderScratch& s, float* logits, float* attentions,
-                      float* hidden) const {
+                      const uint8_t* attention_mask, EncoderScratch& s, float* logits, float* attentions, float* hidden,
+                      const HeadInterventions* iv) const {
   const EncoderConfig& c = config_;
   const int64_t E = c.hidden, H = c.heads, D = c.head_dim(), I = c.intermediate, V = c.vocab_size;
   // ---- check the arguments
@@ -282,6 +282,12 @@ void Encoder::forward(const int32_t* ids, int64_t B, int64_t L, const int32_t* t
       }
     }
   }
+  if (iv) {
+    if (B != 1)
+      throw std::invalid_argument("Encoder.forward: interventions need one sequence, got B = " + std::to_string(B));
+    iv->validate("Encoder.forward", c.layers, H, D, 0, L, L);
+  }
+  std::vector<uint8_t> knockout;  // a layer's knockout mask combined with the padding mask
   ensure(s.x, size_t(N * E));
   ensure(s.t, size_t(N * E));
   ensure(s.q, size_t(N * E));
@@ -329,7 +335,9 @@ void Encoder::forward(const int32_t* ids, int64_t B, int64_t L, const int32_t* t
     split_heads(s.v.data(), s.vh.data(), B, L, H, D);
     // ctxh [B, H, L, D] = softmax(q k^T / sqrt(D) | mask) v; probabilities [B, H, L, L] into attentions[l]
     float* probs = attentions ? attentions + l * B * H * L * L : nullptr;
-    attention(shape, s.qh.data(), s.kh.data(), s.vh.data(), opt, s.ctxh.data(), probs);
+    const LayerHooks hooks("Encoder.forward", iv, l, 0, L, L, D);  // nothing when iv is null
+    attention(shape, s.qh.data(), s.kh.data(), s.vh.data(), hooks.options(opt, knockout), s.ctxh.data(), probs);
+    hooks.after(s.ctxh.data(), probs);                   // head mask, patching, head outputs
     merge_heads(s.ctxh.data(), s.q.data(), B, L, H, D);  // q [N, E] now holds the context
     // x = LN_1(x + ctx Wo^T + bo)
     matmul(lw.o, s.q.data(), N, lw.o_b, t, threads_);

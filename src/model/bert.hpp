@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "matmul/weights.hpp"
+#include "model/interventions.hpp"
 #include "model/safetensors.hpp"
 
 namespace qkv {
@@ -90,10 +91,12 @@ class Encoder {
   //   attention_mask [B, L] or nullptr (all 1): 0 marks a padding key no query may attend to
   //   (padded positions still get outputs, as in Hugging Face); every row needs one 1.
   //   logits [B, L, V] or nullptr; attentions [layers, B, H, L, L] or nullptr;
-  //   hidden [B, L, E] or nullptr (the last layer's output).
+  //   hidden [B, L, E] or nullptr (the last layer's output);
+  //   iv: head interventions (model/interventions.hpp) or nullptr; they need B = 1.
   // Throws std::invalid_argument / std::length_error naming `forward` and the argument.
   void forward(const int32_t* ids, int64_t B, int64_t L, const int32_t* token_types, const uint8_t* attention_mask,
-               EncoderScratch& scratch, float* logits, float* attentions = nullptr, float* hidden = nullptr) const;
+               EncoderScratch& scratch, float* logits, float* attentions = nullptr, float* hidden = nullptr,
+               const HeadInterventions* iv = nullptr) const;
 
  private:
   Encoder() = default;

@@ -130,12 +130,14 @@ void GPT2::forward(const int32_t* ids, int64_t L, float* logits, float* attentio
 }
 
 void GPT2::run(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache>* caches, GPT2Scratch& s, float* logits,
-               bool all_logits, float* attentions, float* queries, float* keys) const {
+               bool all_logits, float* attentions, float* queries, float* keys, const HeadInterventions* iv) const {
   const GPT2Config& c = config_;
   const int64_t E = c.n_embd, H = c.n_head, D = c.head_dim(), I = c.inner();
   const int64_t Lk = pos0 + L;  // keys visible to the last query
   check_decoder_ids("GPT2::run", ids, L, pos0, c.vocab_size, c.n_positions, "n_positions");
   check_decoder_caches("GPT2::run", caches, c.n_layer, pos0, L, H, D);
+  if (iv) iv->validate("GPT2::run", c.n_layer, H, D, pos0, L, Lk);
+  std::vector<uint8_t> knockout;  // a layer's knockout mask, when it must be sliced (chunks)
 
   const size_t n = size_t(L);
   ensure(s.x, n * E);        // x   [L, E]   the residual stream
@@ -186,14 +188,16 @@ void GPT2::run(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache>
     if (keys) std::copy(k, k + H * L * D, keys + l * H * L * D);
     // att [H, L, D] = softmax(q k^T / sqrt(D), causal) v; probabilities [H, L, Lk] if asked
     float* probs = attentions ? attentions + l * H * L * Lk : nullptr;
+    const LayerHooks hooks("GPT2::run", iv, l, pos0, L, Lk, D);  // nothing when iv is null
     if (caches) {
       KVCache& cache = (*caches)[size_t(l)];
       cache.append(k, v, L);  // cache now holds Lk positions [1, H, Lk, D]
-      cache.attend(q, H, L, opt, att, probs);
+      cache.attend(q, H, L, hooks.options(opt, knockout), att, probs);
     } else {
       const AttentionShape shape{1, H, H, L, L, D, D};
-      attention(shape, q, k, v, opt, att, probs);
+      attention(shape, q, k, v, hooks.options(opt, knockout), att, probs);
     }
+    hooks.after(att, probs);  // head mask, patching, head outputs
     // merge heads: xb [L, E] from att [H, L, D]
     for (int64_t h = 0; h < H; ++h) {
       for (int64_t t = 0; t < L; ++t) std::copy(att + (h * L + t) * D, att + (h * L + t + 1) * D, xb + t * E + h * D);
@@ -241,16 +245,18 @@ void GPT2Session::reset() {
 }
 
 void GPT2Session::prefill(const int32_t* ids, int64_t L, float* logits, float* attentions, float* queries, float* keys,
-                          bool all_logits) {
+                          bool all_logits, const HeadInterventions* iv) {
   if (L >= 1 && position_ + L > model_.config().n_positions) {
     throw std::length_error("GPT2Session: " + std::to_string(position_) + " cached + " + std::to_string(L) +
                             " new tokens exceed n_positions = " + std::to_string(model_.config().n_positions));
   }
-  model_.run(ids, L, position_, &caches_, scratch_, logits, all_logits, attentions, queries, keys);
+  model_.run(ids, L, position_, &caches_, scratch_, logits, all_logits, attentions, queries, keys, iv);
   position_ += L;
 }
 
-void GPT2Session::step(int32_t id, float* logits, float* attentions) { prefill(&id, 1, logits, attentions); }
+void GPT2Session::step(int32_t id, float* logits, float* attentions, const HeadInterventions* iv) {
+  prefill(&id, 1, logits, attentions, nullptr, nullptr, false, iv);
+}
 
 // ----------------------------------------------------------------------------- sampling
 

@@ -132,7 +132,8 @@ void Llama::forward(const int32_t* ids, int64_t L, float* logits, float* attenti
 }
 
 void Llama::run(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache>* caches, LlamaScratch& s,
-                float* logits, bool all_logits, float* attentions, float* queries, float* keys) const {
+                float* logits, bool all_logits, float* attentions, float* queries, float* keys,
+                const HeadInterventions* iv) const {
   const LlamaConfig& c = config_;
   const LlamaWeights& W = store_.weights();
   const int64_t E = c.hidden_size, H = c.num_attention_heads, Hkv = c.num_key_value_heads, D = c.head_dim;
@@ -140,6 +141,8 @@ void Llama::run(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache
   const int64_t Lk = pos0 + L;  // keys visible to the last query
   check_decoder_ids("Llama::run", ids, L, pos0, c.vocab_size, c.max_position_embeddings, "max_position_embeddings");
   check_decoder_caches("Llama::run", caches, c.num_hidden_layers, pos0, L, Hkv, D);
+  if (iv) iv->validate("Llama::run", c.num_hidden_layers, H, D, pos0, L, Lk);
+  std::vector<uint8_t> knockout;  // a layer's knockout mask, when it must be sliced (chunks)
 
   const size_t n = size_t(L);
   ensure(s.x, n * E);                    // x   [L, E]        the residual stream
@@ -202,14 +205,16 @@ void Llama::run(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache
     // head h / (H / Hkv); probabilities [H, L, Lk] if asked
     opt.window = c.window[size_t(l)];  // 0 = full causal; w: keys j > i + (Lk - Lq) - w
     float* probs = attentions ? attentions + l * H * L * Lk : nullptr;
+    const LayerHooks hooks("Llama::run", iv, l, pos0, L, Lk, D);  // nothing when iv is null
     if (caches) {
       KVCache& cache = (*caches)[size_t(l)];
       cache.append(kh, vh, L);  // the cache now holds Lk positions [1, Hkv, Lk, D]
-      cache.attend(qh, H, L, opt, att, probs);
+      cache.attend(qh, H, L, hooks.options(opt, knockout), att, probs);
     } else {
       const AttentionShape shape{1, H, Hkv, L, L, D, D};
-      attention(shape, qh, kh, vh, opt, att, probs);
+      attention(shape, qh, kh, vh, hooks.options(opt, knockout), att, probs);
     }
+    hooks.after(att, probs);  // head mask, patching, head outputs
     // merge heads: xb [L, H*D] from att [H, L, D]
     merge_heads(xb, att, L, H, D);
     // xb2 [L, E] = xb @ o_proj^T (+ bias); residual: x += xb2
@@ -283,18 +288,20 @@ void LlamaSession::reset() {
 }
 
 void LlamaSession::prefill(const int32_t* ids, int64_t L, float* logits, float* attentions, float* queries, float* keys,
-                           bool all_logits) {
+                           bool all_logits, const HeadInterventions* iv) {
   const int64_t P = model_.config().max_position_embeddings;
   if (L >= 1 && position_ + L > P) {
     throw std::length_error("LlamaSession: " + std::to_string(position_) + " cached + " + std::to_string(L) +
                             " new tokens exceed max_position_embeddings = " + std::to_string(P));
   }
   if (L >= 1) reserve(position_ + L);
-  model_.run(ids, L, position_, &caches_, scratch_, logits, all_logits, attentions, queries, keys);
+  model_.run(ids, L, position_, &caches_, scratch_, logits, all_logits, attentions, queries, keys, iv);
   position_ += L;
 }
 
-void LlamaSession::step(int32_t id, float* logits, float* attentions) { prefill(&id, 1, logits, attentions); }
+void LlamaSession::step(int32_t id, float* logits, float* attentions, const HeadInterventions* iv) {
+  prefill(&id, 1, logits, attentions, nullptr, nullptr, false, iv);
+}
 
 // ----------------------------------------------------------------------------- generation
 

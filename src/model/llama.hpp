@@ -57,7 +57,8 @@ class Llama {
   // appended and the queries attend through the cache; without, pos0 must be 0. logits: [L, V]
   // when all_logits, else [1, V] for the last token. attentions: [n_layer, H, L, pos0 + L].
   void run(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache>* caches, LlamaScratch& scratch,
-           float* logits, bool all_logits, float* attentions, float* queries = nullptr, float* keys = nullptr) const;
+           float* logits, bool all_logits, float* attentions, float* queries = nullptr, float* keys = nullptr,
+           const HeadInterventions* iv = nullptr) const;  // iv: as GPT2::run (model/interventions.hpp)
 
  private:
   Llama(LlamaConfig config, LlamaWeightStore store);
@@ -80,9 +81,9 @@ class LlamaSession {
   // [n_layer, Hkv, L, D] of these L tokens if not null (as Llama::run).
   // Throws std::length_error past max_position_embeddings.
   void prefill(const int32_t* ids, int64_t L, float* logits, float* attentions = nullptr, float* queries = nullptr,
-               float* keys = nullptr, bool all_logits = false);
+               float* keys = nullptr, bool all_logits = false, const HeadInterventions* iv = nullptr);
   // One token: logits [V]; attentions [n_layer, H, position() + 1] if not null.
-  void step(int32_t id, float* logits, float* attentions = nullptr);
+  void step(int32_t id, float* logits, float* attentions = nullptr, const HeadInterventions* iv = nullptr);
 
   void reset();
   int64_t position() const { return position_; }

@@ -282,10 +282,12 @@ void Bart::check_ids(const char* fn, const char* arg, const int32_t* ids, int64_
   }
 }
 
-void Bart::encode(const int32_t* ids, int64_t Ls, float* out, float* attentions) const {
+void Bart::encode(const int32_t* ids, int64_t Ls, float* out, float* attentions, const HeadInterventions* iv) const {
   const BartConfig& c = config_;
   const int64_t E = c.d_model, H = c.encoder_heads, D = E / H, F = c.encoder_ffn;
   check_ids("Bart::encode", "input ids", ids, Ls, 0);
+  if (iv) iv->validate("Bart::encode", c.encoder_layers, H, D, 0, Ls, Ls);
+  std::vector<uint8_t> knockout;
   const size_t n = size_t(Ls);
   std::vector<float> xb(n * E), q(n * E), k(n * E), v(n * E), att(n * E), hb(n * F);
   float* x = out;  // x [Ls, E], the residual stream, in the output buffer
@@ -312,8 +314,11 @@ void Bart::encode(const int32_t* ids, int64_t Ls, float* out, float* attentions)
     linear_out_in(w.self_attn.v_w, E, E, x, Ls, w.self_attn.v_b.data(), xb.data(), threads_);
     split_heads(xb.data(), Ls, H, D, v.data());
     // att [H, Ls, D] = softmax(q k^T / sqrt(D)) v; probabilities [H, Ls, Ls] if asked
-    attention(AttentionShape{1, H, H, Ls, Ls, D, D}, q.data(), k.data(), v.data(), opt, att.data(),
-              attentions ? attentions + l * H * Ls * Ls : nullptr);
+    float* probs = attentions ? attentions + l * H * Ls * Ls : nullptr;
+    const LayerHooks hooks("Bart::encode", iv, l, 0, Ls, Ls, D);  // nothing when iv is null
+    attention(AttentionShape{1, H, H, Ls, Ls, D, D}, q.data(), k.data(), v.data(), hooks.options(opt, knockout),
+              att.data(), probs);
+    hooks.after(att.data(), probs);
     // x = LN(x + out_proj(att))
     merge_heads(att.data(), Ls, H, D, q.data());
     linear_out_in(w.self_attn.o_w, E, E, q.data(), Ls, w.self_attn.o_b.data(), xb.data(), threads_);
@@ -347,8 +352,8 @@ CrossKV Bart::cross_kv(const float* enc, int64_t Ls) const {
 }
 
 void Bart::decode(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache>* caches, const CrossKV& cross,
-                  BartScratch& s, float* logits, bool all_logits, float* self_attentions,
-                  float* cross_attentions) const {
+                  BartScratch& s, float* logits, bool all_logits, float* self_attentions, float* cross_attentions,
+                  const BartInterventions& iv) const {
   const BartConfig& c = config_;
   const int64_t E = c.d_model, H = c.decoder_heads, D = E / H, F = c.decoder_ffn, V = c.vocab_size;
   const int64_t Ls = cross.length, Lk = pos0 + L;
@@ -373,6 +378,9 @@ void Bart::decode(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCac
       }
     }
   }
+  if (iv.decoder) iv.decoder->validate("Bart::decode (decoder self-attention)", c.decoder_layers, H, D, pos0, L, Lk);
+  if (iv.cross) iv.cross->validate("Bart::decode (cross-attention)", c.decoder_layers, H, D, pos0, L, Ls);
+  std::vector<uint8_t> knockout;
   const size_t n = size_t(L);
   ensure(s.x, n * E);    // x   [L, E]  the residual stream
   ensure(s.xb, n * E);   // xb  [L, E]  a projection's output
@@ -412,13 +420,15 @@ void Bart::decode(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCac
     split_heads(xb, L, H, D, v);
     // att [H, L, D]; probabilities [H, L, pos0 + L] if asked
     float* sp = self_attentions ? self_attentions + l * H * L * Lk : nullptr;
+    const LayerHooks self_hooks("Bart::decode", iv.decoder, l, pos0, L, Lk, D);  // nothing when null
     if (caches) {
       KVCache& cache = (*caches)[size_t(l)];
       cache.append(k, v, L);  // the cache holds Lk positions [1, H, Lk, D]
-      cache.attend(q, H, L, self_opt, att, sp);
+      cache.attend(q, H, L, self_hooks.options(self_opt, knockout), att, sp);
     } else {
-      attention(AttentionShape{1, H, H, L, L, D, D}, q, k, v, self_opt, att, sp);
+      attention(AttentionShape{1, H, H, L, L, D, D}, q, k, v, self_hooks.options(self_opt, knockout), att, sp);
     }
+    self_hooks.after(att, sp);
     merge_heads(att, L, H, D, q);  // q reused as [L, E]
     linear_out_in(w.self_attn.o_w, E, E, q, L, w.self_attn.o_b.data(), xb, threads_);
     add_norm(x, xb, L, E, w.self_attn_ln_w, w.self_attn_ln_b, c.layer_norm_eps);
@@ -426,8 +436,11 @@ void Bart::decode(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCac
     // --- cross-attention: queries [H, L, D] from x, keys/values [H, Ls, D] from CrossKV (computed once)
     linear_out_in(w.cross_attn.q_w, E, E, x, L, w.cross_attn.q_b.data(), xb, threads_);
     split_heads(xb, L, H, D, q);
+    float* cp = cross_attentions ? cross_attentions + l * H * L * Ls : nullptr;
+    const LayerHooks cross_hooks("Bart::decode", iv.cross, l, pos0, L, Ls, D);
     attention(AttentionShape{1, H, H, L, Ls, D, D}, q, cross.k.data() + l * Ls * E, cross.v.data() + l * Ls * E,
-              cross_opt, att, cross_attentions ? cross_attentions + l * H * L * Ls : nullptr);
+              cross_hooks.options(cross_opt, knockout), att, cp);
+    cross_hooks.after(att, cp);
     merge_heads(att, L, H, D, q);
     linear_out_in(w.cross_attn.o_w, E, E, q, L, w.cross_attn.o_b.data(), xb, threads_);
     add_norm(x, xb, L, E, w.cross_attn_ln_w, w.cross_attn_ln_b, c.layer_norm_eps);
@@ -445,34 +458,38 @@ void Bart::decode(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCac
 }
 
 void Bart::forward(const int32_t* src, int64_t Ls, const int32_t* tgt, int64_t Lt, float* logits,
-                   float* encoder_attentions, float* decoder_attentions, float* cross_attentions) const {
+                   float* encoder_attentions, float* decoder_attentions, float* cross_attentions,
+                   const BartInterventions& iv) const {
   check_ids("Bart::forward", "input ids", src, Ls, 0);
   check_ids("Bart::forward", "decoder input ids", tgt, Lt, 0);
   std::vector<float> enc(size_t(Ls * config_.d_model));
-  encode(src, Ls, enc.data(), encoder_attentions);
+  encode(src, Ls, enc.data(), encoder_attentions, iv.encoder);
   const CrossKV cross = cross_kv(enc.data(), Ls);
   BartScratch scratch;
-  decode(tgt, Lt, 0, nullptr, cross, scratch, logits, true, decoder_attentions, cross_attentions);
+  decode(tgt, Lt, 0, nullptr, cross, scratch, logits, true, decoder_attentions, cross_attentions, iv);
 }
 
 // ----------------------------------------------------------------------------- generation
 
-BartSession::BartSession(const Bart& model, const int32_t* src, int64_t Ls, float* encoder_attentions) : model_(model) {
+BartSession::BartSession(const Bart& model, const int32_t* src, int64_t Ls, float* encoder_attentions,
+                         const HeadInterventions* encoder_iv)
+    : model_(model) {
   const BartConfig& c = model.config();
   std::vector<float> enc(size_t(std::max<int64_t>(Ls, 0) * c.d_model));
-  model.encode(src, Ls, enc.data(), encoder_attentions);  // validates src
+  model.encode(src, Ls, enc.data(), encoder_attentions, encoder_iv);  // validates src
   cross_ = model.cross_kv(enc.data(), Ls);
   const int64_t D = c.d_model / c.decoder_heads;
   caches_.reserve(size_t(c.decoder_layers));
   for (int64_t l = 0; l < c.decoder_layers; ++l) caches_.emplace_back(1, c.decoder_heads, c.max_positions, D, D);
 }
 
-void BartSession::step(int32_t id, float* logits, float* self_attentions, float* cross_attentions) {
+void BartSession::step(int32_t id, float* logits, float* self_attentions, float* cross_attentions,
+                       const BartInterventions& iv) {
   if (position_ + 1 > model_.config().max_positions) {
     throw std::length_error("BartSession::step: position " + std::to_string(position_) +
                             " is past max_position_embeddings = " + std::to_string(model_.config().max_positions));
   }
-  model_.decode(&id, 1, position_, &caches_, cross_, scratch_, logits, false, self_attentions, cross_attentions);
+  model_.decode(&id, 1, position_, &caches_, cross_, scratch_, logits, false, self_attentions, cross_attentions, iv);
   ++position_;
 }
 

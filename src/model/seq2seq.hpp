@@ -15,6 +15,7 @@
 
 #include "kv_cache.hpp"
 #include "model/gpt2.hpp"  // SamplingOptions, Rng, sample()
+#include "model/interventions.hpp"
 #include "model/safetensors.hpp"
 
 namespace qkv {
@@ -73,6 +74,13 @@ struct CrossKV {
 };
 
 // Scratch buffers for decode(), grown to the largest call.
+// Head interventions (model/interventions.hpp) for each attention kind, each optional.
+struct BartInterventions {
+  const HeadInterventions* encoder = nullptr;  // encoder self-attention
+  const HeadInterventions* decoder = nullptr;  // decoder causal self-attention
+  const HeadInterventions* cross = nullptr;    // decoder-to-encoder cross-attention
+};
+
 struct BartScratch {
   std::vector<float> x, xb, q, k, v, att, hb;
 };
@@ -87,7 +95,9 @@ class Bart {
   int threads() const { return threads_; }
 
   // Encoder: ids [Ls] -> out [Ls, E]; attentions, if not null: [encoder_layers, H, Ls, Ls].
-  void encode(const int32_t* ids, int64_t Ls, float* out, float* attentions = nullptr) const;
+  // iv: interventions on the encoder's heads, or null.
+  void encode(const int32_t* ids, int64_t Ls, float* out, float* attentions = nullptr,
+              const HeadInterventions* iv = nullptr) const;
 
   // The decoder layers' cross-attention keys and values of an encoder output [Ls, E].
   CrossKV cross_kv(const float* encoder_out, int64_t Ls) const;
@@ -98,14 +108,14 @@ class Bart {
   // last token). self_attentions, if not null: [decoder_layers, H, L, pos0 + L];
   // cross_attentions, if not null: [decoder_layers, H, L, Ls].
   void decode(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache>* caches, const CrossKV& cross,
-              BartScratch& scratch, float* logits, bool all_logits, float* self_attentions,
-              float* cross_attentions) const;
+              BartScratch& scratch, float* logits, bool all_logits, float* self_attentions, float* cross_attentions,
+              const BartInterventions& iv = {}) const;  // iv: decoder, cross
 
   // The whole model without caches: src [Ls], tgt [Lt] (decoder input ids) -> logits [Lt, V];
   // each attention output is optional (shapes as encode() and decode()).
   void forward(const int32_t* src, int64_t Ls, const int32_t* tgt, int64_t Lt, float* logits,
                float* encoder_attentions = nullptr, float* decoder_attentions = nullptr,
-               float* cross_attentions = nullptr) const;
+               float* cross_attentions = nullptr, const BartInterventions& iv = {}) const;
 
  private:
   void check_ids(const char* fn, const char* arg, const int32_t* ids, int64_t L, int64_t pos0) const;
@@ -120,12 +130,16 @@ class Bart {
 class BartSession {
  public:
   // encoder_attentions, if not null: [encoder_layers, H, Ls, Ls].
-  BartSession(const Bart& model, const int32_t* src, int64_t Ls, float* encoder_attentions = nullptr);
+  // encoder_iv: interventions on the encoder's heads (a head mask), or null.
+  BartSession(const Bart& model, const int32_t* src, int64_t Ls, float* encoder_attentions = nullptr,
+              const HeadInterventions* encoder_iv = nullptr);
 
   // One decoder token at position(): logits [V]; self_attentions, if not null:
   // [decoder_layers, H, position() + 1]; cross_attentions, if not null: [decoder_layers, H, Ls].
   // Throws std::length_error past max_positions.
-  void step(int32_t id, float* logits, float* self_attentions = nullptr, float* cross_attentions = nullptr);
+  // iv: interventions on the decoder's self- and cross-attention heads (head masks).
+  void step(int32_t id, float* logits, float* self_attentions = nullptr, float* cross_attentions = nullptr,
+            const BartInterventions& iv = {});
 
   int64_t position() const { return position_; }
   int64_t source_length() const { return cross_.length; }

@@ -112,7 +112,7 @@ function checkCaptions(captions, L) {
 
 test('a long forward: progress bar with a percentage, Cancel (typed prompt, Run, Generate, the neuron view queries and keys), the page stays usable', async () => {
   const times = {};
-  const page = await openPage(browser, `${demo.url}index.html?hub=${encodeURIComponent(hub.url)}`, { viewport: { width: 1280, height: 900 } });
+  const page = await openPage(browser, `${demo.url}index.html?${hub.query}`, { viewport: { width: 1280, height: 900 } });
   const problems = page.problems;
   await page.waitForSelector('body[data-ready=true]', { timeout: 60_000 });
   await page.selectOption('#hub-weights', 'auto');

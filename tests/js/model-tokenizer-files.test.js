@@ -138,7 +138,7 @@ test('damaged or unsupported tokenizer.json: an Error naming the file, the field
   assert.throws(() => load(base, '{"bos_token": '), /SyntaxError|tokenizer_config\.json is not valid JSON/);
   assert.throws(() => load(base, { add_bos_token: true, bos_token: '<s>' }), /tokenizer_config\.json: bos_token: "<s>" is not in the vocabulary/);
   assert.throws(() => load(base, { add_bos_token: 1 }), /tokenizer_config\.json: add_bos_token: expected true or false, got number 1/);
-  assert.throws(() => qkv.tokenizerFromFiles({ tokenizer: base }), /tokenizerFromFiles: unknown file 'tokenizer' \(expected tokenizerJson, tokenizerConfig, vocabJson, merges, vocabTxt\)/);
+  assert.throws(() => qkv.tokenizerFromFiles({ tokenizer: base }), /tokenizerFromFiles: unknown file 'tokenizer' \(expected tokenizerJson, tokenizerConfig, vocabJson, merges, vocabTxt, chatTemplate\)/);
   assert.equal(qkv.tokenizerFromFiles({}), null);
   // within a folder, the names carry it
   assert.throws(() => qkv.tokenizerFromFiles({ tokenizerJson: '{' }, { where: '/m' }), /\/m\/tokenizer\.json is not valid JSON/);

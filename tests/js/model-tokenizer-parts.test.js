@@ -144,10 +144,19 @@ test('readTokenizerFiles asks for the files of the first set found only (each mi
   };
   let f = folder({ 'tokenizer.json': '{}', 'tokenizer_config.json': '{}', 'vocab.json': '{}', 'merges.txt': '' });
   assert.deepEqual(await readTokenizerFiles(f.read, 'llama'), { tokenizerJson: '{}', tokenizerConfig: '{}' });
+  assert.deepEqual(f.asked, ['tokenizer.json', 'tokenizer_config.json', 'chat_template.jinja']);
+  // chat_template.jinja is read beside tokenizer.json, and not asked for when the config holds a template
+  f = folder({ 'tokenizer.json': '{}', 'chat_template.jinja': '{{ x }}' });
+  assert.deepEqual(await readTokenizerFiles(f.read, 'llama'), { tokenizerJson: '{}', tokenizerConfig: undefined, chatTemplate: '{{ x }}' });
+  f = folder({ 'tokenizer.json': '{}', 'tokenizer_config.json': '{"chat_template": "t"}', 'chat_template.jinja': '{{ x }}' });
+  assert.deepEqual(await readTokenizerFiles(f.read, 'llama'), { tokenizerJson: '{}', tokenizerConfig: '{"chat_template": "t"}' });
   assert.deepEqual(f.asked, ['tokenizer.json', 'tokenizer_config.json']);
   f = folder({ 'tokenizer.json': '{}', 'vocab.json': '{}', 'merges.txt': 'a b' });
   assert.deepEqual(await readTokenizerFiles(f.read, 'gpt2'), { vocabJson: '{}', merges: 'a b' });
-  assert.deepEqual(f.asked.sort(), ['merges.txt', 'vocab.json'], 'GPT-2: its own files first');
+  assert.deepEqual(f.asked.sort(), ['merges.txt', 'tokenizer_config.json', 'vocab.json'], 'GPT-2: its own files first, then its config');
+  f = folder({ 'tokenizer.json': '{}', 'tokenizer_config.json': '{"add_prefix_space": true}', 'vocab.json': '{}', 'merges.txt': 'a b' });
+  assert.deepEqual(await readTokenizerFiles(f.read, 'gpt2'), { vocabJson: '{}', merges: 'a b', tokenizerConfig: '{"add_prefix_space": true}' });
+  assert.deepEqual(f.asked.slice(-1), ['tokenizer_config.json'], 'asked for after the BPE files were found');
   f = folder({ 'vocab.txt': '[UNK]\n' });
   assert.deepEqual(await readTokenizerFiles(f.read, 'bert'), { vocabTxt: '[UNK]\n', tokenizerConfig: undefined });
   assert.deepEqual(f.asked.sort(), ['merges.txt', 'tokenizer.json', 'tokenizer_config.json', 'vocab.json', 'vocab.txt']);

@@ -62,7 +62,7 @@ test('byte tokens group into GPT-2 pieces, multi-byte characters included', () =
   assert.equal(W.groupWords([]).text.length, 0);
 });
 
-test('BPE tokens: the words are exactly the pre-tokenizer pieces (random-gpt2 and the trained model)', async () => {
+test('BPE tokens: the words are exactly the pre-tokenizer pieces (random-gpt2 and the trained model, with its add_prefix_space)', async () => {
   const text = 'In the beginning God created the heaven and the earth.\n2 And the earth was without form, and void; café 🙂';
   for (const dir of [path.join(DATA, 'random-gpt2'), ...bpeModels]) {
     const tok = new qkv.BpeTokenizer(JSON.parse(readFileSync(path.join(dir, 'vocab.json'), 'utf8')), readFileSync(path.join(dir, 'merges.txt'), 'utf8'));
@@ -71,6 +71,21 @@ test('BPE tokens: the words are exactly the pre-tokenizer pieces (random-gpt2 an
     assert.deepEqual(g.text, tok.pieces(text), dir);
     // and the byte-level grouping of the same text gives the same words
     assert.deepEqual(W.groupWords(byteTokens(text)).text, g.text);
+  }
+  // the trained model as loadModel reads it: tokenizer_config.json's add_prefix_space puts a space
+  // before the prompt, so its first word is a word like the others (" In", not "I" "n")
+  for (const dir of bpeModels) {
+    const model = await qkv.loadModel(dir);
+    try {
+      const tok = model.tokenizer;
+      const g = W.groupWords(tok.encode(text).map((id) => tok.decodeBytes([id])));
+      assert.deepEqual(g.text, tok.pieces(text));
+      assert.deepEqual(g.text.slice(0, 3), [' In', ' the', ' beginning']);
+      assert.deepEqual(g.start.slice(0, 4), [0, 1, 2, 3], 'one token per word');
+      assert.deepEqual(W.groupWords(byteTokens(' ' + text)).text, g.text);
+    } finally {
+      model.dispose();
+    }
   }
 });
 

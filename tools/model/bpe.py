@@ -130,20 +130,32 @@ def save_tokenizer(out_dir, merges):
     return vocab
 
 
-def load_tokenizer(model_dir):
-    """GPT2Encoder from model_dir/vocab.json and model_dir/merges.txt."""
+def load_tokenizer(model_dir, config=True):
+    """GPT2Encoder from model_dir/vocab.json and model_dir/merges.txt, with the add_prefix_space
+    of model_dir/tokenizer_config.json when there is one (config=False: without it, the
+    encoding train_tiny.py trained on)."""
     with open(os.path.join(model_dir, 'vocab.json'), encoding='utf-8') as f:
         vocab = json.load(f)
     with open(os.path.join(model_dir, 'merges.txt'), encoding='utf-8') as f:
         lines = f.read().split('\n')
     merges = [tuple(ln.split(' ')) for ln in lines[1:] if ln]
-    return GPT2Encoder(vocab, merges)
+    add_prefix_space = False
+    cfg_path = os.path.join(model_dir, 'tokenizer_config.json')
+    if config and os.path.exists(cfg_path):
+        with open(cfg_path, encoding='utf-8') as f:
+            add_prefix_space = bool(json.load(f).get('add_prefix_space', False))
+    return GPT2Encoder(vocab, merges, add_prefix_space)
 
 
 class GPT2Encoder:
-    """GPT-2's encoder (openai/gpt-2 src/encoder.py), verbatim in its algorithm."""
+    """GPT-2's encoder (openai/gpt-2 src/encoder.py), verbatim in its algorithm.
 
-    def __init__(self, vocab, merges):
+    add_prefix_space is Hugging Face's GPT2TokenizerFast option (the ByteLevel pre-tokenizer of
+    huggingface/tokenizers): a text that is not empty and does not start with ' ' is encoded
+    as ' ' + text; decode keeps that space."""
+
+    def __init__(self, vocab, merges, add_prefix_space=False):
+        self.add_prefix_space = add_prefix_space
         self.encoder = vocab
         self.decoder = {v: k for k, v in vocab.items()}
         bs, cs = bytes_to_unicode()
@@ -188,12 +200,16 @@ class GPT2Encoder:
         self.cache[token] = out
         return out
 
+    def prefixed(self, text):
+        """The text the regex splits (see add_prefix_space)."""
+        return ' ' + text if self.add_prefix_space and text and not text.startswith(' ') else text
+
     def pieces(self, text):
-        return self.pat.findall(text)
+        return self.pat.findall(self.prefixed(text))
 
     def encode(self, text):
         ids = []
-        for tok in self.pat.findall(text):
+        for tok in self.pat.findall(self.prefixed(text)):
             tok = ''.join(self.byte_encoder[b] for b in tok.encode('utf-8'))
             ids.extend(self.encoder[t] for t in self.bpe(tok).split(' '))
         return ids

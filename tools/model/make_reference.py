@@ -113,7 +113,9 @@ def model_tokenizer(model_dir):
     """(encode, decode, description) of a model folder: GPT-2 BPE when it has vocab.json, else bytes."""
     if os.path.exists(os.path.join(model_dir, 'vocab.json')):
         enc = load_tokenizer(model_dir)
-        return enc.encode, enc.decode, f'GPT-2 byte-level BPE (vocab.json + merges.txt, {len(enc.encoder)} tokens)'
+        prefix = '; add_prefix_space (tokenizer_config.json): a space before a text that does not start with one' \
+            if enc.add_prefix_space else ''
+        return enc.encode, enc.decode, f'GPT-2 byte-level BPE (vocab.json + merges.txt, {len(enc.encoder)} tokens{prefix})'
     return (lambda s: list(s.encode('utf-8'))), tt.decode_bytes, 'bytes (id = UTF-8 byte)'
 
 
@@ -166,33 +168,44 @@ N_HELDOUT_CASES = 24
 
 def bpe_fixture(model_dir, bin_dir, name):
     """The BPE model's tokenizer checks: the held-out text (gzipped), the sha256 of its ids as
-    the training script encodes it, and a few of its lines with their ids in full."""
-    enc = load_tokenizer(model_dir)
+    the training script encodes it (vocab.json + merges.txt alone) and as the model's tokenizer
+    does (with tokenizer_config.json's add_prefix_space), and a few of its lines with their ids."""
+    enc = load_tokenizer(model_dir)                  # the model's tokenizer (tokenizer_config.json)
+    raw = load_tokenizer(model_dir, config=False)    # train_tiny.py's encoding
     _, val_text = tt.split_text(tt.kjv_text())
     os.makedirs(bin_dir, exist_ok=True)
     with open(os.path.join(bin_dir, 'heldout.txt.gz'), 'wb') as f:
         with gzip.GzipFile(fileobj=f, mode='wb', mtime=0, filename='') as g:
             g.write(val_text.encode('utf-8'))
+    sha = lambda ids: hashlib.sha256(','.join(map(str, ids)).encode('ascii')).hexdigest()  # noqa: E731
+    train_ids = raw.encode(val_text)
+    assert raw.decode(train_ids) == val_text
     ids = enc.encode(val_text)
-    assert enc.decode(ids) == val_text
+    assert enc.decode(ids) == enc.prefixed(val_text)
     lines = val_text.split('\n')
     step = max(1, len(lines) // N_HELDOUT_CASES)
     picked = [ln for ln in lines[::step] if ln][:N_HELDOUT_CASES]
     cases = []
     for text in picked + [t for t in TOKENIZER_STRINGS if t]:
-        t_ids = enc.encode(text)
-        cases.append({'text': text, 'ids': t_ids, 'pieces': enc.pieces(text)})
+        cases.append({'text': text, 'ids': enc.encode(text), 'pieces': enc.pieces(text), 'train_ids': raw.encode(text)})
     return {
         'heldout': {
             'file': f'{name}/heldout.txt.gz',
             'note': 'the held-out text (last 5% of the KJV bytes, tools/model/train_tiny.py split_text), gzipped; '
-                    'ids_sha256 = sha256 of its ids, as train_tiny.py encodes it, joined by "," (ASCII)',
+                    'ids_sha256 = sha256 of its ids as train_tiny.py encodes it (vocab.json + merges.txt, no prefix space), '
+                    'joined by "," (ASCII); model_ids_sha256 = the same for the ids of the model\'s tokenizer '
+                    f'(add_prefix_space {str(enc.add_prefix_space).lower()} in tokenizer_config.json: the ids of \' \' + text)',
             'bytes': len(val_text.encode('utf-8')),
             'lines': len(lines),
             'sha256': hashlib.sha256(val_text.encode('utf-8')).hexdigest(),
-            'n_ids': len(ids),
-            'ids_sha256': hashlib.sha256(','.join(map(str, ids)).encode('ascii')).hexdigest(),
+            'n_ids': len(train_ids),
+            'ids_sha256': sha(train_ids),
+            'model_n_ids': len(ids),
+            'model_ids_sha256': sha(ids),
         },
+        'tokenizer_cases_note': 'ids and pieces: the model\'s tokenizer (tokenizer_config.json add_prefix_space: '
+                                'the text with a space before it unless it starts with one); train_ids: train_tiny.py\'s '
+                                'encoding of the text itself',
         'tokenizer_cases': cases,
     }
 

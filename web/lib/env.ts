@@ -78,6 +78,12 @@ export interface Env {
    * there is regardless.
    */
   webgpuUseSoftwareAdapter: boolean;
+  /**
+   * The Hugging Face Hub that `loadModel('owner/name')` reads: files come from
+   * `${hubUrl}/owner/name/resolve/<revision>/<file>`. Default 'https://huggingface.co' (a
+   * mirror, or a local server in tests, takes its place).
+   */
+  hubUrl: string;
   /** The build that is loaded, or null before the first load. */
   readonly loadedVariant: Variant | null;
   /** Threads a call uses now (1 unless the threads build is loaded). */
@@ -100,6 +106,7 @@ class EnvImpl implements Env {
   #wasmPaths: string | Record<string, string> | undefined = undefined;
   #webgpuThreshold = WEBGPU_THRESHOLD;
   #webgpuUseSoftwareAdapter = false;
+  #hubUrl = 'https://huggingface.co';
 
   get variant(): 'auto' | Variant {
     return this.#variant;
@@ -147,6 +154,14 @@ class EnvImpl implements Env {
   set webgpuUseSoftwareAdapter(on: boolean) {
     if (typeof on !== 'boolean') throw new Error(`env.webgpuUseSoftwareAdapter: must be a boolean, got ${describe(on)}`);
     this.#webgpuUseSoftwareAdapter = on;
+  }
+
+  get hubUrl(): string {
+    return this.#hubUrl;
+  }
+  set hubUrl(u: string) {
+    if (typeof u !== 'string' || !/^https?:\/\/[^/]/i.test(u)) throw new Error(`env.hubUrl: must be an http(s) URL such as 'https://huggingface.co', got ${describe(u)}`);
+    this.#hubUrl = u.replace(/\/+$/, '');
   }
 
   get loadedVariant(): Variant | null {

@@ -28,10 +28,11 @@ export {
   type ModelMemoryUsage,
   Seq2SeqModel, type Seq2SeqConfig, type Seq2SeqForwardOptions, type Seq2SeqForwardResult, type Seq2SeqGenerateOptions,
   type Seq2SeqStep,
-  HfTokenizer, tokenizerFromFiles,
+  HfTokenizer, tokenizerFromFiles, loadChatTemplateEngine,
   type Model, EncoderModel, type EncoderConfig, type EncoderForwardOptions, type EncoderForwardResult,
-  type FillMaskOptions, type FillMaskPrediction,
+  type FillMaskOptions, type FillMaskPrediction, type HeadMask, type HeadPatch, type Knockout,
   type TokenizerKind, type TokenizerFiles, type EncodeOptions, type DecodeOptions, type EncodedPair, type SpecialTokenIds,
+  type ChatMessage, type ChatTemplateOptions, hubCacheDir, clearHubCache, type BpeOptions,
 } from './model/index.js';
 export { MultiHeadAttention, type MultiHeadAttentionOptions, type MultiHeadAttentionWeights,
   type MultiHeadAttentionForwardOptions, type Weight } from './mha.js';

@@ -79,6 +79,8 @@ export interface DemoDims {
 /** What the page needs from a model. */
 export interface DemoModel {
   name: string;
+  /** qkv's model.architecture: gpt2, llama, mistral, qwen2 */
+  architecture: string;
   /** config.json as qkv read it (for the JSON export) */
   config: Record<string, unknown>;
   dims: DemoDims;
@@ -161,9 +163,9 @@ export async function loadModelFromFiles(files: CheckpointFiles, onProgress: Pro
   return demoModel(m, files.name, backendName());
 }
 
-/** Loads a fetched checkpoint (hub.ts) with qkv: the weights as chosen, with progress and a cancel. */
-export async function loadModelFromHub(files: qkv.ModelFiles, name: string, options: qkv.LoadOptions): Promise<DemoModel> {
-  return demoModel(await loadModel(files, options), name, backendName());
+/** Loads a Hub id or a folder URL (hub.ts) with qkv: the weights as chosen, with progress and a cancel. */
+export async function loadModelFromHub(source: string, name: string, options: qkv.LoadOptions): Promise<DemoModel> {
+  return demoModel(await loadModel(source, options), name, backendName());
 }
 
 /** Reads a File with progress (bytes / size). */
@@ -311,7 +313,7 @@ function demoModel(m: DecoderModel, name: string, backend: string): DemoModel {
   } : idsTokenizer(V);
   const gpt2 = m.architecture === 'gpt2';
   return {
-    name, config, dims, info: describeModel(name, m.architecture, config, dims), tokenizer, hasTokenizer: !!tok,
+    name, architecture: m.architecture, config, dims, info: describeModel(name, m.architecture, config, dims), tokenizer, hasTokenizer: !!tok,
     rotary: !gpt2, engine: backend, headDim,
     scale: attentionScale(m, headDim),
     async run(ids, attentions, progress = {}) {

@@ -1,139 +1,44 @@
-// A checkpoint from the Hugging Face Hub (or any folder URL laid out like one): config.json
-// first, then the files its model_type needs (GPT-2: vocab.json and merges.txt; the Llama family:
-// tokenizer.json and tokenizer_config.json, each optional), then model.safetensors, fetched with
+// The Hub panel's source: a Hub id ("Qwen/Qwen3-0.6B", "owner/name@revision"), a Hub file URL
+// (".../owner/name/resolve/<revision>/"), or any folder URL. Ids and Hub URLs load through qkv's
+// own Hub loading (loadModel('owner/name', { revision })): each file downloaded once with
 // progress and a cancel, kept in the browser's Cache Storage so that a second visit reads them
-// from disk. The weights reach qkv's loadModel as a Blob (disk-backed when it comes from the
-// cache), which it streams into wasm memory: no second copy of 500 MB in JavaScript.
+// from disk. Another folder URL is read by loadModel(url), uncached.
 import { qkv } from './api';
 
-/** GPT-2 small (124M) on the Hub; `resolve/main/` serves the raw files. */
-export const HUB_GPT2 = 'https://huggingface.co/openai-community/gpt2/resolve/main/';
-const CACHE = 'qkv-models-v1';
-const WEIGHTS = 'model.safetensors';
-/** The tokenizer files by config.json's model_type: GPT-2's are required, tokenizer.json's optional (ids then). */
-const GPT2_FILES = ['vocab.json', 'merges.txt'];
-const HF_FILES = ['tokenizer.json', 'tokenizer_config.json'];
+/** GPT-2 small (124M) on the Hub. */
+export const HUB_GPT2 = 'openai-community/gpt2';
+/** The cache the demo used before qkv had its own (cleared with it). */
+const OLD_CACHE = 'qkv-models-v1';
+const ID = /^([A-Za-z0-9][\w.-]*\/[A-Za-z0-9][\w.-]*)(?:@(.+))?$/;
 
-export type Progress = (fraction: number | null, what: string) => void;
-
-export interface HubLoad {
-  files: qkv.ModelFiles;
-  /** how many of the files came from the browser cache */
-  fromCache: number;
-  /** how many files there were (config, tokenizer files found, weights) */
-  fetched: number;
-}
-
-const mib = (n: number) => (n / 1048576).toFixed(1);
-
-/** Where a file is, relative to the folder URL (a trailing slash is added when missing). */
-function fileUrl(base: string, name: string): string {
-  return new URL(name, new URL(base.endsWith('/') ? base : `${base}/`, location.href)).href;
-}
-
-/** The cache, or null where the page has none (an insecure origin, a private window that refuses). */
-async function openCache(): Promise<Cache | null> {
-  try {
-    return 'caches' in globalThis ? await caches.open(CACHE) : null;
-  } catch {
-    return null;
-  }
-}
-
-/** The body counted as it streams, so that a download shows its bytes. */
-function counted(res: Response, name: string, onProgress: Progress): Response {
-  const total = Number(res.headers.get('content-length')) || 0;
-  let loaded = 0;
-  const count = new TransformStream<Uint8Array, Uint8Array>({
-    transform(chunk, out) {
-      loaded += chunk.byteLength;
-      onProgress(total ? loaded / total : null, `downloading ${name}: ${mib(loaded)} MiB${total ? ` of ${mib(total)} MiB` : ''}`);
-      out.enqueue(chunk);
-    },
-  });
-  return new Response(res.body!.pipeThrough(count), { headers: res.headers });
-}
-
-/** The checkpoint's name from its folder URL: "owner/name" on the Hub, else the folder's last part. */
-export function hubName(base: string): string {
-  const parts = new URL(base, location.href).pathname.split('/').filter(Boolean);
-  const resolve = parts.indexOf('resolve');
-  if (resolve >= 2) return parts.slice(resolve - 2, resolve).join('/');
-  return parts.pop() ?? new URL(base, location.href).host;
-}
+/** What loadModel is given for the panel's text. */
+export type HubSource =
+  | { kind: 'id'; id: string; revision?: string; hubUrl?: string }
+  | { kind: 'url'; url: string };
 
 /**
- * One file: from the cache, else fetched (and stored in the cache on the way). An optional
- * file that the server does not have (404) is null.
+ * The panel's text as a source: an id (with @revision), a Hub URL (its host becomes env.hubUrl
+ * for the load), or a folder URL.
  */
-async function getFile(cache: Cache | null, url: string, name: string, signal: AbortSignal, onProgress: Progress, optional: true): Promise<{ res: Response; cached: boolean } | null>;
-async function getFile(cache: Cache | null, url: string, name: string, signal: AbortSignal, onProgress: Progress, optional?: false): Promise<{ res: Response; cached: boolean }>;
-async function getFile(cache: Cache | null, url: string, name: string, signal: AbortSignal, onProgress: Progress, optional = false): Promise<{ res: Response; cached: boolean } | null> {
-  const hit = await cache?.match(url);
-  if (hit) return { res: hit, cached: true };
-  let res: Response;
-  try {
-    res = await fetch(url, { signal });
-  } catch (e) {
-    if (signal.aborted) throw e;
-    throw new Error(`${name}: cannot fetch ${url} (${(e as Error).message})`);
-  }
-  if (optional && res.status === 404) return null;
-  if (!res.ok || !res.body) throw new Error(`${name}: ${url} answered HTTP ${res.status} ${res.statusText}`);
-  const body = counted(res, name, onProgress);
-  if (!cache) return { res: body, cached: false };
-  await cache.put(url, body); // reads the whole download to disk (rejects if it is cancelled)
-  signal.throwIfAborted();
-  return { res: (await cache.match(url))!, cached: false };
+export function parseHubSource(text: string): HubSource {
+  const s = text.trim();
+  const id = s.match(ID);
+  if (id) return { kind: 'id', id: id[1], ...(id[2] ? { revision: id[2] } : {}) };
+  const url = new URL(s, location.href);
+  const m = url.pathname.match(/^(.*?)\/([^/]+\/[^/]+)\/resolve\/([^/]+)\/?$/);
+  if (m) return { kind: 'id', id: m[2], revision: decodeURIComponent(m[3]), hubUrl: `${url.origin}${m[1]}` };
+  return { kind: 'url', url: url.href };
 }
 
-/**
- * Fetches (or reads from the cache) a checkpoint folder: config.json first, whose model_type says
- * which tokenizer files to ask for, then the weights; the caller hands `files` to loadModel
- * (which checks what is inside).
- */
-export async function fetchCheckpoint(base: string, signal: AbortSignal, onProgress: Progress): Promise<HubLoad> {
-  const cache = await openCache();
-  let fromCache = 0, fetched = 0;
-  const text = async (name: string, optional: boolean): Promise<string | undefined> => {
-    onProgress(null, `${name}…`);
-    const got = optional
-      ? await getFile(cache, fileUrl(base, name), name, signal, onProgress, true)
-      : await getFile(cache, fileUrl(base, name), name, signal, onProgress);
-    if (!got) return undefined;
-    fetched++;
-    fromCache += got.cached ? 1 : 0;
-    return got.res.text();
-  };
-  const config = (await text('config.json', false))!;
-  let modelType: unknown;
-  try {
-    modelType = (JSON.parse(config) as { model_type?: unknown }).model_type;
-  } catch {
-    modelType = undefined; // qkv's loadModel names what is wrong with it
-  }
-  const gpt2 = modelType === undefined || modelType === 'gpt2';
-  const files: qkv.ModelFiles = { config, weights: new Blob() };
-  if (gpt2) {
-    files.vocab = await text(GPT2_FILES[0], false);
-    files.merges = await text(GPT2_FILES[1], false);
-  } else {
-    const tokenizer = await text(HF_FILES[0], true);
-    if (tokenizer !== undefined) {
-      files.tokenizer = tokenizer;
-      const tokenizerConfig = await text(HF_FILES[1], true);
-      if (tokenizerConfig !== undefined) files.tokenizerConfig = tokenizerConfig;
-    }
-  }
-  const { res, cached } = await getFile(cache, fileUrl(base, WEIGHTS), WEIGHTS, signal, onProgress);
-  fetched++;
-  fromCache += cached ? 1 : 0;
-  if (cached) onProgress(null, `${WEIGHTS}: from the browser cache`);
-  files.weights = await res.blob();
-  return { files, fromCache, fetched };
+/** The checkpoint's name: "owner/name" for the Hub, else the folder's last part. */
+export function hubName(source: HubSource): string {
+  if (source.kind === 'id') return source.id;
+  const parts = new URL(source.url).pathname.split('/').filter(Boolean);
+  return parts.pop() ?? new URL(source.url).host;
 }
 
-/** Forgets every cached checkpoint file (the page's "clear cache" button). */
+/** Forgets every cached Hub file (the page's "clear cache" button). */
 export async function clearCheckpointCache(): Promise<boolean> {
-  return 'caches' in globalThis ? caches.delete(CACHE) : false;
+  const old = 'caches' in globalThis ? await caches.delete(OLD_CACHE) : false;
+  return (await qkv.clearHubCache()) || old;
 }

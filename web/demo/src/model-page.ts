@@ -5,7 +5,7 @@ import './style.css';
 import { showRuntime } from './runtime-line';
 import { settled } from './isolation';
 import { $, download, headColor, message, progress, showToken, yieldToEvents } from './ui';
-import { CheckpointError, loadModelFromFiles, loadModelFromHub, loadModelFromUrl, readDroppedFiles, type DemoModel } from './api';
+import { CheckpointError, loadModelFromFiles, loadModelFromHub, loadModelFromUrl, qkv, readDroppedFiles, type DemoModel } from './api';
 import { kvGroupsText, maxRowSumError, toJSON, windowOf, type AttnData } from './contract';
 import { allHeadStats, badgeClass, CAVEAT, type HeadStats } from './patterns';
 import { HeadView } from './headview';
@@ -13,10 +13,11 @@ import { ModelView } from './modelview';
 import { renderNeuron } from './neuronview';
 import { elementToPng } from './export';
 import { DEFAULT_MODEL, HUB, fillModelSelect, showDropped } from './models';
-import { clearCheckpointCache, fetchCheckpoint, HUB_GPT2, hubName } from './hub';
+import { clearCheckpointCache, HUB_GPT2, hubName, parseHubSource, type HubSource } from './hub';
 import { Shown } from './shown';
 import { WORD_RULE } from './words';
 import { ForwardProgress, stoppedBy } from './forward-progress';
+import { headline, type ModelOrigin } from './headline';
 
 type Tab = 'head' | 'model' | 'neuron';
 
@@ -42,6 +43,8 @@ const st = {
 let promptTimer = 0;
 /** The prompt's forward pass: progress bar, percentage, Cancel. */
 const forward = new ForwardProgress();
+/** index.html's headline and lead: what the tiny GPTs show (headline.ts). */
+const pageHeadline = { title: $('#headline').textContent ?? '', lead: $('#lead').textContent ?? '' };
 
 const headView = new HeadView($('#headview'), (q) => { st.query = q; st.neuronKey = -1; renderControls(); headView.update(viewState()); });
 const modelView = new ModelView($('#thumbs'), $('#heatmap'), (s) => { st.sel = s; st.layer = s.layer; render(); });
@@ -223,8 +226,17 @@ function renderOutput(ids: number[], promptLength: number): void {
   out.scrollTop = out.scrollHeight;
 }
 
-async function useModel(model: DemoModel): Promise<void> {
+/** The headline and the line under it follow the loaded model (headline.ts). */
+function showHeadline(model: DemoModel, origin: ModelOrigin): void {
+  const name = origin.kind === 'hub' ? origin.name : model.name;
+  const h = headline({ ...model, name }, origin, pageHeadline);
+  $('#headline').textContent = h.title;
+  $('#lead').textContent = h.lead;
+}
+
+async function useModel(model: DemoModel, origin: ModelOrigin): Promise<void> {
   st.model?.dispose();
+  showHeadline(model, origin);
   st.epoch++;
   st.model = model;
   st.data = null;
@@ -381,7 +393,7 @@ async function loadDropped(files: File[]): Promise<void> {
   try {
     const onProgress = (f: number | null, what: string) => progress(bar, f, what, text);
     const ck = await readDroppedFiles(files, onProgress);
-    await useModel(await loadModelFromFiles(ck, onProgress));
+    await useModel(await loadModelFromFiles(ck, onProgress), { kind: 'dropped', files: files.map((f) => f.name) });
     showDropped($<HTMLSelectElement>('#model'), ck.name);
     progress(bar, 1, '', text);
     message(msg, `Loaded ${ck.name}. The explorer now shows its heads.`, 'ok');
@@ -411,12 +423,21 @@ function wireDrop(): void {
 
 let hubAbort: AbortController | null = null;
 
-/** Downloads (or reads from the cache) the Hub folder and loads it; Cancel aborts both steps. */
+/**
+ * Loads the panel's checkpoint: a Hub id or Hub URL through qkv's Hub loading (downloaded into
+ * Cache Storage, or read from it), another folder URL by loadModel(url); Cancel aborts it.
+ */
 async function loadHub(): Promise<void> {
   const bar = $<HTMLProgressElement>('#hub-bar'), text = $('#hub-text'), msg = $('#hub-msg');
   if (hubAbort) return;
   if (st.generating) { message(msg, 'Stop the generation first.', 'error'); return; }
-  const url = $<HTMLInputElement>('#hub-url').value.trim();
+  let source: HubSource;
+  try {
+    source = parseHubSource($<HTMLInputElement>('#hub-url').value);
+  } catch {
+    message(msg, 'Give a Hub id (owner/name, or owner/name@revision) or a folder URL.', 'error');
+    return;
+  }
   const weights = $<HTMLSelectElement>('#hub-weights').value as 'int8' | 'auto';
   const abort = (hubAbort = new AbortController());
   const buttons = (busy: boolean) => {
@@ -428,22 +449,38 @@ async function loadHub(): Promise<void> {
   buttons(true);
   message(msg, '');
   bar.hidden = false;
-  const onProgress = (f: number | null, what: string) => progress(bar, f, what, text);
+  const mib = (n: number) => (n / 1048576).toFixed(1);
+  let downloaded = 0;
+  const onProgress = (p: qkv.LoadProgress) => {
+    const f = p.total ? p.loaded / p.total : null;
+    if (p.stage === 'download') {
+      downloaded++;
+      progress(bar, f, `downloading ${p.file}: ${mib(p.loaded)} MiB${p.total ? ` of ${mib(p.total)} MiB` : ''}`, text);
+    } else {
+      progress(bar, f, `${p.file} into qkv (${weights === 'int8' ? '8-bit' : 'as stored'}): ${mib(p.loaded)} MiB`, text);
+    }
+  };
+  progress(bar, null, `${hubName(source)}: config.json…`, text);
+  const hubUrl = qkv.env.hubUrl;
   try {
-    const { files, fromCache, fetched } = await fetchCheckpoint(url, abort.signal, onProgress);
-    const model = await loadModelFromHub(files, `${hubName(url)} (Hub)`, {
-      weights, signal: abort.signal,
-      onProgress: (p) => onProgress(p.total ? p.loaded / p.total : null, `into qkv (${weights === 'int8' ? '8-bit' : 'as stored'}): ${(p.loaded / 1048576).toFixed(0)} MiB`),
-    });
-    await useModel(model);
+    if (source.kind === 'id' && source.hubUrl) qkv.env.hubUrl = source.hubUrl;
+    const options: qkv.LoadOptions = { weights, signal: abort.signal, onProgress };
+    if (source.kind === 'id' && source.revision) options.revision = source.revision;
+    const model = await loadModelFromHub(source.kind === 'id' ? source.id : source.url, `${hubName(source)} (Hub)`, options);
+    const where = source.kind === 'id'
+      ? `${(source.hubUrl ?? qkv.env.hubUrl).replace(/\/$/, '')}/${source.id}${source.revision ? `@${source.revision}` : ''}`
+      : source.url;
+    await useModel(model, { kind: 'hub', url: where, name: hubName(source), weights });
     const sel = $<HTMLSelectElement>('#model');
     sel.value = HUB;
     text.textContent = '';
-    message(msg, fromCache === fetched ? 'Loaded from this browser\'s cache (no download).' : `Downloaded${fromCache ? ` (${fromCache} of ${fetched} files from the cache)` : ''} and cached for the next visit.`, 'ok');
+    message(msg, source.kind === 'url' ? `Loaded from ${source.url} (a folder URL: not cached; Hub ids are).`
+      : downloaded ? 'Downloaded and cached for the next visit.' : 'Loaded from this browser\'s cache (no download).', 'ok');
   } catch (e) {
     text.textContent = '';
     message(msg, abort.signal.aborted ? 'Cancelled.' : `Could not load the checkpoint: ${(e as Error).message}`, abort.signal.aborted ? 'info' : 'error');
   } finally {
+    qkv.env.hubUrl = hubUrl;
     hubAbort = null;
     bar.hidden = true;
     buttons(false);
@@ -452,7 +489,11 @@ async function loadHub(): Promise<void> {
 }
 
 function wireHub(): void {
-  $<HTMLInputElement>('#hub-url').value = new URLSearchParams(location.search).get('hub') ?? HUB_GPT2;
+  const params = new URLSearchParams(location.search);
+  // ?hubUrl= : another Hub host (a mirror; the tests' local Hub)
+  const host = params.get('hubUrl');
+  if (host) qkv.env.hubUrl = host;
+  $<HTMLInputElement>('#hub-url').value = params.get('hub') ?? HUB_GPT2;
   $('#hub-load').addEventListener('click', () => void loadHub());
   $('#hub-cancel').addEventListener('click', () => hubAbort?.abort());
   $('#hub-clear').addEventListener('click', async () => {
@@ -472,7 +513,7 @@ async function pickModel(url: string): Promise<void> {
   const msg = $('#gen-msg');
   message(msg, `Loading ${url}…`);
   try {
-    await useModel(await loadModelFromUrl(url, () => {}));
+    await useModel(await loadModelFromUrl(url, () => {}), { kind: 'site', url });
     message(msg, '');
   } catch (e) {
     message(msg, `The model could not be loaded: ${(e as Error).message}`, 'error');
@@ -539,7 +580,7 @@ async function start(): Promise<void> {
   await settled;
   const bar = $<HTMLProgressElement>('#load-bar'), text = $('#load-text');
   try {
-    await useModel(await loadModelFromUrl(DEFAULT_MODEL, (f, what) => progress(bar, f, what, text)));
+    await useModel(await loadModelFromUrl(DEFAULT_MODEL, (f, what) => progress(bar, f, what, text)), { kind: 'site', url: DEFAULT_MODEL });
     progress(bar, 1, 'Model ready.', text);
     $('#load').hidden = true;
   } catch (e) {

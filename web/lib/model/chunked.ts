@@ -12,6 +12,7 @@ import { HeapScope, heapF32, wasmError } from '../wasm/heap.js';
 import type { QkvModule } from '../wasm/module.js';
 import { nextTask } from './cancel.js';
 import type { ForwardResult, ModelDims, WasmDecoder } from './decoder.js';
+import { NO_INTERVENTIONS, type WasmInterventions } from './interventions.js';
 
 export interface ChunkedForward {
   outputAttentions: boolean;
@@ -21,6 +22,8 @@ export interface ChunkedForward {
   chunkSize: number;
   signal?: AbortSignal;
   onProgress?: (done: number, total: number) => void;
+  /** Head interventions for the whole forward (each chunk applies its rows: src/model/interventions.hpp). */
+  interventions?: WasmInterventions;
 }
 
 /**
@@ -59,7 +62,7 @@ export async function forwardInChunks(
     for (let p0 = 0, c = 0; p0 < L; p0 += c) {
       c = L - p0 - C === 1 ? C + 1 : Math.min(C, L - p0);
       const Lk = p0 + c; // keys the chunk's last query sees
-      const err = handle().prefill(pIds + 4 * p0, c, pLogits, pAtt, pQ, pK, all);
+      const err = handle().prefill(pIds + 4 * p0, c, pLogits, pAtt, pQ, pK, all, o.interventions ?? NO_INTERVENTIONS);
       if (err) throw wasmError(fn, err);
       const heap = heapF32(m); // after the call: the heap may have grown
       // logits: the chunk's rows [c, V] at row p0, or the last chunk's last row

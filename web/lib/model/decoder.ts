@@ -14,6 +14,7 @@ import type { EmbindHandle, QkvModule } from '../wasm/module.js';
 import { optFunction, optSignal } from './cancel.js';
 import { forwardInChunks, type ChunkedForward } from './chunked.js';
 import { GenerationSlot, once } from './generation.js';
+import { readHeadOutputs, stackPlan, toWasm, type HeadMask, type HeadPatch, type Knockout, type WasmInterventions } from './interventions.js';
 import type { Tokenizer } from './tokenizer.js';
 
 export interface ForwardOptions {
@@ -52,6 +53,18 @@ export interface ForwardOptions {
    * none while a generation is running on the model (an Error).
    */
   chunkSize?: number;
+  /**
+   * Multiplies each head's attention probabilities, [numHeads] or [numLayers, numHeads]
+   * (Hugging Face head_mask: `attentions` are the scaled probabilities); 0 removes a head.
+   * See docs/interventions.md for these four options (the chunked pass honours them too).
+   */
+  headMask?: HeadMask;
+  /** Attention knockout: per entry, the layer's (chosen heads') query -> key edges get score -inf. */
+  knockout?: Knockout[];
+  /** Also return every layer's per-head outputs [1, n_head, L, head_dim] (before the output projection). */
+  outputHeadOutputs?: boolean;
+  /** Replaces heads' output rows during the forward (activation patching). */
+  patchHeadOutputs?: HeadPatch[];
 }
 
 /** Tokens per chunk of a forward pass with signal or onProgress (see {@link ForwardOptions.chunkSize}). */
@@ -95,6 +108,8 @@ export interface ForwardResult {
   attentions?: Tensor[];
   /** With outputQueriesKeys: one entry per layer, each { queries, keys } of shape [1, n_head, L, head_dim]. */
   queriesKeys?: QueriesKeys[];
+  /** With outputHeadOutputs: one per layer, [1, n_head, L, head_dim], what enters the output projection. */
+  headOutputs?: Tensor[];
 }
 
 export interface GenerateOptions {
@@ -108,6 +123,8 @@ export interface GenerateOptions {
   seed?: number;
   /** Give each step the attention rows that produced its token (default false). */
   outputAttentions?: boolean;
+  /** A head mask for every step (prompt included), as {@link ForwardOptions.headMask}. */
+  headMask?: HeadMask;
 }
 
 /** One generated token. */
@@ -142,10 +159,10 @@ interface WasmMemory {
   matrixType: string;
 }
 export interface WasmDecoder extends EmbindHandle {
-  forward(ids: number, L: number, logits: number, attentions: number, queries: number, keys: number, lastOnly: boolean): string;
+  forward(ids: number, L: number, logits: number, attentions: number, queries: number, keys: number, lastOnly: boolean, iv: WasmInterventions): string;
   memory(): WasmMemory;
-  prefill(ids: number, L: number, logits: number, attentions: number, queries: number, keys: number, allLogits: boolean): string;
-  step(id: number, logits: number, attentions: number): string;
+  prefill(ids: number, L: number, logits: number, attentions: number, queries: number, keys: number, allLogits: boolean, iv: WasmInterventions): string;
+  step(id: number, logits: number, attentions: number, iv: WasmInterventions): string;
   reset(): void;
   position(): number;
   setThreads(threads: number): void;
@@ -278,7 +295,8 @@ export class DecoderModel<C extends object = Record<string, unknown>> {
    */
   async forward(ids: ArrayLike<number>, options: ForwardOptions = {}): Promise<ForwardResult> {
     const fn = 'model.forward';
-    const opts = checkOptions(fn, options, ['outputAttentions', 'outputQueriesKeys', 'logits', 'signal', 'onProgress', 'chunkSize']);
+    const opts = checkOptions(fn, options, ['outputAttentions', 'outputQueriesKeys', 'logits', 'signal', 'onProgress', 'chunkSize',
+      'headMask', 'knockout', 'outputHeadOutputs', 'patchHeadOutputs']);
     const want = optBool(fn, opts, 'outputAttentions', false);
     const wantQK = optBool(fn, opts, 'outputQueriesKeys', false);
     const which = opts.logits ?? 'all';
@@ -291,25 +309,32 @@ export class DecoderModel<C extends object = Record<string, unknown>> {
     if (typeof chunkSize !== 'number' || !Number.isSafeInteger(chunkSize) || chunkSize < 1) {
       throw new RangeError(`${fn}: options.chunkSize must be an integer >= 1 (tokens per chunk), got ${describe(opts.chunkSize)}`);
     }
+    const wantHO = optBool(fn, opts, 'outputHeadOutputs', false);
     const h = this.#handle(fn);
     const x = this.#ids(fn, ids);
-    signal?.throwIfAborted();
-    if (signal || onProgress || opts.chunkSize !== undefined) {
-      return this.#forwardInChunks(fn, x, { outputAttentions: want, outputQueriesKeys: wantQK, logits: which, chunkSize, signal, onProgress });
-    }
     const L = x.length;
     const { vocab: V, heads: H, kvHeads: Hkv, layers: NL, headDim: D } = this.#dims;
+    const names = { headMask: 'headMask', knockout: 'knockout', patch: 'patchHeadOutputs' };
+    const plan = stackPlan(fn, opts, names, wantHO, { layers: NL, heads: H, valueDim: D }, L, L);
+    signal?.throwIfAborted();
     const scope = new HeapScope(this.#m, fn);
     try {
+      const iv = toWasm(scope, plan);
+      if (signal || onProgress || opts.chunkSize !== undefined) {
+        const result = await this.#forwardInChunks(fn, x, { outputAttentions: want, outputQueriesKeys: wantQK, logits: which, chunkSize, signal, onProgress, interventions: iv.arg });
+        if (plan && iv.outputs) result.headOutputs = readHeadOutputs(scope, iv.outputs, plan);
+        return result;
+      }
       const pIds = scope.i32(x, `ids [${L}]`);
       const rows = which === 'last' ? 1 : L;
       const pLogits = scope.alloc(4 * rows * V, `logits ${fmtShape([1, rows, V])}`);
       const pAtt = want ? scope.alloc(4 * NL * H * L * L, `attentions ${fmtShape([NL, 1, H, L, L])}`) : 0;
       const pQ = wantQK ? scope.alloc(4 * NL * H * L * D, `queries ${fmtShape([NL, 1, H, L, D])}`) : 0;
       const pK = wantQK ? scope.alloc(4 * NL * Hkv * L * D, `keys ${fmtShape([NL, 1, Hkv, L, D])}`) : 0;
-      const err = h.forward(pIds, L, pLogits, pAtt, pQ, pK, which === 'last');
+      const err = h.forward(pIds, L, pLogits, pAtt, pQ, pK, which === 'last', iv.arg);
       if (err) throw wasmError(fn, err);
       const result: ForwardResult = { logits: new Tensor(scope.read(pLogits, rows * V), [1, rows, V]) };
+      if (plan && iv.outputs) result.headOutputs = readHeadOutputs(scope, iv.outputs, plan);
       if (want) {
         const per = H * L * L;
         result.attentions = [];
@@ -376,8 +401,9 @@ export class DecoderModel<C extends object = Record<string, unknown>> {
    */
   async *generate(prompt: string | ArrayLike<number>, options: GenerateOptions = {}): AsyncGenerator<GenerationStep, void, undefined> {
     const fn = 'model.generate';
-    const opts = checkOptions(fn, options, ['maxNewTokens', 'temperature', 'topK', 'seed', 'outputAttentions']);
+    const opts = checkOptions(fn, options, ['maxNewTokens', 'temperature', 'topK', 'seed', 'outputAttentions', 'headMask']);
     const maxNew = optInt(fn, opts, 'maxNewTokens', 64, 1, this.#dims.positions);
+    const maskPlan = stackPlan(fn, opts, { headMask: 'headMask' }, false, { layers: this.#dims.layers, heads: this.#dims.heads, valueDim: this.#dims.headDim }, 1, 1);
     const temperature = opts.temperature === undefined ? 1 : opts.temperature;
     if (typeof temperature !== 'number' || !Number.isFinite(temperature) || temperature < 0) {
       throw new RangeError(`${fn}: options.temperature must be a finite number >= 0 (0 = greedy), got ${describe(opts.temperature)}`);
@@ -408,11 +434,12 @@ export class DecoderModel<C extends object = Record<string, unknown>> {
     try {
       const pIds = scope.i32(x, `ids [${L}]`);
       const pLogits = scope.alloc(4 * V, `logits [${V}]`);
+      const iv = toWasm(scope, maskPlan).arg; // a head mask alone: the same for every step
       // prefill needs [NL, H, L, L]; each later step [NL, H, L + k]: the largest is the prefill's
       const attFloats = want ? NL * H * Math.max(L * L, L + maxNew) : 0;
       const pAtt = want ? scope.alloc(4 * attFloats, `attentions (${attFloats} floats)`) : 0;
       h.reset();
-      let err = h.prefill(pIds, L, pLogits, pAtt, 0, 0, false);
+      let err = h.prefill(pIds, L, pLogits, pAtt, 0, 0, false, iv);
       if (err) throw wasmError(fn, err);
       // rows[l] = [H, Lk] from the buffer: the last query row of each layer and head
       const rows = (Lq: number, Lk: number): Tensor[] => {
@@ -440,7 +467,7 @@ export class DecoderModel<C extends object = Record<string, unknown>> {
         yield step;
         if (last || !this.#generation.holds(ticket)) break;  // done, or superseded (buffers freed)
         if (this.#tracked.released) throw new Error(`${fn}: the model was disposed during generation`);
-        err = this.#handle(fn).step(token, pLogits, pAtt);
+        err = this.#handle(fn).step(token, pLogits, pAtt, iv);
         if (err) throw wasmError(fn, err);
         if (want) attentions = rows(1, L + k + 1);
       }

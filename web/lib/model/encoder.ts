@@ -11,6 +11,7 @@ import { checkOptions, intsBelow, isNumberArray, optBool, optInt } from '../vali
 import { HeapScope, wasmError } from '../wasm/heap.js';
 import { callThreads } from '../wasm/loader.js';
 import type { EmbindHandle, QkvModule } from '../wasm/module.js';
+import { readHeadOutputs, stackPlan, toWasm, type HeadMask, type HeadPatch, type Knockout, type WasmInterventions } from './interventions.js';
 import type { Tokenizer } from './tokenizer.js';
 
 /** config.json of a BERT or DistilBERT checkpoint (Hugging Face keys); other keys are kept. */
@@ -37,6 +38,14 @@ export interface EncoderForwardOptions {
   tokenTypeIds?: ArrayLike<number>;
   /** 1 = a real token, 0 = padding no token may attend to (its own outputs are still computed); default all 1. */
   attentionMask?: ArrayLike<number>;
+  /** Multiplies each head's attention probabilities, [numHeads] or [numLayers, numHeads] (HF head_mask; docs/interventions.md). */
+  headMask?: HeadMask;
+  /** Attention knockout: per entry, the layer's (chosen heads') query -> key edges get score -inf. */
+  knockout?: Knockout[];
+  /** Also return every layer's per-head outputs [1, H, L, head_dim] (before the output projection). */
+  outputHeadOutputs?: boolean;
+  /** Replaces heads' output rows during the forward (activation patching). */
+  patchHeadOutputs?: HeadPatch[];
 }
 
 export interface EncoderForwardResult {
@@ -44,6 +53,8 @@ export interface EncoderForwardResult {
   logits: Tensor;
   /** One per layer, each [1, H, L, L] (softmax probabilities, bidirectional), like HF output_attentions. */
   attentions?: Tensor[];
+  /** With outputHeadOutputs: one per layer, [1, H, L, head_dim], what enters the output projection. */
+  headOutputs?: Tensor[];
 }
 
 export interface FillMaskOptions {
@@ -65,6 +76,8 @@ export interface FillMaskPrediction {
 /** The EncoderModel binding (wasm/bindings_encoder.cpp). */
 export interface WasmEncoder extends EmbindHandle {
   forward(ids: number, B: number, L: number, types: number, mask: number, logits: number, attentions: number): string;
+  /** forward with head interventions (B = 1). */
+  forwardWith(ids: number, B: number, L: number, types: number, mask: number, logits: number, attentions: number, iv: WasmInterventions): string;
   setThreads(threads: number): void;
   architecture(): string;
 }
@@ -145,8 +158,9 @@ export class EncoderModel {
    */
   async forward(ids: ArrayLike<number>, options: EncoderForwardOptions = {}): Promise<EncoderForwardResult> {
     const fn = 'model.forward';
-    const opts = checkOptions(fn, options, ['outputAttentions', 'tokenTypeIds', 'attentionMask']);
+    const opts = checkOptions(fn, options, ['outputAttentions', 'tokenTypeIds', 'attentionMask', 'headMask', 'knockout', 'outputHeadOutputs', 'patchHeadOutputs']);
     const want = optBool(fn, opts, 'outputAttentions', false);
+    const wantHO = optBool(fn, opts, 'outputHeadOutputs', false);
     const h = this.#handle(fn);
     const V = this.config.vocab_size;
     const x = this.#ids(fn, ids);
@@ -164,16 +178,21 @@ export class EncoderModel {
     }
     const NL = this.layers;
     const H = this.heads;
+    const hidden = Number(this.architecture === 'bert' ? this.config.hidden_size : this.config.dim);
+    const names = { headMask: 'headMask', knockout: 'knockout', patch: 'patchHeadOutputs' };
+    const plan = stackPlan(fn, opts, names, wantHO, { layers: NL, heads: H, valueDim: hidden / H }, L, L);
     const scope = new HeapScope(this.#m, fn);
     try {
+      const iv = toWasm(scope, plan);
       const pIds = scope.i32(x, `ids [${L}]`);
       const pTypes = types ? scope.i32(types, `tokenTypeIds [${L}]`) : 0;
       const pMask = mask ? scope.u8(mask, `attentionMask [${L}]`) : 0;
       const pLogits = scope.alloc(4 * L * V, `logits ${fmtShape([1, L, V])}`);
       const pAtt = want ? scope.alloc(4 * NL * H * L * L, `attentions ${fmtShape([NL, 1, H, L, L])}`) : 0;
-      const err = h.forward(pIds, 1, L, pTypes, pMask, pLogits, pAtt);
+      const err = plan ? h.forwardWith(pIds, 1, L, pTypes, pMask, pLogits, pAtt, iv.arg) : h.forward(pIds, 1, L, pTypes, pMask, pLogits, pAtt);
       if (err) throw wasmError(fn, err);
       const result: EncoderForwardResult = { logits: new Tensor(scope.read(pLogits, L * V), [1, L, V]) };
+      if (plan && iv.outputs) result.headOutputs = readHeadOutputs(scope, iv.outputs, plan);
       if (want) {
         const per = H * L * L;
         result.attentions = [];

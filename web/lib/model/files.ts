@@ -7,6 +7,7 @@
  */
 import { describe } from '../errors.js';
 import { dynamicImport, isNode } from '../platform.js';
+import { INDEX_FILE, type ShardedWeights } from './shards.js';
 import { readTokenizerFiles, type TokenizerFiles } from './tokenizers/from-files.js';
 
 /** config.json of a GPT-2-family model (Hugging Face keys); other keys are kept as they are. */
@@ -37,6 +38,8 @@ export interface ModelFiles {
   tokenizerConfig?: object | string;
   /** vocab.txt's text: a BERT WordPiece tokenizer. */
   vocabTxt?: string;
+  /** chat_template.jinja's text (a chat template kept apart from tokenizer_config.json). */
+  chatTemplate?: string;
 }
 
 /** Where a model is: a folder (URL, or a path in Node) holding its files, or the files themselves. */
@@ -55,14 +58,23 @@ export interface ByteStream {
 /** The files of one model, read (the weights as a stream). */
 export interface RawFiles {
   configText: string;
-  weights: ByteStream;
+  /** model.safetensors as a stream, or a sharded checkpoint's index and shards. */
+  weights: ByteStream | ShardedWeights;
   /** The tokenizer files found (none for a byte-level model). */
   tokenizer: TokenizerFiles;
   where: string;
 }
 
 /** Opens `name` in a folder (URL or path) as a stream; null when absent and optional. */
-type Opener = (name: string, optional: boolean) => Promise<ByteStream | null>;
+export type Opener = (name: string, optional: boolean) => Promise<ByteStream | null>;
+
+/** A folder of model files: how to open one, and a file's size without reading it (for shards). */
+export interface Folder {
+  open: Opener;
+  size: (name: string) => Promise<number | undefined>;
+  /** The folder, for messages. */
+  where: string;
+}
 
 /** Bytes asked for per read when the stream lets us bring our own buffer. */
 const READ_BYTES = 1 << 20;
@@ -112,9 +124,18 @@ async function* blobChunks(blob: Blob): AsyncGenerator<Uint8Array> {
   }
 }
 
-async function nodeOpener(dir: string, signal: AbortSignal | undefined): Promise<Opener> {
+/** A folder on disk (Node). */
+export async function nodeFolder(dir: string, signal: AbortSignal | undefined): Promise<Folder> {
   const [fs, fsp, path] = await Promise.all([dynamicImport('node:fs'), dynamicImport('node:fs/promises'), dynamicImport('node:path')]);
-  return async (name, optional) => {
+  const size = async (name: string) => {
+    const file = path.join(dir, name);
+    try {
+      return (await fsp.stat(file)).size;
+    } catch (e) {
+      throw new Error(`cannot read ${file}: ${(e as Error).message}`);
+    }
+  };
+  const open: Opener = async (name, optional) => {
     const file = path.join(dir, name);
     let size: number;
     try {
@@ -136,10 +157,24 @@ async function nodeOpener(dir: string, signal: AbortSignal | undefined): Promise
     }
     return { total: size, chunks: chunks(), where: file };
   };
+  return { open, size, where: dir };
 }
 
-function fetchOpener(base: URL, signal: AbortSignal | undefined): Opener {
-  return async (name, optional) => {
+/** A folder by URL (fetch). */
+function fetchFolder(base: URL, signal: AbortSignal | undefined): Folder {
+  const size = async (name: string) => {
+    const url = new URL(name, base);
+    let res: Response;
+    try {
+      res = await fetch(url, { method: 'HEAD', signal });
+    } catch (e) {
+      if (signal?.aborted) throw signal.reason;
+      throw new Error(`cannot fetch ${url.href}: ${(e as Error).message}`);
+    }
+    if (!res.ok) throw new Error(`HEAD ${url.href} failed: HTTP ${res.status} ${res.statusText}`);
+    return contentLength(res);
+  };
+  const open: Opener = async (name, optional) => {
     const url = new URL(name, base);
     let res: Response;
     try {
@@ -152,10 +187,7 @@ function fetchOpener(base: URL, signal: AbortSignal | undefined): Opener {
       if (optional && res.status === 404) return null;
       throw new Error(`loadModel: fetching ${url.href} failed: HTTP ${res.status} ${res.statusText}`);
     }
-    // Content-Length counts the bytes on the wire: the file's size only without Content-Encoding
-    const length = Number(res.headers.get('content-length') ?? NaN);
-    const encoding = (res.headers.get('content-encoding') ?? 'identity').toLowerCase();
-    const total = Number.isSafeInteger(length) && length >= 0 && encoding === 'identity' ? length : undefined;
+    const total = contentLength(res);
     if (!res.body) return { total: 0, chunks: (async function* () {})(), where: url.href };
     const body = res.body;
     async function* chunks(): AsyncGenerator<Uint8Array> {
@@ -168,6 +200,27 @@ function fetchOpener(base: URL, signal: AbortSignal | undefined): Opener {
     }
     return { total, chunks: chunks(), where: url.href };
   };
+  return { open, size, where: base.href };
+}
+
+/** A response's body size when its headers tell it: Content-Length counts the bytes on the wire, the file's size only without Content-Encoding. */
+function contentLength(res: Response): number | undefined {
+  const length = Number(res.headers.get('content-length') ?? NaN);
+  const encoding = (res.headers.get('content-encoding') ?? 'identity').toLowerCase();
+  return Number.isSafeInteger(length) && length >= 0 && encoding === 'identity' ? length : undefined;
+}
+
+/** A folder of Blobs by file name (the browser's Hub cache): absent names are absent files. */
+export function blobFolder(blobs: Map<string, Blob>, where: string): Folder {
+  const open: Opener = async (name, optional) => {
+    const b = blobs.get(name);
+    if (!b) {
+      if (optional) return null;
+      throw new Error(`loadModel: ${where} has no ${name}`);
+    }
+    return { total: b.size, chunks: blobChunks(b), where: `${where}/${name}` };
+  };
+  return { open, size: async (name) => blobs.get(name)?.size, where };
 }
 
 /** All of a (small) stream's bytes. */
@@ -196,23 +249,23 @@ function folderUrl(s: string | URL): URL {
 
 /**
  * Reads a folder's config.json and tokenizer files, and opens its model.safetensors as a
- * stream (not read yet). `signal` aborts the reads.
+ * stream (not read yet), or its model.safetensors.index.json and the shards it names.
+ * `signal` aborts the reads.
  */
 export async function readFolder(source: string | URL, signal?: AbortSignal): Promise<RawFiles> {
-  let open: Opener;
-  let where: string;
   const isFileUrl = source instanceof URL ? source.protocol === 'file:' : /^file:/i.test(source);
   const isHttp = source instanceof URL ? /^https?:$/.test(source.protocol) : /^https?:\/\//i.test(source);
   if (isNode && !isHttp) {
     const { fileURLToPath } = await dynamicImport('node:url');
     const dir = isFileUrl ? fileURLToPath(source) : String(source);
-    open = await nodeOpener(dir, signal);
-    where = dir;
-  } else {
-    const base = folderUrl(source);
-    open = fetchOpener(base, signal);
-    where = base.href;
+    return readFromFolder(await nodeFolder(dir, signal));
   }
+  return readFromFolder(fetchFolder(folderUrl(source), signal));
+}
+
+/** {@link readFolder} over any {@link Folder}. */
+export async function readFromFolder(folder: Folder): Promise<RawFiles> {
+  const { open, where } = folder;
   const read = async (name: string, optional: boolean) => {
     const s = await open(name, optional);
     return s ? readAll(s) : null;
@@ -223,7 +276,16 @@ export async function readFolder(source: string | URL, signal?: AbortSignal): Pr
   const byteLevel = config.vocab_size === 256 && !(config.qkv && (config.qkv as { tokenizer?: string }).tokenizer === 'bpe');
   const tokenizer = byteLevel ? {} : await readTokenizerFiles((name) => read(name, true), config.model_type);
   // the big one last: its errors (a missing file) come after the small files', and the loader reads it
-  const weights = (await open('model.safetensors', false))!;
+  const single = await open('model.safetensors', true);
+  if (single) return { configText, weights: single, tokenizer, where };
+  const index = await read(INDEX_FILE, true);
+  if (!index) throw new Error(`loadModel: ${where} has neither model.safetensors nor ${INDEX_FILE} (a sharded checkpoint)`);
+  const weights: ShardedWeights = {
+    indexText: new TextDecoder('utf-8').decode(index),
+    where: `${where}/${INDEX_FILE}`,
+    size: folder.size,
+    open: async (name) => (await open(name, false))!,
+  };
   return { configText, weights, tokenizer, where };
 }
 
@@ -243,8 +305,8 @@ export function parseConfig(text: string, where: string): GPT2Config {
 export function filesFromObject(files: ModelFiles): RawFiles {
   const keys = Object.keys(files);
   for (const k of keys) {
-    if (!['config', 'weights', 'vocab', 'merges', 'tokenizer', 'tokenizerConfig', 'vocabTxt'].includes(k)) {
-      throw new TypeError(`loadModel: unknown key '${k}' in source (expected config, weights, vocab?, merges?, tokenizer?, tokenizerConfig?, vocabTxt?)`);
+    if (!['config', 'weights', 'vocab', 'merges', 'tokenizer', 'tokenizerConfig', 'vocabTxt', 'chatTemplate'].includes(k)) {
+      throw new TypeError(`loadModel: unknown key '${k}' in source (expected config, weights, vocab?, merges?, tokenizer?, tokenizerConfig?, vocabTxt?, chatTemplate?)`);
     }
   }
   let configText: string;
@@ -281,6 +343,7 @@ function tokenizerFilesFromObject(files: ModelFiles): TokenizerFiles {
     tokenizerJson: jsonFile(files.tokenizer, 'tokenizer', 'tokenizer.json'),
     tokenizerConfig: jsonFile(files.tokenizerConfig, 'tokenizerConfig', 'tokenizer_config.json'),
     vocabTxt: textFile(files.vocabTxt, 'vocabTxt', 'vocab.txt'),
+    chatTemplate: textFile(files.chatTemplate, 'chatTemplate', 'chat_template.jinja'),
   };
   for (const k of Object.keys(out) as (keyof TokenizerFiles)[]) if (out[k] === undefined) delete out[k];
   return out;

@@ -16,8 +16,10 @@ export {
   type Seq2SeqConfig, type Seq2SeqForwardOptions, type Seq2SeqForwardResult, type Seq2SeqGenerateOptions, type Seq2SeqStep,
 } from './seq2seq.js';
 export type { GPT2Config, ModelFiles, ModelSource } from './files.js';
+export type { HeadMask, HeadPatch, Knockout } from './interventions.js';
 export {
-  ByteTokenizer, BpeTokenizer, HfTokenizer, bytesToUnicode, GPT2_PATTERN, tokenizerFromFiles,
+  ByteTokenizer, BpeTokenizer, HfTokenizer, bytesToUnicode, GPT2_PATTERN, tokenizerFromFiles, loadChatTemplateEngine,
   type Tokenizer, type TokenizerKind, type TokenizerFiles, type EncodeOptions, type DecodeOptions,
-  type EncodedPair, type SpecialTokenIds,
+  type EncodedPair, type SpecialTokenIds, type ChatMessage, type ChatTemplateOptions, type BpeOptions,
 } from './tokenizer.js';
+export { clearHubCache, hubCacheDir } from './hub/index.js';

@@ -1,6 +1,6 @@
 /**
  * `loadModel(source, options)`: reads a Hugging Face checkpoint (config.json + model.safetensors
- * [+ tokenizer files]) into the wasm module and returns the model its config.json's model_type
+ * or its shards [+ tokenizer files]; a folder, a Hub id or the files) into the wasm module and returns the model its config.json's model_type
  * names: GPT2Model for gpt2 (or no model_type), LlamaModel for llama, mistral, qwen2, qwen3, gemma3_text, gemma3,
  * EncoderModel for bert, distilbert, Seq2SeqModel for bart.
  * model.safetensors streams straight into one wasm buffer, which the model then owns (its
@@ -18,10 +18,12 @@ import {
   type ByteStream, type GPT2Config, type ModelSource, type RawFiles,
 } from './files.js';
 import { modelModule, type ModelModule, type WasmDecoder } from './decoder.js';
+import { streamShards, type ShardedWeights } from './shards.js';
 import { GPT2Model } from './gpt2.js';
 import { LLAMA_FAMILY, LlamaModel, textConfigOf, type LlamaConfig } from './llama.js';
 import { Seq2SeqModel, seq2seqModule, type Seq2SeqConfig } from './seq2seq.js';
-import { ByteTokenizer, tokenizerFromFiles, type Tokenizer } from './tokenizer.js';
+import { ByteTokenizer, HfTokenizer, loadChatTemplateEngine, tokenizerFromFiles, type Tokenizer } from './tokenizer.js';
+import { isHubId, readHub } from './hub/index.js';
 
 /**
  * The tokenizer the files describe (tokenizer.json, vocab.json + merges.txt, or vocab.txt:
@@ -57,11 +59,18 @@ function makeTokenizer(config: GPT2Config, raw: RawFiles, optional: boolean): To
 /** How the weights are held: as stored in the file, or converted on load. */
 export type WeightsOption = 'auto' | 'f32' | 'f16' | 'int8';
 
-/** Progress of a load: bytes of `file` read so far, of `total` (undefined when not known in advance). */
+/**
+ * Progress of a load: bytes of `file` read so far, of `total` (undefined when not known in
+ * advance). A sharded checkpoint counts all its shards as one: `loaded` and `total` sum them,
+ * `file` names the shard being read. `stage` 'download': a Hub file arriving into the cache
+ * (each file in turn: config.json, the tokenizer files, the weights); 'load': the weights read
+ * into memory (after a download, again from the cache).
+ */
 export interface LoadProgress {
   loaded: number;
   total: number | undefined;
   file: string;
+  stage: 'download' | 'load';
 }
 
 export interface LoadOptions {
@@ -72,8 +81,10 @@ export interface LoadOptions {
    * ggml's q8_0): about a quarter of F32's memory and of the bytes read per generated token.
    */
   weights?: WeightsOption;
-  /** Called as model.safetensors arrives, after each chunk (file: 'model.safetensors'). */
+  /** Called as model.safetensors (or a shard) arrives, after each chunk; for a Hub id, as each file downloads too. */
   onProgress?: (progress: LoadProgress) => void;
+  /** A Hub id's branch, tag or commit hash (default 'main'); only for a Hub id. */
+  revision?: string;
   /** Aborts the download and the load (the promise rejects with signal.reason). */
   signal?: AbortSignal;
 }
@@ -85,10 +96,9 @@ const WEIGHTS: readonly WeightsOption[] = ['auto', 'f32', 'f16', 'int8'];
  * The buffer is freed here on any error or abort (afterwards it is GPT2Model.create's).
  */
 async function streamIntoWasm(
-  m: QkvModule, mm: ModelModule, s: ByteStream, name: string, options: LoadOptions,
+  m: QkvModule, mm: ModelModule, w: ByteStream | ShardedWeights, name: string, options: LoadOptions,
 ): Promise<{ ptr: number; size: number }> {
   const fn = 'loadModel';
-  const progress = (loaded: number) => options.onProgress?.({ loaded, total: s.total, file: name });
   const alloc = (bytes: number) => {
     const ptr = bytes > MAX_HEAP_BYTES ? 0 : mm.modelFileAlloc(bytes) >>> 0;
     if (!ptr) {
@@ -96,6 +106,12 @@ async function streamIntoWasm(
     }
     return ptr;
   };
+  if ('indexText' in w) {
+    const sink = { alloc, free: (p: number) => mm.modelFileFree(p), heap: () => heapU8(m) };
+    return streamShards(w, sink, options.signal, (loaded, total, file) => options.onProgress?.({ loaded, total, file, stage: 'load' }));
+  }
+  const s = w;
+  const progress = (loaded: number) => options.onProgress?.({ loaded, total: s.total, file: name, stage: 'load' });
   if (s.total === undefined) {
     // size unknown in advance (a compressed response): gather the chunks, then one copy in
     const bytes = await readAll({ ...s, chunks: withProgress(s.chunks, progress, options.signal) });
@@ -169,17 +185,21 @@ async function loadEncoder(
  * (config.json's model_type "bert" / "distilbert", tokenizer from vocab.txt or tokenizer.json);
  * or (model_type "bart") an encoder-decoder.
  *
- * `source`: a folder holding config.json, model.safetensors and, for a BPE model, vocab.json
- * and merges.txt — as a URL (fetched; relative URLs resolve against the page) or, in Node,
- * a file path or file: URL — or the files themselves: `{ config, weights, vocab?, merges? }`
- * (weights: an ArrayBuffer, a typed array or a Blob / File).
- * `options`: `weights` ('auto' | 'f32' | 'f16' | 'int8'), `onProgress`, `signal` ({@link LoadOptions}).
+ * `source`: a folder holding config.json, model.safetensors (or model.safetensors.index.json
+ * and its shards, read as one file: shards.ts) and the tokenizer files — as a URL (fetched;
+ * relative URLs resolve against the page) or, in Node, a file path or file: URL — or a Hugging
+ * Face Hub id 'owner/name' (from env.hubUrl, cached: Cache Storage in browsers, Hugging Face's
+ * cache layout in Node; hub/, docs/hub.md) — or the files themselves: `{ config, weights,
+ * vocab?, merges?, tokenizer?, tokenizerConfig?, vocabTxt?, chatTemplate? }` (weights: an
+ * ArrayBuffer, a typed array or a Blob / File).
+ * `options`: `weights` ('auto' | 'f32' | 'f16' | 'int8'), `onProgress`, `signal`, `revision`
+ * (a Hub id's branch, tag or commit) ({@link LoadOptions}).
  * Every tensor is checked against the file and the config; damage is an Error naming the
  * tensor and the numbers.
  */
 export async function loadModel(source: ModelSource, options: LoadOptions = {}): Promise<Model> {
   const fn = 'loadModel';
-  const opts = checkOptions(fn, options, ['weights', 'onProgress', 'signal']) as LoadOptions;
+  const opts = checkOptions(fn, options, ['weights', 'onProgress', 'signal', 'revision']) as LoadOptions;
   const weights = opts.weights ?? 'auto';
   if (!WEIGHTS.includes(weights)) {
     throw new TypeError(`${fn}: options.weights must be ${WEIGHTS.map((w) => `'${w}'`).join(', ')}, got ${describe(opts.weights)}`);
@@ -187,8 +207,15 @@ export async function loadModel(source: ModelSource, options: LoadOptions = {}):
   optFunction(fn, opts as Record<string, unknown>, 'onProgress');
   const signal = optSignal(fn, opts as Record<string, unknown>);
   signal?.throwIfAborted();
+  if (opts.revision !== undefined && (typeof opts.revision !== 'string' || opts.revision === '')) {
+    throw new TypeError(`${fn}: options.revision must be a branch, tag or commit hash (a non-empty string), got ${describe(opts.revision)}`);
+  }
   let raw: RawFiles;
-  if (typeof source === 'string' || source instanceof URL) {
+  if (typeof source === 'string' && (await isHubId(source))) {
+    raw = await readHub(source, { revision: opts.revision, signal, onProgress: opts.onProgress });
+  } else if (opts.revision !== undefined) {
+    throw new TypeError(`${fn}: options.revision is only for a Hub id ('owner/name'), and source is ${describe(source)}`);
+  } else if (typeof source === 'string' || source instanceof URL) {
     if (source === '') throw new TypeError('loadModel: source is an empty string');
     raw = await readFolder(source, signal);
   } else if (source && typeof source === 'object') {
@@ -211,6 +238,7 @@ export async function loadModel(source: ModelSource, options: LoadOptions = {}):
   // a Llama-family folder without tokenizer files loads with tokenizer null (ids in and out)
   // (gemma3: the vocabulary is text_config's)
   const tokenizer = makeTokenizer(llama ? textConfigOf(config as unknown as LlamaConfig) as unknown as GPT2Config : config, raw, llama);
+  if (tokenizer instanceof HfTokenizer && tokenizer.hasChatTemplate) await loadChatTemplateEngine();  // applyChatTemplate is then synchronous
 
   const m = await loadModule();
   signal?.throwIfAborted();

@@ -13,6 +13,7 @@ import { HeapScope, wasmError } from '../wasm/heap.js';
 import { callThreads } from '../wasm/loader.js';
 import type { EmbindHandle, QkvModule } from '../wasm/module.js';
 import { GenerationSlot, once } from './generation.js';
+import { readHeadOutputs, stackPlan, toWasm, type HeadMask, type HeadPatch, type Knockout, type StackPlan, type WasmInterventions } from './interventions.js';
 import type { Tokenizer } from './tokenizer.js';
 
 /** config.json of a BART-layout model (Hugging Face keys); other keys are kept as they are. */
@@ -37,6 +38,24 @@ export interface Seq2SeqForwardOptions {
   decoderInputIds?: ArrayLike<number>;
   /** Also return the three kinds of attention, every layer (default false). */
   outputAttentions?: boolean;
+  /**
+   * Head masks, one per attention kind, as Hugging Face names them (head_mask,
+   * decoder_head_mask, cross_attn_head_mask): [numHeads] or [numLayers, numHeads], multiplying
+   * each head's attention probabilities (docs/interventions.md).
+   */
+  headMask?: HeadMask;
+  decoderHeadMask?: HeadMask;
+  crossAttnHeadMask?: HeadMask;
+  /** Attention knockout in the encoder's self-attention, the decoder's, and the cross-attention. */
+  knockout?: Knockout[];
+  decoderKnockout?: Knockout[];
+  crossAttnKnockout?: Knockout[];
+  /** Also return every layer's per-head outputs of the three kinds (encoderHeadOutputs, decoderHeadOutputs, crossHeadOutputs). */
+  outputHeadOutputs?: boolean;
+  /** Activation patching of the encoder's, the decoder's and the cross-attention's head outputs. */
+  patchHeadOutputs?: HeadPatch[];
+  decoderPatchHeadOutputs?: HeadPatch[];
+  crossAttnPatchHeadOutputs?: HeadPatch[];
 }
 
 export interface Seq2SeqForwardResult {
@@ -48,6 +67,10 @@ export interface Seq2SeqForwardResult {
   decoderAttentions?: Tensor[];
   /** One per decoder layer, [1, H, Lt, Ls]: decoder queries over the encoder's positions. */
   crossAttentions?: Tensor[];
+  /** With outputHeadOutputs: per layer [1, H, Ls, head_dim] (encoder), [1, H, Lt, head_dim] (decoder self, cross). */
+  encoderHeadOutputs?: Tensor[];
+  decoderHeadOutputs?: Tensor[];
+  crossHeadOutputs?: Tensor[];
 }
 
 export interface Seq2SeqGenerateOptions {
@@ -61,6 +84,10 @@ export interface Seq2SeqGenerateOptions {
   seed?: number;
   /** Give each step the attentions (default false). */
   outputAttentions?: boolean;
+  /** Head masks of the three attention kinds, for the whole generation (as {@link Seq2SeqForwardOptions.headMask}). */
+  headMask?: HeadMask;
+  decoderHeadMask?: HeadMask;
+  crossAttnHeadMask?: HeadMask;
 }
 
 /** One generated token. */
@@ -86,9 +113,10 @@ export interface Seq2SeqStep {
 
 /** The Seq2SeqModel binding (wasm/bindings_seq2seq.cpp). */
 export interface WasmSeq2Seq extends EmbindHandle {
-  forward(src: number, Ls: number, tgt: number, Lt: number, logits: number, enc: number, dec: number, cross: number): string;
-  begin(src: number, Ls: number, enc: number): string;
-  step(id: number, logits: number, self: number, cross: number): string;
+  forward(src: number, Ls: number, tgt: number, Lt: number, logits: number, enc: number, dec: number, cross: number,
+    ivEnc: WasmInterventions, ivDec: WasmInterventions, ivCross: WasmInterventions): string;
+  begin(src: number, Ls: number, enc: number, ivEnc: WasmInterventions): string;
+  step(id: number, logits: number, self: number, cross: number, ivDec: WasmInterventions, ivCross: WasmInterventions): string;
   position(): number;
   setThreads(threads: number): void;
   decoderStartTokenId(): number;
@@ -121,6 +149,14 @@ function perLayer(all: Float32Array, NL: number, H: number, Lq: number, Lk: numb
   }
   return out;
 }
+
+/** The three attention stacks' option names, as Hugging Face's head masks. */
+const STACKS = {
+  encoder: { headMask: 'headMask', knockout: 'knockout', patch: 'patchHeadOutputs' },
+  decoder: { headMask: 'decoderHeadMask', knockout: 'decoderKnockout', patch: 'decoderPatchHeadOutputs' },
+  cross: { headMask: 'crossAttnHeadMask', knockout: 'crossAttnKnockout', patch: 'crossAttnPatchHeadOutputs' },
+} as const;
+const INTERVENTION_OPTIONS = Object.values(STACKS).flatMap((n) => [n.headMask, n.knockout, n.patch]);
 
 /** A loaded encoder-decoder. Holds wasm memory: call {@link Seq2SeqModel.dispose} when done. */
 export class Seq2SeqModel {
@@ -182,25 +218,36 @@ export class Seq2SeqModel {
    */
   async forward(input: string | ArrayLike<number>, options: Seq2SeqForwardOptions = {}): Promise<Seq2SeqForwardResult> {
     const fn = 'model.forward';
-    const opts = checkOptions(fn, options, ['decoderInputIds', 'outputAttentions']);
+    const opts = checkOptions(fn, options, ['decoderInputIds', 'outputAttentions', 'outputHeadOutputs', ...INTERVENTION_OPTIONS]);
     const want = optBool(fn, opts, 'outputAttentions', false);
+    const wantHO = optBool(fn, opts, 'outputHeadOutputs', false);
     const h = this.#handle(fn);
     const src = this.#input(fn, input);
     const tgt = this.#ids(fn, opts.decoderInputIds ?? [this.config.decoder_start_token_id], 'options.decoderInputIds');
     const Ls = src.length, Lt = tgt.length;
     const c = this.config;
     const V = c.vocab_size, NE = c.encoder_layers, HE = c.encoder_attention_heads, ND = c.decoder_layers, HD = c.decoder_attention_heads;
+    const enc = { layers: NE, heads: HE, valueDim: c.d_model / HE };
+    const dec = { layers: ND, heads: HD, valueDim: c.d_model / HD };
+    const plans: [StackPlan | null, StackPlan | null, StackPlan | null] = [
+      stackPlan(fn, opts, STACKS.encoder, wantHO, enc, Ls, Ls),
+      stackPlan(fn, opts, STACKS.decoder, wantHO, dec, Lt, Lt),
+      stackPlan(fn, opts, STACKS.cross, wantHO, dec, Lt, Ls),
+    ];
     const scope = new HeapScope(this.#m, fn);
     try {
+      const ivs = plans.map((p) => toWasm(scope, p));
       const pSrc = scope.i32(src, `input [${Ls}]`);
       const pTgt = scope.i32(tgt, `decoderInputIds [${Lt}]`);
       const pLogits = scope.alloc(4 * Lt * V, `logits ${fmtShape([1, Lt, V])}`);
       const pEnc = want ? scope.alloc(4 * NE * HE * Ls * Ls, `encoder attentions ${fmtShape([NE, 1, HE, Ls, Ls])}`) : 0;
       const pDec = want ? scope.alloc(4 * ND * HD * Lt * Lt, `decoder attentions ${fmtShape([ND, 1, HD, Lt, Lt])}`) : 0;
       const pCross = want ? scope.alloc(4 * ND * HD * Lt * Ls, `cross attentions ${fmtShape([ND, 1, HD, Lt, Ls])}`) : 0;
-      const err = h.forward(pSrc, Ls, pTgt, Lt, pLogits, pEnc, pDec, pCross);
+      const err = h.forward(pSrc, Ls, pTgt, Lt, pLogits, pEnc, pDec, pCross, ivs[0].arg, ivs[1].arg, ivs[2].arg);
       if (err) throw wasmError(fn, err);
       const result: Seq2SeqForwardResult = { logits: new Tensor(scope.read(pLogits, Lt * V), [1, Lt, V]) };
+      const outs = plans.map((p, i) => (p && ivs[i].outputs ? readHeadOutputs(scope, ivs[i].outputs, p) : undefined));
+      if (wantHO) [result.encoderHeadOutputs, result.decoderHeadOutputs, result.crossHeadOutputs] = outs;
       if (want) {
         result.encoderAttentions = perLayer(scope.read(pEnc, NE * HE * Ls * Ls), NE, HE, Ls, Ls, true);
         result.decoderAttentions = perLayer(scope.read(pDec, ND * HD * Lt * Lt), ND, HD, Lt, Lt, true);
@@ -223,7 +270,7 @@ export class Seq2SeqModel {
   async *generate(input: string | ArrayLike<number>, options: Seq2SeqGenerateOptions = {}): AsyncGenerator<Seq2SeqStep, void, undefined> {
     const fn = 'model.generate';
     const c = this.config;
-    const opts = checkOptions(fn, options, ['maxNewTokens', 'temperature', 'topK', 'seed', 'outputAttentions']);
+    const opts = checkOptions(fn, options, ['maxNewTokens', 'temperature', 'topK', 'seed', 'outputAttentions', 'headMask', 'decoderHeadMask', 'crossAttnHeadMask']);
     const maxNew = optInt(fn, opts, 'maxNewTokens', c.max_position_embeddings, 1, c.max_position_embeddings);
     const temperature = opts.temperature === undefined ? 0 : opts.temperature;
     if (typeof temperature !== 'number' || !Number.isFinite(temperature) || temperature < 0) {
@@ -233,6 +280,11 @@ export class Seq2SeqModel {
     const seed = optInt(fn, opts, 'seed', Math.floor(Math.random() * 2 ** 32), 0, Number.MAX_SAFE_INTEGER);
     const want = optBool(fn, opts, 'outputAttentions', false);
     const src = this.#input(fn, input);
+    const masks = [STACKS.encoder, STACKS.decoder, STACKS.cross].map((names, i) => {
+      const heads = i === 0 ? c.encoder_attention_heads : c.decoder_attention_heads;
+      const shape = { layers: i === 0 ? c.encoder_layers : c.decoder_layers, heads, valueDim: c.d_model / heads };
+      return stackPlan(fn, opts, { headMask: names.headMask }, false, shape, 1, 1);
+    });
     const h = this.#handle(fn);
     const Ls = src.length;
     const V = c.vocab_size, NE = c.encoder_layers, HE = c.encoder_attention_heads, ND = c.decoder_layers, HD = c.decoder_attention_heads;
@@ -251,15 +303,16 @@ export class Seq2SeqModel {
       const pEnc = want ? scope.alloc(4 * NE * HE * Ls * Ls, `encoder attentions ${fmtShape([NE, HE, Ls, Ls])}`) : 0;
       const pSelf = want ? scope.alloc(4 * ND * HD * maxNew, `decoder attentions ${fmtShape([ND, HD, maxNew])}`) : 0;
       const pCross = want ? scope.alloc(4 * ND * HD * Ls, `cross attentions ${fmtShape([ND, HD, Ls])}`) : 0;
+      const [ivEnc, ivDec, ivCross] = masks.map((p) => toWasm(scope, p).arg); // head masks alone
       // encoder + cross K/V, once for this input
-      let err = h.begin(pSrc, Ls, pEnc);
+      let err = h.begin(pSrc, Ls, pEnc, ivEnc);
       if (err) throw wasmError(fn, err);
       const encoderAttentions = want ? perLayer(scope.read(pEnc, NE * HE * Ls * Ls), NE, HE, Ls, Ls, true) : undefined;
       let token = c.decoder_start_token_id;
       for (let k = 0; k < maxNew; k++) {
         if (this.#tracked.released) throw new Error(`${fn}: the model was disposed during generation`);
         // the decoder token at position k (the start token, then the last generated) -> next-token logits
-        err = this.#handle(fn).step(token, pLogits, pSelf, pCross);
+        err = this.#handle(fn).step(token, pLogits, pSelf, pCross, ivDec, ivCross);
         if (err) throw wasmError(fn, err);
         token = sampler.sample(pLogits, V, temperature, topK);
         if (token < 0) throw wasmError(fn, this.#mm.modelLastError());

@@ -4,12 +4,13 @@
  * SentencePiece BPE, WordPiece); {@link tokenizerFromFiles} picks one from a model's files.
  */
 export { ByteTokenizer } from './tokenizers/bytes.js';
-export { BpeTokenizer, bytesToUnicode, GPT2_PATTERN } from './tokenizers/gpt2-bpe.js';
+export { BpeTokenizer, bytesToUnicode, GPT2_PATTERN, type BpeOptions } from './tokenizers/gpt2-bpe.js';
 export { HfTokenizer, type HfTokenizerFiles } from './tokenizers/hf-tokenizer.js';
 export { bertTokenizerJson, parseVocabTxt } from './tokenizers/vocab-txt.js';
 export {
   readTokenizerFiles, tokenizerFromFiles, tokenizerSearchOrder, TOKENIZER_FILE_NAMES, type TokenizerFiles,
 } from './tokenizers/from-files.js';
+export { loadChatTemplateEngine, type ChatMessage, type ChatTemplateOptions } from './tokenizers/chat-template.js';
 export type {
   DecodeOptions, EncodedPair, EncodeOptions, SpecialTokenIds, Tokenizer, TokenizerKind,
 } from './tokenizers/types.js';

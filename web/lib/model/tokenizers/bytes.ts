@@ -1,4 +1,5 @@
 /** {@link ByteTokenizer}: one token per UTF-8 byte (vocab 256), the tiny model's. */
+import { noChatTemplate } from './chat-template.js';
 import {
   bytesText, checkDecodeOptions, cleanUpTokenization, checkEncodeOptions, checkIds, checkText, NO_SPECIAL_TOKENS,
   type DecodeOptions, type EncodedPair, type EncodeOptions, type Tokenizer,
@@ -44,5 +45,9 @@ export class ByteTokenizer implements Tokenizer {
   tokenText(id: number): string {
     checkIds('tokenizer.tokenText', [id], 256);
     return bytesText(Uint8Array.of(id));
+  }
+
+  applyChatTemplate(): string {
+    throw noChatTemplate('the byte-level tokenizer');
   }
 }

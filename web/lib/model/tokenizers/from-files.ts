@@ -1,14 +1,14 @@
 /**
  * Which tokenizer a model folder's files describe, and reading them:
  *   tokenizer.json [+ tokenizer_config.json]  -> HfTokenizer (byte-level BPE, SentencePiece BPE, WordPiece)
- *   vocab.json + merges.txt                   -> GPT-2's BpeTokenizer
+ *   vocab.json + merges.txt [+ tokenizer_config.json] -> GPT-2's BpeTokenizer (add_prefix_space)
  *   vocab.txt [+ tokenizer_config.json]       -> WordPiece (BERT)
  * GPT-2 folders (model_type gpt2) look for vocab.json + merges.txt first, so GPT-2 keeps the
  * tokenizer of openai/gpt-2's encoder.py even when a tokenizer.json sits beside them.
  */
-import { BpeTokenizer } from './gpt2-bpe.js';
+import { BpeTokenizer, type BpeOptions } from './gpt2-bpe.js';
 import { HfTokenizer } from './hf-tokenizer.js';
-import { parseJson } from './json.js';
+import { Where, asBool, asObject, parseJson } from './json.js';
 import type { Tokenizer } from './types.js';
 import { bertTokenizerJson } from './vocab-txt.js';
 
@@ -24,6 +24,8 @@ export interface TokenizerFiles {
   merges?: string;
   /** vocab.txt (BERT WordPiece) */
   vocabTxt?: string;
+  /** chat_template.jinja (a chat template kept apart from tokenizer_config.json; it wins over the config's) */
+  chatTemplate?: string;
 }
 
 export const TOKENIZER_FILE_NAMES: Record<keyof TokenizerFiles, string> = {
@@ -32,6 +34,7 @@ export const TOKENIZER_FILE_NAMES: Record<keyof TokenizerFiles, string> = {
   vocabJson: 'vocab.json',
   merges: 'merges.txt',
   vocabTxt: 'vocab.txt',
+  chatTemplate: 'chat_template.jinja',
 };
 
 /** A set of files that makes one tokenizer: tokenizer.json, vocab.json + merges.txt ('bpe'), vocab.txt. */
@@ -58,19 +61,48 @@ export async function readTokenizerFiles(
   for (const set of tokenizerSearchOrder(modelType)) {
     if (set === 'bpe') {
       const [vocabJson, merges] = await Promise.all([text('vocab.json'), text('merges.txt')]);
-      if (vocabJson !== undefined || merges !== undefined) return { vocabJson, merges };
+      if (vocabJson !== undefined || merges !== undefined) {
+        // asked for only once the BPE files are there (a folder of another set never sees it asked twice)
+        const tokenizerConfig = await text('tokenizer_config.json');
+        return tokenizerConfig === undefined ? { vocabJson, merges } : { vocabJson, merges, tokenizerConfig };
+      }
     } else {
       const main = await text(set);
       if (main !== undefined) {
         const tokenizerConfig = await text('tokenizer_config.json');
-        return set === 'tokenizer.json' ? { tokenizerJson: main, tokenizerConfig } : { vocabTxt: main, tokenizerConfig };
+        if (set !== 'tokenizer.json') return { vocabTxt: main, tokenizerConfig };
+        // chat_template.jinja: where transformers now saves a template; not asked for when the config holds one
+        const chatTemplate = configHasTemplate(tokenizerConfig) ? undefined : await text('chat_template.jinja');
+        return chatTemplate === undefined ? { tokenizerJson: main, tokenizerConfig } : { tokenizerJson: main, tokenizerConfig, chatTemplate };
       }
     }
   }
   return {};
 }
 
+/** Whether tokenizer_config.json's text has a chat_template (a damaged file is reported later, by the tokenizer). */
+function configHasTemplate(configText: string | undefined): boolean {
+  if (configText === undefined) return false;
+  try {
+    const c = JSON.parse(configText) as { chat_template?: unknown };
+    return c !== null && typeof c === 'object' && c.chat_template !== undefined && c.chat_template !== null;
+  } catch {
+    return false;
+  }
+}
+
 const parsed = (v: string | object | undefined, file: string) => (typeof v === 'string' ? parseJson(v, file) : v);
+
+/**
+ * GPT2TokenizerFast's reading of tokenizer_config.json: `add_prefix_space` (false when the
+ * file or the key is absent, as GPT2Tokenizer's default).
+ */
+function bpeOptions(config: unknown, file: string): BpeOptions {
+  if (config === undefined || config === null) return {};
+  const at = new Where(file);
+  const c = asObject(config, at);
+  return { addPrefixSpace: asBool(c.add_prefix_space, at.key('add_prefix_space'), false) };
+}
 
 /**
  * The tokenizer the files describe (see the file comment for which wins), or null when there
@@ -92,7 +124,8 @@ export function tokenizerFromFiles(files: TokenizerFiles, options: { where?: str
       return new HfTokenizer({
         tokenizer: parsed(files.tokenizerJson, name('tokenizerJson')),
         config: config(),
-        names: { tokenizer: name('tokenizerJson'), config: name('tokenizerConfig') },
+        chatTemplate: files.chatTemplate,
+        names: { tokenizer: name('tokenizerJson'), config: name('tokenizerConfig'), chatTemplate: name('chatTemplate') },
       });
     }
     if (set === 'bpe' && hasBpe) {
@@ -101,7 +134,7 @@ export function tokenizerFromFiles(files: TokenizerFiles, options: { where?: str
       }
       const vocab = parsed(files.vocabJson, name('vocabJson'));
       if (typeof files.merges !== 'string') throw new TypeError(`${name('merges')}: expected the file's text`);
-      return new BpeTokenizer(vocab as Record<string, number>, files.merges);
+      return new BpeTokenizer(vocab as Record<string, number>, files.merges, bpeOptions(config(), name('tokenizerConfig')));
     }
     if (set === 'vocab.txt' && files.vocabTxt !== undefined) {
       const c = config();

@@ -2,7 +2,14 @@
  * {@link BpeTokenizer}: GPT-2's byte-level BPE from `vocab.json` + `merges.txt`, the algorithm
  * of openai/gpt-2 `encoder.py`: the regex pre-tokenizer, bytes_to_unicode, then greedy merging
  * of the lowest-ranked pair. GPT-2 adds no special tokens.
+ *
+ * `addPrefixSpace` (tokenizer_config.json's `add_prefix_space`) is GPT2TokenizerFast's, i.e.
+ * the ByteLevel pre-tokenizer's of huggingface/tokenizers: a text that does not start with a
+ * space (and is not empty) gets one before it, so its first word is split as it is mid-line
+ * (" In", not "I" "n", where the training text never had a word at the start of a line).
+ * decode keeps that space, as the ByteLevel decoder does.
  */
+import { noChatTemplate } from './chat-template.js';
 import {
   bytesText, checkDecodeOptions, cleanUpTokenization, checkEncodeOptions, checkIds, checkText, NO_SPECIAL_TOKENS,
   type DecodeOptions, type EncodedPair, type EncodeOptions, type SpecialTokenIds, type Tokenizer,
@@ -36,10 +43,18 @@ export function bytesToUnicode(): string[] {
 export const GPT2_PATTERN =
   /'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\p{White_Space}\p{L}\p{N}]+|\p{White_Space}+(?!\P{White_Space})|\p{White_Space}+/gu;
 
+/** Options of {@link BpeTokenizer}, from tokenizer_config.json. */
+export interface BpeOptions {
+  /** `add_prefix_space`: a space before a text that does not start with one (default false). */
+  addPrefixSpace?: boolean;
+}
+
 /** GPT-2's byte-level BPE tokenizer over `vocab.json` (token -> id) and `merges.txt`. */
 export class BpeTokenizer implements Tokenizer {
   readonly kind = 'bpe' as const;
   readonly vocabSize: number;
+  /** tokenizer_config.json's `add_prefix_space` (see the file comment). */
+  readonly addPrefixSpace: boolean;
   /** GPT-2's `<|endoftext|>` (BOS, EOS and UNK in HF's GPT2Tokenizer) when vocab.json has it. */
   readonly specialTokens: SpecialTokenIds;
   readonly #encoder: Map<string, number>;
@@ -52,12 +67,18 @@ export class BpeTokenizer implements Tokenizer {
   /**
    * @param vocab  the parsed vocab.json: `{ token: id }`
    * @param merges merges.txt's text: an optional `#version` line, then one `a b` pair per line
+   * @param options tokenizer_config.json's options (`add_prefix_space`)
    */
-  constructor(vocab: Record<string, number>, merges: string) {
+  constructor(vocab: Record<string, number>, merges: string, options: BpeOptions = {}) {
     if (vocab === null || typeof vocab !== 'object' || Array.isArray(vocab)) {
       throw new TypeError('BpeTokenizer: vocab must be the object of vocab.json ({ token: id })');
     }
     if (typeof merges !== 'string') throw new TypeError('BpeTokenizer: merges must be the text of merges.txt');
+    if (options === null || typeof options !== 'object') throw new TypeError(`BpeTokenizer: options must be an object, got ${String(options)}`);
+    if (options.addPrefixSpace !== undefined && typeof options.addPrefixSpace !== 'boolean') {
+      throw new TypeError(`BpeTokenizer: options.addPrefixSpace must be true or false, got ${JSON.stringify(options.addPrefixSpace)}`);
+    }
+    this.addPrefixSpace = options.addPrefixSpace ?? false;
     this.#encoder = new Map();
     let maxId = -1;
     for (const [tok, id] of Object.entries(vocab)) {
@@ -142,12 +163,17 @@ export class BpeTokenizer implements Tokenizer {
     return ids;
   }
 
+  /** The text the regex splits: with addPrefixSpace, ' ' + text unless it is empty or starts with ' ' (tokenizers' ByteLevel). */
+  #prefixed(text: string): string {
+    return this.addPrefixSpace && text.length > 0 && !text.startsWith(' ') ? ' ' + text : text;
+  }
+
   /** GPT-2 adds no special tokens, and `<|endoftext|>` written in the text is text (as encoder.py). */
   encode(text: string, options?: EncodeOptions): number[] {
     checkText('tokenizer.encode', text);
     checkEncodeOptions('tokenizer.encode', options);
     const ids: number[] = [];
-    for (const m of text.matchAll(GPT2_PATTERN)) {
+    for (const m of this.#prefixed(text).matchAll(GPT2_PATTERN)) {
       let mapped = '';
       for (const b of utf8.encode(m[0])) mapped += this.#byteEncoder[b];
       for (const id of this.#bpe(mapped)) ids.push(id);
@@ -161,10 +187,10 @@ export class BpeTokenizer implements Tokenizer {
     return { ids: [...ia, ...ib], tokenTypeIds: [...ia.map(() => 0), ...ib.map(() => 1)] };
   }
 
-  /** The pre-tokens GPT-2's regex splits `text` into (for tests and viewers). */
+  /** The pre-tokens GPT-2's regex splits `text` into (for tests and viewers), after the prefix space when addPrefixSpace. */
   pieces(text: string): string[] {
     checkText('tokenizer.pieces', text);
-    return Array.from(text.matchAll(GPT2_PATTERN), (m) => m[0]);
+    return Array.from(this.#prefixed(text).matchAll(GPT2_PATTERN), (m) => m[0]);
   }
 
   /** The vocab.json string of a token id. */
@@ -202,5 +228,9 @@ export class BpeTokenizer implements Tokenizer {
   tokenText(id: number): string {
     checkIds('tokenizer.tokenText', [id], this.vocabSize);
     return bytesText(this.decodeBytes([id]));
+  }
+
+  applyChatTemplate(): string {
+    throw noChatTemplate("GPT-2's vocab.json and merges.txt hold none");
   }
 }

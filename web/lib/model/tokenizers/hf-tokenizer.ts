@@ -16,6 +16,7 @@ import { type Json, type JsonObject, Where, asBool, asObject, typeOf } from './j
 import { parseNormalizer, type Normalizer } from './normalizers.js';
 import { concatenate, parsePostProcessor, templateProcessor, type PostProcessor } from './post-processors.js';
 import { parsePreTokenizer, type PreTokenizer } from './pre-tokenizers.js';
+import { ChatTemplates, chatTemplateSource, noChatTemplate, specialTokenStrings, type ChatTemplateOptions } from './chat-template.js';
 import { bosEosTemplates, specialTokenIds } from './tokenizer-config.js';
 import {
   bytesText, checkDecodeOptions, checkEncodeOptions, checkText, cleanUpTokenization,
@@ -52,8 +53,10 @@ export interface HfTokenizerFiles {
   tokenizer: unknown;
   /** tokenizer_config.json, parsed (optional). */
   config?: unknown;
+  /** chat_template.jinja's text (optional; wins over the config's chat_template). */
+  chatTemplate?: string;
   /** File names for error messages. */
-  names?: { tokenizer?: string; config?: string };
+  names?: { tokenizer?: string; config?: string; chatTemplate?: string };
   /** decode's clean-up when the config does not say (transformers' class default). */
   cleanUpDefault?: boolean;
 }
@@ -74,6 +77,7 @@ export class HfTokenizer implements Tokenizer {
   readonly #special: Set<number>;
   readonly #bytes = new Map<number, Uint8Array>();
   readonly #cleanUp: boolean;
+  readonly #chat: ChatTemplates | null;
 
   constructor(files: HfTokenizerFiles) {
     const at = new Where(files.names?.tokenizer ?? 'tokenizer.json');
@@ -115,6 +119,18 @@ export class HfTokenizer implements Tokenizer {
     if (this.#model.type === 'WordPiece') ['[UNK]', '[CLS]', '[SEP]', '[PAD]', '[MASK]'].forEach((t) => this.#model.vocab.has(t) && specialNames.add(t));
     this.specialTokens = specialTokenIds(config, cAt, idOf, (t) => specialNames.has(t));
     this.#cleanUp = asBool(config?.clean_up_tokenization_spaces, cAt.key('clean_up_tokenization_spaces'), files.cleanUpDefault ?? false);
+    const chat = chatTemplateSource(config, files.chatTemplate, { config: cAt.file, jinja: files.names?.chatTemplate ?? 'chat_template.jinja' });
+    this.#chat = chat ? new ChatTemplates(chat, specialTokenStrings(config, cAt.file)) : null;
+  }
+
+  /** Whether the files hold a chat template ({@link applyChatTemplate} renders it). */
+  get hasChatTemplate(): boolean {
+    return this.#chat !== null;
+  }
+
+  applyChatTemplate(messages: { role: string; content?: unknown; [key: string]: unknown }[], options?: ChatTemplateOptions): string {
+    if (!this.#chat) throw noChatTemplate('neither tokenizer_config.json\'s chat_template nor chat_template.jinja');
+    return this.#chat.render(messages, options);
   }
 
   /** One text -> token ids, without special tokens. */

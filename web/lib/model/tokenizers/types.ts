@@ -11,6 +11,8 @@
  *  - `'wordpiece'`: BERT's WordPiece, from `vocab.txt` or a `tokenizer.json`.
  */
 
+import type { ChatTemplateOptions } from './chat-template.js';
+
 export type TokenizerKind = 'bytes' | 'bpe' | 'byte-level-bpe' | 'sentencepiece-bpe' | 'wordpiece';
 
 export interface EncodeOptions {
@@ -82,6 +84,13 @@ export interface Tokenizer {
    * when they are not whole UTF-8 characters, ASCII bytes as they are and others as `\xNN`.
    */
   tokenText(id: number): string;
+  /**
+   * A conversation as the model's chat template writes it (tokenizer_config.json's
+   * `chat_template` or chat_template.jinja, rendered as transformers does): the text to encode
+   * (with `addSpecialTokens: false`: the template writes the special tokens itself). A
+   * tokenizer whose files hold no template: an Error.
+   */
+  applyChatTemplate(messages: { role: string; content?: unknown; [key: string]: unknown }[], options?: ChatTemplateOptions): string;
 }
 
 export function checkText(fn: string, text: unknown): asserts text is string {
