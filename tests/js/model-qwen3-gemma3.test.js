@@ -214,3 +214,25 @@ test('damaged or unsupported Qwen3 / Gemma 3 configs are clear Errors', async ()
   const qwen = configOf('qwen3-tied');
   await assert.rejects(load('qwen3-tied', { ...qwen, head_dim: 8 }), /self_attn\.q_proj\.weight/);
 });
+
+test('head interventions reach Gemma 3 and Qwen3 layers (headMask: ones = plain, a zeroed head changes only later layers)', async () => {
+  for (const name of ['gemma3-text', 'qwen3-tied']) {
+    const r = ref(name);
+    const model = await qkv.loadModel(files(name));
+    try {
+      const NL = model.dims.layers, H = model.dims.heads;
+      const plain = await model.forward(r.ids, { outputAttentions: true });
+      const ones = await model.forward(r.ids, { outputAttentions: true, headMask: Array.from({ length: NL }, () => new Array(H).fill(1)) });
+      assert.ok(maxAbsErr(ones.logits.data, plain.logits.data) === 0, `${name}: all-ones mask`);
+      const mask = Array.from({ length: NL }, (_, l) => Array.from({ length: H }, (_, h) => (l === 0 && h === 1 ? 0 : 1)));
+      const cut = await model.forward(r.ids, { outputAttentions: true, headMask: mask });
+      assert.ok(maxAbsErr(cut.logits.data, plain.logits.data) > 1e-3, `${name}: zeroing layer 0 head 1 changes the logits`);
+      // layer 0's other heads are untouched; later layers see a different residual stream
+      const L = r.ids.length;
+      assert.equal(maxAbsErr(cut.attentions[0].data.subarray(0, L * L), plain.attentions[0].data.subarray(0, L * L)), 0);
+      assert.ok(maxAbsErr(cut.attentions[1].data, plain.attentions[1].data) > 1e-4, `${name}: layer 1 changes`);
+    } finally {
+      model.dispose();
+    }
+  }
+});
