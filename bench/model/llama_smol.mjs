@@ -2,9 +2,13 @@
 // hidden 576, intermediate 1536, vocab 49152, tied embeddings) with generated random weights
 // (no download): load time, peak RSS, prefill of 128 tokens, greedy decode tokens/s, for
 // weights 'auto' (the F32 file read in place), 'f16' and 'int8', on 1 and 2 threads.
+// --shape qwen3-0.6b: Qwen3-0.6B's shape instead (28 layers, 16 heads, 8 kv heads, head_dim
+// 128, hidden 1024, intermediate 3072, vocab 151936, q/k norms, tied) in BF16 as Qwen ships it
+// (1.2 GB: F32's 2.4 GB would not fit the 2 GB wasm heap), with no onnxruntime peer yet
+// (export_llama_onnx_kv.py has no q/k norms).
 //
-//   node bench/model/llama_smol.mjs [--decode 32] [--prompt 16] [--reps 3] [--threads 1,2] [--weights auto,f16,int8]
-//                                   [--no-peer] [--out bench/results/llama-smol-node.json]
+//   node bench/model/llama_smol.mjs [--shape smollm2-135m|qwen3-0.6b] [--decode 32] [--prompt 16] [--reps 3]
+//                                   [--threads 1,2] [--weights auto,f16,int8] [--no-peer] [--out bench/results/llama-smol-node.json]
 //
 // Decode is timed after a --prompt-token prompt (the attention then reads prompt .. prompt + decode
 // cached positions); --out names the JSON written (a run with other options need not replace the
@@ -35,10 +39,13 @@ const THREADS = arg('--threads', '1,2').split(',').map(Number);
 const WEIGHTS = arg('--weights', 'auto,f16,int8').split(',');
 const PREFILL = 128;
 const PROMPT = Number(arg('--prompt', 16));
-const OUT = path.resolve(arg('--out', path.join(ROOT, 'bench', 'results', 'llama-smol-node.json')));
-const DIR = path.join(ROOT, 'build', 'bench-llama', 'smollm2-135m-shape');
-const ONNX = path.join(ROOT, 'build', 'bench-llama', 'smollm2-135m-shape-kv.onnx');
-const PEER = !args.includes('--no-peer');
+const SHAPE = arg('--shape', 'smollm2-135m');
+const QWEN3 = SHAPE === 'qwen3-0.6b';
+if (!QWEN3 && SHAPE !== 'smollm2-135m') throw new Error(`--shape must be smollm2-135m or qwen3-0.6b, got ${SHAPE}`);
+const OUT = path.resolve(arg('--out', path.join(ROOT, 'bench', 'results', QWEN3 ? 'qwen3-0.6b-node.json' : 'llama-smol-node.json')));
+const DIR = path.join(ROOT, 'build', 'bench-llama', `${SHAPE}-shape`);
+const ONNX = path.join(ROOT, 'build', 'bench-llama', `${SHAPE}-shape-kv.onnx`);
+const PEER = !args.includes('--no-peer') && !QWEN3;
 const DIST = process.env.QKV_DIST ? path.resolve(process.env.QKV_DIST) : path.join(ROOT, 'dist');
 
 const CONFIG = {
@@ -47,6 +54,14 @@ const CONFIG = {
   vocab_size: 49152, max_position_embeddings: 8192, rms_norm_eps: 1e-5, rope_theta: 100000,
   tie_word_embeddings: true, torch_dtype: 'float32',
 };
+const QWEN3_CONFIG = { // Qwen/Qwen3-0.6B's config.json (sizes, rope, norms)
+  model_type: 'qwen3', architectures: ['Qwen3ForCausalLM'], hidden_act: 'silu', hidden_size: 1024, head_dim: 128,
+  intermediate_size: 3072, num_hidden_layers: 28, num_attention_heads: 16, num_key_value_heads: 8,
+  vocab_size: 151936, max_position_embeddings: 40960, rms_norm_eps: 1e-6, rope_theta: 1000000,
+  attention_bias: false, tie_word_embeddings: true, use_sliding_window: false, torch_dtype: 'bfloat16',
+};
+if (QWEN3) Object.assign(CONFIG, QWEN3_CONFIG);
+const MODEL = QWEN3 ? 'Qwen3-0.6B shape' : 'SmolLM2-135M shape';
 
 // wall and CPU (user + system, all the process's threads) milliseconds of `f`
 async function timed(f) {
@@ -68,7 +83,7 @@ function writeCheckpoint() {
   if (existsSync(path.join(DIR, 'model.safetensors'))) return;
   mkdirSync(DIR, { recursive: true });
   const { hidden_size: E, intermediate_size: I, vocab_size: V, num_attention_heads: H, num_key_value_heads: Hkv } = CONFIG;
-  const D = E / H;
+  const D = CONFIG.head_dim ?? E / H;
   const tensors = [['model.embed_tokens.weight', [V, E], 0.02]];
   for (let l = 0; l < CONFIG.num_hidden_layers; l++) {
     const p = `model.layers.${l}.`;
@@ -77,13 +92,15 @@ function writeCheckpoint() {
       [p + 'self_attn.o_proj.weight', [E, H * D], 0.02], [p + 'post_attention_layernorm.weight', [E], 1],
       [p + 'mlp.gate_proj.weight', [I, E], 0.02], [p + 'mlp.up_proj.weight', [I, E], 0.02],
       [p + 'mlp.down_proj.weight', [E, I], 0.02]);
+    if (QWEN3) tensors.push([p + 'self_attn.q_norm.weight', [D], 1], [p + 'self_attn.k_norm.weight', [D], 1]);
   }
   tensors.push(['model.norm.weight', [E], 1]);
   const header = {};
   let offset = 0;
+  const size = QWEN3 ? 2 : 4; // BF16 or F32
   for (const [name, shape] of tensors) {
-    const bytes = 4 * shape.reduce((a, b) => a * b, 1);
-    header[name] = { dtype: 'F32', shape, data_offsets: [offset, offset + bytes] };
+    const bytes = size * shape.reduce((a, b) => a * b, 1);
+    header[name] = { dtype: QWEN3 ? 'BF16' : 'F32', shape, data_offsets: [offset, offset + bytes] };
     offset += bytes;
   }
   let h = Buffer.from(JSON.stringify(header));
@@ -103,7 +120,14 @@ function writeCheckpoint() {
         a[i] = ((seed / 4294967296) * 2 - 1) * 1.7320508 * scale;
       }
     }
-    writeSync(fd, new Uint8Array(a.buffer));
+    if (!QWEN3) {
+      writeSync(fd, new Uint8Array(a.buffer));
+      continue;
+    }
+    const u = new Uint32Array(a.buffer); // bfloat16: the top half of each float, rounded to nearest even
+    const b = new Uint16Array(a.length);
+    for (let i = 0; i < a.length; i++) b[i] = (u[i] + 0x7fff + ((u[i] >>> 16) & 1)) >>> 16;
+    writeSync(fd, new Uint8Array(b.buffer));
   }
   closeSync(fd);
   writeFileSync(path.join(DIR, 'config.json'), JSON.stringify(CONFIG, null, 2));
@@ -200,7 +224,7 @@ async function main() {
   for (const threads of THREADS) {
     for (const weights of [...WEIGHTS, ...(PEER ? ['ort'] : [])]) {
       const r = spawnSync(process.execPath, [fileURLToPath(import.meta.url), '--child', weights, String(threads),
-        '--decode', String(DECODE), '--prompt', String(PROMPT), '--reps', String(REPS)], { encoding: 'utf8', maxBuffer: 1 << 24 });
+        '--shape', SHAPE, '--decode', String(DECODE), '--prompt', String(PROMPT), '--reps', String(REPS)], { encoding: 'utf8', maxBuffer: 1 << 24 });
       if (r.status !== 0) {
         process.stderr.write(r.stderr);
         throw new Error(`child ${weights} ${threads}t failed`);
@@ -210,7 +234,7 @@ async function main() {
       console.error(`${weights} ${threads}t done`);
     }
   }
-  console.log(`SmolLM2-135M shape (random weights), Node ${process.version}, ${os.cpus().length} cores, load ${os.loadavg()[0].toFixed(1)}`);
+  console.log(`${MODEL} (random weights), Node ${process.version}, ${os.cpus().length} cores, load ${os.loadavg()[0].toFixed(1)}`);
   console.log('| runtime / weights | threads | dtype | load s | weights MB | peak RSS MB | prefill 128 ms (CPU ms) | decode tok/s (per CPU s) |');
   console.log('|---|---|---|---|---|---|---|---|');
   for (const r of rows) {
@@ -221,7 +245,7 @@ async function main() {
   }
   mkdirSync(path.dirname(OUT), { recursive: true });
   writeFileSync(OUT, JSON.stringify({
-    model: 'SmolLM2-135M shape, random F32 weights', peer: PEER ? 'onnxruntime-web, past key/values' : null, config: CONFIG, decodeTokens: DECODE, promptTokens: PROMPT, reps: REPS,
+    model: `${MODEL}, random ${QWEN3 ? 'BF16' : 'F32'} weights`, peer: PEER ? 'onnxruntime-web, past key/values' : null, config: CONFIG, decodeTokens: DECODE, promptTokens: PROMPT, reps: REPS,
     node: process.version, cores: os.cpus().length, loadavg: os.loadavg(), rows,
   }, null, 2) + '\n');
 }

@@ -95,6 +95,15 @@ void swiglu(float* gate, const float* up, int64_t n) {
   for (; i < n; ++i) gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
 }
 
+void geglu_tanh(float* gate, const float* up, int64_t n) {
+  gelu_tanh(gate, n);
+  for (int64_t i = 0; i < n; ++i) gate[i] *= up[i];
+}
+
+void softcap(float* x, int64_t n, float cap) {
+  for (int64_t i = 0; i < n; ++i) x[i] = std::tanh(x[i] / cap) * cap;
+}
+
 void add_in_place(float* y, const float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += x[i];
 }

@@ -1,5 +1,5 @@
 // Small row-wise layers the models share: LayerNorm over the last axis, the exact (erf) and
-// tanh GELUs, and the residual add.
+// tanh GELUs, the gated MLPs' products, soft-capping, and the residual add.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +31,12 @@ void swiglu(float* gate, const float* up, int64_t n);
 // x = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), in place: GPT-2's "gelu_new", with
 // xsimd's tanh.
 void gelu_tanh(float* x, int64_t n);
+
+// gate = gelu_tanh(gate) * up, in place: Gemma's GeGLU (hidden_activation "gelu_pytorch_tanh").
+void geglu_tanh(float* gate, const float* up, int64_t n);
+
+// x = cap * tanh(x / cap), in place, in float: Gemma's final_logit_softcapping.
+void softcap(float* x, int64_t n, float cap);
 
 // y += x, n values.
 void add_in_place(float* y, const float* x, int64_t n);

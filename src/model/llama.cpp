@@ -18,7 +18,9 @@ namespace qkv {
 // ----------------------------------------------------------------------------- load
 
 Llama::Llama(LlamaConfig config, LlamaWeightStore store)
-    : config_(std::move(config)), store_(std::move(store)), inv_freq_(config_.rope_inv_freq()) {}
+    : config_(std::move(config)), store_(std::move(store)), inv_freq_(config_.rope_inv_freq()) {
+  if (!config_.local_rope.empty()) inv_freq_local_ = config_.rope_inv_freq(true);
+}
 
 Llama Llama::load(std::string_view config_json, MallocBytes file, size_t size, WeightFormat format) {
   LlamaConfig config = LlamaConfig::from_json(config_json);
@@ -92,13 +94,30 @@ void ensure(std::vector<float>& v, size_t n) {
   if (v.size() < n) v.resize(n);
 }
 
+// cos / sin [L, D/2] of positions pos0 .. pos0 + L - 1: position p, frequency i -> p * inv_freq[i]
+// (in double, rounded once)
+void rope_angles(std::vector<float>& cos, std::vector<float>& sin, const std::vector<double>& inv_freq, int64_t pos0,
+                 int64_t L) {
+  const int64_t half = int64_t(inv_freq.size());
+  ensure(cos, size_t(L * half));
+  ensure(sin, size_t(L * half));
+  for (int64_t t = 0; t < L; ++t) {
+    for (int64_t i = 0; i < half; ++i) {
+      const double angle = double(pos0 + t) * inv_freq[size_t(i)];
+      cos[size_t(t * half + i)] = float(std::cos(angle));
+      sin[size_t(t * half + i)] = float(std::sin(angle));
+    }
+  }
+}
+
 }  // namespace
 
 // ----------------------------------------------------------------------------- forward
 
 size_t LlamaScratch::bytes() const {
   size_t n = 0;
-  for (const auto* b : {&x, &xb, &xb2, &q, &k, &v, &qh, &kh, &vh, &att, &hb, &hb2, &cos, &sin}) {
+  for (const auto* b :
+       {&x, &xb, &xb2, &q, &k, &v, &qh, &kh, &vh, &att, &hb, &hb2, &cos, &sin, &cos_local, &sin_local}) {
     n += b->capacity() * sizeof(float);
   }
   return n;
@@ -118,7 +137,7 @@ void Llama::run(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache
   const LlamaConfig& c = config_;
   const LlamaWeights& W = store_.weights();
   const int64_t E = c.hidden_size, H = c.num_attention_heads, Hkv = c.num_key_value_heads, D = c.head_dim;
-  const int64_t I = c.intermediate_size, half = D / 2;
+  const int64_t I = c.intermediate_size;
   const int64_t Lk = pos0 + L;  // keys visible to the last query
   check_decoder_ids("Llama::run", ids, L, pos0, c.vocab_size, c.max_position_embeddings, "max_position_embeddings");
   check_decoder_caches("Llama::run", caches, c.num_hidden_layers, pos0, L, Hkv, D);
@@ -138,27 +157,23 @@ void Llama::run(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache
   ensure(s.att, n * H * D);              // att [H, L, D]     attention output per head
   ensure(s.hb, n * I);                   // hb  [L, I]        gate, then silu(gate) * up
   ensure(s.hb2, n * I);                  // hb2 [L, I]        up
-  ensure(s.cos, n * half);               // cos [L, D/2]      rotary angles of positions pos0 .. pos0 + L - 1
-  ensure(s.sin, n * half);               // sin [L, D/2]
   float *x = s.x.data(), *xb = s.xb.data(), *xb2 = s.xb2.data();
   float *q = s.q.data(), *k = s.k.data(), *v = s.v.data(), *qh = s.qh.data(), *kh = s.kh.data(), *vh = s.vh.data();
   float *att = s.att.data(), *hb = s.hb.data(), *hb2 = s.hb2.data();
 
-  // rotary angles: position p, frequency i -> p * inv_freq[i] (in double, rounded once)
-  for (int64_t t = 0; t < L; ++t) {
-    for (int64_t i = 0; i < half; ++i) {
-      const double angle = double(pos0 + t) * inv_freq_[size_t(i)];
-      s.cos[size_t(t * half + i)] = float(std::cos(angle));
-      s.sin[size_t(t * half + i)] = float(std::sin(angle));
-    }
-  }
+  // rotary angles cos / sin [L, D/2] of positions pos0 .. pos0 + L - 1 (Gemma 3's local layers: their own)
+  rope_angles(s.cos, s.sin, inv_freq_, pos0, L);
+  if (!inv_freq_local_.empty()) rope_angles(s.cos_local, s.sin_local, inv_freq_local_, pos0, L);
 
   // token embedding: x[t] = embed_tokens[ids[t]] (no position embedding: positions are rotations)
   for (int64_t t = 0; t < L; ++t) read_column(W.embed_tokens, ids[t], x + t * E);
+  if (c.embed_scaled)  // Gemma 3: times sqrt(E) in embed_tokens' dtype
+    for (size_t i = 0; i < n * size_t(E); ++i) x[i] *= W.embed_scale;
 
   AttentionOptions opt;
   opt.causal = true;       // query t sees keys j <= pos0 + t (bottom-right aligned)
-  opt.threads = threads_;  // scale: the default 1 / sqrt(D)
+  opt.threads = threads_;  // scale: the default 1 / sqrt(D); Gemma 3: query_pre_attn_scalar^-0.5
+  if (c.attn_scale > 0) opt.scale = float(c.attn_scale);
 
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
     const LlamaLayerWeights& w = W.layers[size_t(l)];
@@ -168,9 +183,17 @@ void Llama::run(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache
     // q [L, H*D], k [L, Hkv*D], v [L, Hkv*D] = xb @ W^T (+ bias: Qwen2, attention_bias), in one
     // call (decoding: xb prepared once, the three matrices' columns split over the threads at once)
     matmul_many({{&w.q_proj, w.q_bias, q}, {&w.k_proj, w.k_bias, k}, {&w.v_proj, w.v_bias, v}}, xb, L, threads_);
+    // Qwen3, Gemma 3: RMSNorm over each head's D values of q and k (rows [L*H, D], [L*Hkv, D])
+    if (c.qk_norm) {
+      rmsnorm(q, q, w.q_norm, L * H, D, c.rms_norm_eps);
+      rmsnorm(k, k, w.k_norm, L * Hkv, D, c.rms_norm_eps);
+    }
     // rotary embedding of q and k, every head, at positions pos0 + t
-    rope(q, L, H, D, s.cos.data(), s.sin.data());
-    rope(k, L, Hkv, D, s.cos.data(), s.sin.data());
+    const bool local = c.uses_local_rope(l);
+    const float* cos = local ? s.cos_local.data() : s.cos.data();
+    const float* sin = local ? s.sin_local.data() : s.sin.data();
+    rope(q, L, H, D, cos, sin);
+    rope(k, L, Hkv, D, cos, sin);
     // split heads: qh [H, L, D], kh / vh [Hkv, L, D] (K/V once per kv head: never repeated per query head)
     split_heads(qh, q, L, H, D);
     split_heads(kh, k, L, Hkv, D);
@@ -196,15 +219,22 @@ void Llama::run(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache
     merge_heads(xb, att, L, H, D);
     // xb2 [L, E] = xb @ o_proj^T (+ bias); residual: x += xb2
     matmul(w.o_proj, xb, L, w.o_bias, xb2, threads_);
+    if (w.attn_output_norm) rmsnorm(xb2, xb2, w.attn_output_norm, L, E, c.rms_norm_eps);  // Gemma 3
     for (size_t i = 0; i < n * size_t(E); ++i) x[i] += xb2[i];
 
-    // xb [L, E] = rmsnorm(x) * post_attention_layernorm
+    // xb [L, E] = rmsnorm(x) * post_attention_layernorm (Gemma 3: pre_feedforward_layernorm)
     rmsnorm(xb, x, w.post_attention_layernorm, L, E, c.rms_norm_eps);
-    // SwiGLU: hb [L, I] = silu(xb @ gate^T) * (xb @ up^T), silu(g) = g / (1 + e^-g)
+    // SwiGLU: hb [L, I] = silu(xb @ gate^T) * (xb @ up^T), silu(g) = g / (1 + e^-g); Gemma's GeGLU: gelu_tanh(gate) *
+    // up
     matmul_many({{&w.gate_proj, nullptr, hb}, {&w.up_proj, nullptr, hb2}}, xb, L, threads_);
-    swiglu(hb, hb2, L * I);
+    if (c.activation == MlpActivation::GeluTanh) {
+      geglu_tanh(hb, hb2, L * I);
+    } else {
+      swiglu(hb, hb2, L * I);
+    }
     // xb2 [L, E] = hb @ down^T; residual: x += xb2
     matmul(w.down_proj, hb, L, nullptr, xb2, threads_);
+    if (w.mlp_output_norm) rmsnorm(xb2, xb2, w.mlp_output_norm, L, E, c.rms_norm_eps);  // Gemma 3
     for (size_t i = 0; i < n * size_t(E); ++i) x[i] += xb2[i];
   }
 
@@ -214,6 +244,7 @@ void Llama::run(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache
   rmsnorm(xb, x + first * E, W.norm, rows, E, c.rms_norm_eps);
   // logits [rows, V] = xb @ lm_head^T (embed_tokens when tied)
   matmul(W.lm_head, xb, rows, nullptr, logits, threads_);
+  if (c.final_logit_softcapping > 0) softcap(logits, rows * c.vocab_size, float(c.final_logit_softcapping));
 }
 
 // ----------------------------------------------------------------------------- session

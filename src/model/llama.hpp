@@ -1,8 +1,11 @@
-// Llama-family decoders (Llama 2/3, Mistral, Qwen2, SmolLM2, TinyLlama) on qkv's kernels, in the
+// Llama-family decoders (Llama 2/3, Mistral, Qwen2, Qwen3, Gemma 3, SmolLM2, TinyLlama) on qkv's kernels, in the
 // style of llama2.c's run.c: RMSNorm, rotary position embedding (HF's rotate_half layout),
 // grouped-query attention through the attention kernel's grouped heads (K/V stored once per kv
 // head, in attention and in the KV cache), the sliding window through the kernel's window
-// option, a SwiGLU MLP; incremental decoding through one KVCache per layer.
+// option, a SwiGLU MLP; incremental decoding through one KVCache per layer. Qwen3 adds RMSNorm on
+// each head's q and k; Gemma 3 those, (1 + w) norms, norms on the sub-blocks' outputs, scaled
+// embeddings, GeGLU, its own attention scale, local layers with their own rotary base, and
+// logit soft-capping (LlamaConfig says which).
 #pragma once
 
 #include <cstdint>
@@ -19,7 +22,8 @@ namespace qkv {
 // Per-call scratch buffers for run(), grown to the largest call so far (shapes in run()).
 struct LlamaScratch {
   std::vector<float> x, xb, xb2, q, k, v, qh, kh, vh, att, hb, hb2, cos, sin;
-  size_t bytes() const;  // the memory the buffers hold (their capacity)
+  std::vector<float> cos_local, sin_local;  // Gemma 3's local layers' rotary angles
+  size_t bytes() const;                     // the memory the buffers hold (their capacity)
 };
 
 class Llama {
@@ -42,9 +46,9 @@ class Llama {
   // Full forward pass without a cache: ids [L] -> logits [L, V].
   // attentions, if not null: [n_layer, H, L, L]. queries: [n_layer, H, L, D], keys:
   // [n_layer, Hkv, L, D]: q and k after the rotary embedding, exactly as attention reads them
-  // (q before the 1/sqrt(D) scaling; keys once per kv head, query head h reads kv head h / (H / Hkv)).
-  // Throws std::invalid_argument for an empty sequence or an id out of range, std::length_error
-  // past max_position_embeddings.
+  // (q before the softmax scale, 1/sqrt(D) or Gemma's query_pre_attn_scalar^-0.5; keys once per kv head, query head h
+  // reads kv head h / (H / Hkv)). Throws std::invalid_argument for an empty sequence or an id out of range,
+  // std::length_error past max_position_embeddings.
   void forward(const int32_t* ids, int64_t L, float* logits, float* attentions = nullptr, float* queries = nullptr,
                float* keys = nullptr) const;
 
@@ -61,7 +65,8 @@ class Llama {
 
   LlamaConfig config_;
   LlamaWeightStore store_;
-  std::vector<double> inv_freq_;  // [D/2] rotary inverse frequencies
+  std::vector<double> inv_freq_;        // [D/2] rotary inverse frequencies
+  std::vector<double> inv_freq_local_;  // [D/2] those of the local layers (Gemma 3), else empty
   int threads_ = 1;
 };
 

@@ -16,6 +16,10 @@ const char* llama_arch_name(LlamaArch a) {
       return "mistral";
     case LlamaArch::Qwen2:
       return "qwen2";
+    case LlamaArch::Qwen3:
+      return "qwen3";
+    case LlamaArch::Gemma3:
+      return "gemma3_text";
   }
   return "?";
 }
@@ -24,13 +28,20 @@ namespace {
 
 constexpr char kConfigError[] = "LlamaConfig: ";  // what every config error starts with
 
-[[noreturn]] void config_error(const std::string& msg) { throw std::invalid_argument(kConfigError + msg); }
+[[noreturn]] void config_error(const std::string& msg) { llama_config::fail(msg); }
 
 std::string quoted(const char* key) { return std::string("\"") + key + "\""; }
 
-// rope_scaling: absent/null or {"rope_type" (or the older "type"): "default" | "llama3", ...}
-Llama3RopeScaling read_rope_scaling(const ConfigJson& r) {
+}  // namespace
+
+namespace llama_config {
+
+void fail(const std::string& msg) { throw std::invalid_argument(kConfigError + msg); }
+
+// rope_scaling: absent/null or {"rope_type" (or the older "type"): "default" | "linear" | "llama3", ...}
+Llama3RopeScaling read_rope_scaling(const ConfigJson& r, double* linear_factor) {
   Llama3RopeScaling s;
+  *linear_factor = 1.0;
   const nlohmann::json* rs = r.member("rope_scaling");
   if (!rs) return s;
   if (!rs->is_object()) config_error("\"rope_scaling\" must be an object or null, got " + json_describe(*rs));
@@ -38,18 +49,23 @@ Llama3RopeScaling read_rope_scaling(const ConfigJson& r) {
   if (!type) type = json_member(*rs, "type");
   if (!type) config_error("\"rope_scaling\" lacks \"rope_type\"");
   if (*type == "default") return s;
-  if (*type != "llama3") {
-    config_error("rope_scaling type " + json_describe(*type) + " is not supported (\"llama3\" and \"default\" are)");
+  if (*type != "llama3" && *type != "linear") {
+    config_error("rope_scaling type " + json_describe(*type) +
+                 " is not supported (\"llama3\", \"linear\" and \"default\" are)");
   }
-  s.enabled = true;
   auto num = [&](const char* key) {
     const nlohmann::json* v = json_member(*rs, key);
-    if (!v) config_error(std::string("rope_scaling (llama3) lacks ") + quoted(key));
+    if (!v) config_error("rope_scaling (" + type->get<std::string>() + ") lacks " + quoted(key));
     if (!v->is_number() || !(v->get<double>() > 0) || !std::isfinite(v->get<double>())) {
       config_error(std::string("rope_scaling.") + key + " must be a positive number, got " + json_describe(*v));
     }
     return v->get<double>();
   };
+  if (*type == "linear") {  // transformers' _compute_linear_scaling_rope_parameters: inv_freq / factor
+    *linear_factor = num("factor");
+    return s;
+  }
+  s.enabled = true;
   s.factor = num("factor");
   s.low_freq_factor = num("low_freq_factor");
   s.high_freq_factor = num("high_freq_factor");
@@ -61,7 +77,27 @@ Llama3RopeScaling read_rope_scaling(const ConfigJson& r) {
   return s;
 }
 
-}  // namespace
+std::vector<uint8_t> read_layer_types(const ConfigJson& r, int64_t n) {
+  const nlohmann::json* lt = r.member("layer_types");
+  if (!lt) return {};
+  if (!lt->is_array() || int64_t(lt->size()) != n) {
+    config_error("\"layer_types\" must be an array of num_hidden_layers (" + std::to_string(n) + ") strings, got " +
+                 json_describe(*lt) + (lt->is_array() ? " of " + std::to_string(lt->size()) : std::string()));
+  }
+  std::vector<uint8_t> sliding(size_t(n), 0);
+  for (size_t l = 0; l < size_t(n); ++l) {
+    const nlohmann::json& t = (*lt)[l];
+    if (t == "sliding_attention") {
+      sliding[l] = 1;
+    } else if (t != "full_attention") {
+      config_error("layer_types[" + std::to_string(l) + "] must be \"sliding_attention\" or \"full_attention\", got " +
+                   json_describe(t));
+    }
+  }
+  return sliding;
+}
+
+}  // namespace llama_config
 
 std::string config_model_type(std::string_view text) {
   const nlohmann::json root = json::parse(text);
@@ -73,15 +109,20 @@ LlamaConfig LlamaConfig::from_json(std::string_view text) {
   const ConfigJson r(text, kConfigError);
   LlamaConfig c;
   const nlohmann::json* mt = r.member("model_type");
-  if (!mt) config_error("config.json lacks \"model_type\" (\"llama\", \"mistral\" or \"qwen2\")");
+  if (!mt)
+    config_error("config.json lacks \"model_type\" (\"llama\", \"mistral\", \"qwen2\", \"qwen3\" or \"gemma3_text\")");
+  if (*mt == "gemma3_text" || *mt == "gemma3") return llama_config::gemma3_from_json(r);
   if (*mt == "llama") {
     c.arch = LlamaArch::Llama;
   } else if (*mt == "mistral") {
     c.arch = LlamaArch::Mistral;
   } else if (*mt == "qwen2") {
     c.arch = LlamaArch::Qwen2;
+  } else if (*mt == "qwen3") {
+    c.arch = LlamaArch::Qwen3;
   } else {
-    config_error("model_type " + json_describe(*mt) + " is not supported (\"llama\", \"mistral\", \"qwen2\")");
+    config_error("model_type " + json_describe(*mt) +
+                 " is not supported (\"llama\", \"mistral\", \"qwen2\", \"qwen3\", \"gemma3_text\", \"gemma3\")");
   }
   if (const nlohmann::json* act = r.member("hidden_act"); act && *act != "silu") {
     config_error("\"hidden_act\" must be \"silu\" (SwiGLU), got " + json_describe(*act));
@@ -106,11 +147,11 @@ LlamaConfig LlamaConfig::from_json(std::string_view text) {
   c.rms_norm_eps = r.get_number("rms_norm_eps", 1e-6);
   // a missing rope_theta is an Error rather than a silent 10000: Llama 3 uses 500000, Qwen2 1000000
   c.rope_theta = r.get_number("rope_theta");
-  c.rope_scaling = read_rope_scaling(r);
+  c.rope_scaling = llama_config::read_rope_scaling(r, &c.rope_linear_factor);
   c.tie_word_embeddings = r.get_bool("tie_word_embeddings", false);
   if (c.arch == LlamaArch::Qwen2) {
     c.qkv_bias = true;  // Qwen2Attention: q/k/v_proj with bias, o_proj without
-  } else {
+  } else {              // Llama, Mistral, Qwen3: attention_bias on all four (Qwen3Attention as LlamaAttention)
     c.qkv_bias = c.o_bias = r.get_bool("attention_bias", false);
   }
 
@@ -131,6 +172,20 @@ LlamaConfig LlamaConfig::from_json(std::string_view text) {
     if (w < 1) config_error("\"sliding_window\" must be >= 1, got " + std::to_string(w));
     if (first < 0) config_error("\"max_window_layers\" must be >= 0, got " + std::to_string(first));
     for (int64_t l = first; l < c.num_hidden_layers; ++l) c.window[size_t(l)] = w;
+  } else if (c.arch == LlamaArch::Qwen3) {
+    // Qwen3Config: q/k norms; sliding_window only with use_sliding_window, on the layers layer_types
+    // calls "sliding_attention" (absent: those >= max_window_layers)
+    c.qk_norm = true;
+    const std::vector<uint8_t> types = llama_config::read_layer_types(r, c.num_hidden_layers);
+    if (r.get_bool("use_sliding_window", false)) {
+      const int64_t w = r.get_int("sliding_window", 4096);
+      const int64_t first = r.get_int("max_window_layers", 28);
+      if (w < 1) config_error("\"sliding_window\" must be >= 1, got " + std::to_string(w));
+      for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+        const bool sliding = types.empty() ? l >= first : types[size_t(l)] != 0;
+        if (sliding) c.window[size_t(l)] = w;
+      }
+    }
   }
   c.validate();
   return c;
@@ -158,17 +213,32 @@ void LlamaConfig::validate() const {
   if (!(rope_theta > 1.0) || !std::isfinite(rope_theta)) {
     config_error("\"rope_theta\" must be a finite number > 1, got " + std::to_string(rope_theta));
   }
+  if (!(rope_linear_factor > 0.0) || !std::isfinite(rope_linear_factor)) {
+    config_error("rope_scaling.factor must be a positive number, got " + std::to_string(rope_linear_factor));
+  }
+  if (!local_rope.empty() && int64_t(local_rope.size()) != num_hidden_layers) {
+    config_error("local_rope has " + std::to_string(local_rope.size()) + " entries for " +
+                 std::to_string(num_hidden_layers) + " layers");
+  }
+  if (!local_rope.empty() && (!(rope_local_theta > 1.0) || !std::isfinite(rope_local_theta))) {
+    config_error("\"rope_local_base_freq\" must be a finite number > 1, got " + std::to_string(rope_local_theta));
+  }
   if (int64_t(window.size()) != num_hidden_layers) {
     config_error("window has " + std::to_string(window.size()) + " entries for " + std::to_string(num_hidden_layers) +
                  " layers");
   }
 }
 
-std::vector<double> LlamaConfig::rope_inv_freq() const {
+std::vector<double> LlamaConfig::rope_inv_freq(bool local) const {
   const int64_t half = head_dim / 2;
+  const double theta = local ? rope_local_theta : rope_theta;
   std::vector<double> f(static_cast<size_t>(half));
   // default: inv_freq[i] = theta^(-2i / D)
-  for (int64_t i = 0; i < half; ++i) f[size_t(i)] = 1.0 / std::pow(rope_theta, double(2 * i) / double(head_dim));
+  for (int64_t i = 0; i < half; ++i) f[size_t(i)] = 1.0 / std::pow(theta, double(2 * i) / double(head_dim));
+  if (local) return f;
+  // linear: every frequency divided by the factor
+  if (rope_linear_factor != 1.0)
+    for (double& x : f) x /= rope_linear_factor;
   if (!rope_scaling.enabled) return f;
   // llama3: wavelengths longer than old_context / low_freq_factor are divided by `factor`, those
   // shorter than old_context / high_freq_factor kept, the ones between blended smoothly

@@ -20,9 +20,12 @@ struct LlamaLayerWeights {
   const float *q_bias = nullptr, *k_bias = nullptr, *v_bias = nullptr;  // [H*D], [Hkv*D], [Hkv*D] or null
   WeightMatrix o_proj;                                                  // [E, H*D]
   const float* o_bias = nullptr;                                        // [E] or null
-  const float* post_attention_layernorm = nullptr;                      // [E]
-  WeightMatrix gate_proj, up_proj;                                      // [I, E]
-  WeightMatrix down_proj;                                               // [E, I]
+  const float* post_attention_layernorm = nullptr;   // [E] the norm before the MLP (Gemma 3: pre_feedforward_layernorm)
+  const float *q_norm = nullptr, *k_norm = nullptr;  // [D] or null (Qwen3, Gemma 3)
+  const float* attn_output_norm = nullptr;  // [E] or null: Gemma 3's post_attention_layernorm, on the attention output
+  const float* mlp_output_norm = nullptr;   // [E] or null: Gemma 3's post_feedforward_layernorm, on the MLP output
+  WeightMatrix gate_proj, up_proj;          // [I, E]
+  WeightMatrix down_proj;                   // [E, I]
 };
 
 struct LlamaWeights {
@@ -30,15 +33,17 @@ struct LlamaWeights {
   std::vector<LlamaLayerWeights> layers;
   const float* norm = nullptr;  // [E]
   WeightMatrix lm_head;         // [V, E] as K = E, N = V; embed_tokens itself when tied
+  float embed_scale = 1.0f;     // Gemma 3: sqrt(E) rounded to embed_tokens' dtype (Gemma3TextScaledWordEmbedding)
 };
 
 class LlamaWeightStore {
  public:
   // Reads every tensor the config needs from a safetensors file held in `file` (size bytes;
   // ownership passes here: kept while tensors are read from it in place, else freed).
-  // WeightFormat::Int8 quantizes the matmuls' matrices; an untied embed_tokens, only gathered
-  // from, keeps its stored dtype. Throws std::invalid_argument naming the tensor for a missing
-  // one, a wrong shape, a dtype other than F32 / F16 / BF16, or values that do not fit.
+  // Gemma 3's norms are held as 1 + w (in float32, as Gemma3RMSNorm forms them), so every
+  // RMSNorm scales by its vector alike. WeightFormat::Int8 quantizes the matmuls' matrices; an untied embed_tokens,
+  // only gathered from, keeps its stored dtype. Throws std::invalid_argument naming the tensor for a missing one, a
+  // wrong shape, a dtype other than F32 / F16 / BF16, or values that do not fit.
   static LlamaWeightStore load(const LlamaConfig& config, MallocBytes file, size_t size, WeightFormat format);
 
   const LlamaWeights& weights() const { return weights_; }
@@ -52,7 +57,10 @@ class LlamaWeightStore {
   LlamaWeightStore(const LlamaWeightStore&) = delete;  // the views point into this store's buffers
 
  private:
-  WeightBuffers buffers_;  // the file (when read in place), the converted matrices, widened vectors
+  void hold_plus_one(const LlamaConfig& c);  // every norm vector replaced by 1 + w, held in plus_one_
+
+  WeightBuffers buffers_;        // the file (when read in place), the converted matrices, widened vectors
+  std::vector<float> plus_one_;  // Gemma 3: every norm vector as 1 + w
   LlamaWeights weights_;
   const char* matrix_type_ = "F32";
 };

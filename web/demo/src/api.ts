@@ -274,11 +274,27 @@ function describeModel(name: string, arch: string, config: Record<string, unknow
   }
   const gqa = d.kvHeads === d.heads ? '' : ` sharing ${d.kvHeads} key/value heads (grouped-query attention)`;
   const windowed = d.windows.flatMap((w, l) => (w ? [l] : []));
+  const global = d.windows.flatMap((w, l) => (w ? [] : [l]));
+  const many = (n: number) => (n > 1 ? 's' : '');
   const win = windowed.length === 0 ? '' : windowed.length === d.layers
     ? `; sliding window ${d.windows[0]} on every layer`
-    : `; sliding window ${d.windows[windowed[0]]} on layer${windowed.length > 1 ? 's' : ''} ${windowed.join(', ')}`;
+    : windowed.length > global.length // Gemma 3: mostly local layers, a global one every few
+      ? `; local layers (sliding window ${d.windows[windowed[0]]}) but global layer${many(global.length)} ${global.join(', ')}`
+      : `; sliding window ${d.windows[windowed[0]]} on layer${many(windowed.length)} ${windowed.join(', ')}`;
+  const text = (config.text_config ?? config) as Record<string, unknown>; // gemma3: the text model's config
   return `${name} (${arch}): ${d.layers} layers × ${d.heads} heads${gqa}, head_dim ${d.headDim}, ` +
-    `hidden ${String(config.hidden_size)}, context ${d.positions}, vocab ${d.vocab}${win}; q and k after the rotary embedding.`;
+    `hidden ${String(text.hidden_size)}, context ${d.positions}, vocab ${d.vocab}${win}; q and k after the rotary embedding.`;
+}
+
+/** The softmax scale of q k^T: 1/sqrt(head_dim), GPT-2 without scale_attn_weights 1, Gemma 3 query_pre_attn_scalar^-0.5. */
+function attentionScale(m: DecoderModel, headDim: number): number {
+  const config = m.config as Record<string, unknown>;
+  if (m.architecture === 'gpt2') return config.scale_attn_weights === false ? 1 : 1 / Math.sqrt(headDim);
+  if (m.architecture === 'gemma3_text' || m.architecture === 'gemma3') {
+    const text = (config.text_config ?? config) as Record<string, unknown>;
+    return 1 / Math.sqrt(Number(text.query_pre_attn_scalar ?? 256)); // Gemma3TextConfig's default
+  }
+  return 1 / Math.sqrt(headDim);
 }
 
 function demoModel(m: DecoderModel, name: string, backend: string): DemoModel {
@@ -299,7 +315,7 @@ function demoModel(m: DecoderModel, name: string, backend: string): DemoModel {
   return {
     name, architecture: m.architecture, config, dims, info: describeModel(name, m.architecture, config, dims), tokenizer, hasTokenizer: !!tok,
     rotary: !gpt2, engine: backend, headDim,
-    scale: gpt2 && config.scale_attn_weights === false ? 1 : 1 / Math.sqrt(headDim),
+    scale: attentionScale(m, headDim),
     async run(ids, attentions, progress = {}) {
       const out = await m.forward(ids, { outputAttentions: attentions, logits: 'last', ...progress });
       const logits = (out.logits.data as Float32Array).slice(0, V);

@@ -53,6 +53,17 @@ export function kvGroupsText(d: AttnData): string {
 /** The layer's sliding window (0 = none). */
 export const windowOf = (d: AttnData, layer: number): number => d.windows?.[layer] ?? 0;
 
+/**
+ * What a layer's label adds: ' · window W' for a sliding-window layer, ' · global' for a
+ * full-attention layer of a model that also has windowed ones (Gemma 3's local/global
+ * interleaving, Qwen's max_window_layers), '' otherwise.
+ */
+export function layerKindText(d: AttnData, layer: number): string {
+  const w = windowOf(d, layer);
+  if (w) return ` · window ${w}`;
+  return d.windows?.some((x) => x > 0) ? ' · global' : '';
+}
+
 /** Whether key j is hidden from query i in that layer: after it (causal) or outside its window. */
 export function hidden(d: AttnData, layer: number, i: number, j: number): boolean {
   if (d.bidirectional) return false;

@@ -6,7 +6,7 @@
 // is 0, so a window shows as a band; a layer with a window and a head's key/value head (GQA) are
 // written on the grid's labels.
 import * as d3 from 'd3';
-import { hidden, kvHeadOf, windowOf, type AttnData } from './contract';
+import { hidden, kvHeadOf, layerKindText, type AttnData } from './contract';
 import { badgeClass, PATTERN_NOTE, type HeadStats } from './patterns';
 import { renderHeatmap } from './heatmap';
 import { showToken } from './ui';
@@ -84,7 +84,7 @@ export class ModelView {
       this.buttons = [];
       for (let l = 0; l < data.nLayer; l++) {
         const lab = document.createElement('span');
-        lab.className = 'small muted export-text'; lab.style.alignSelf = 'center'; lab.textContent = windowOf(data, l) ? `layer ${l} · window ${windowOf(data, l)}` : `layer ${l}`;
+        lab.className = 'small muted export-text'; lab.style.alignSelf = 'center'; lab.textContent = `layer ${l}${layerKindText(data, l)}`;
         this.grid.append(lab);
         const row: HTMLButtonElement[] = [];
         for (let h = 0; h < data.nHead; h++) {
@@ -130,7 +130,7 @@ export class ModelView {
       rows: labels, cols: labels, value: (i, j) => rows[i][j] ?? 0, masked: (i, j) => hidden(data, sel.layer, i, j),
       numbers: true, rowSums: true, maxCell: 34, width: Math.min(760, this.detail.clientWidth || 700),
       title: `layer ${sel.layer} · head ${sel.head}${(data.kvHeads ?? data.nHead) !== data.nHead ? ` (KV head ${kvHeadOf(data, sel.head)})` : ''}` +
-        `${windowOf(data, sel.layer) ? ` · window ${windowOf(data, sel.layer)}` : ''} · ${s.label} · mean entropy ${s.entropy.toFixed(2)} bits`,
+        `${layerKindText(data, sel.layer)} · ${s.label} · mean entropy ${s.entropy.toFixed(2)} bits`,
     });
   }
 }

@@ -222,7 +222,7 @@ export interface ModelDims {
 }
 
 /** The architectures loadModel knows (config.json's model_type). */
-export type Architecture = 'gpt2' | 'llama' | 'mistral' | 'qwen2';
+export type Architecture = 'gpt2' | 'llama' | 'mistral' | 'qwen2' | 'qwen3' | 'gemma3_text' | 'gemma3';
 
 /** A loaded model. Holds wasm memory: call {@link DecoderModel.dispose} when done. */
 export class DecoderModel<C extends object = Record<string, unknown>> {

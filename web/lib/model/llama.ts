@@ -1,8 +1,9 @@
 /**
- * A loaded Llama-family model (model_type llama, mistral, qwen2: src/model/llama.hpp over
- * wasm/bindings_llama.cpp): the shared decoder API. Grouped-query attention keeps one key per
- * kv head (forward's keys are [1, num_key_value_heads, L, head_dim]); queries and keys come
- * after the rotary embedding.
+ * A loaded Llama-family model (model_type llama, mistral, qwen2, qwen3, gemma3_text, gemma3:
+ * src/model/llama.hpp over wasm/bindings_llama.cpp): the shared decoder API. Grouped-query
+ * attention keeps one key per kv head (forward's keys are [1, num_key_value_heads, L,
+ * head_dim]); queries and keys come after the rotary embedding (Qwen3, Gemma 3: and after
+ * their q/k RMSNorm).
  */
 import type { QkvModule } from '../wasm/module.js';
 import { DecoderModel, type Architecture, type ModelDims, type WasmDecoder } from './decoder.js';
@@ -10,7 +11,7 @@ import type { Tokenizer } from './tokenizer.js';
 
 /** config.json of a Llama-family model (Hugging Face keys); other keys are kept as they are. */
 export interface LlamaConfig {
-  model_type: 'llama' | 'mistral' | 'qwen2';
+  model_type: 'llama' | 'mistral' | 'qwen2' | 'qwen3' | 'gemma3_text' | 'gemma3';
   hidden_size: number;
   intermediate_size: number;
   num_hidden_layers: number;
@@ -26,21 +27,47 @@ export interface LlamaConfig {
   sliding_window?: number | null;
   use_sliding_window?: boolean;
   max_window_layers?: number;
+  /** qwen3, gemma3_text: "sliding_attention" | "full_attention" per layer. */
+  layer_types?: string[];
+  /** gemma3_text: every n-th layer (1-based) global when layer_types is absent (default 6). */
+  sliding_window_pattern?: number;
+  /** gemma3: the text model's config (Gemma3TextConfig's defaults for what it leaves out). */
+  text_config?: Partial<LlamaConfig>;
   [key: string]: unknown;
 }
 
-export const LLAMA_FAMILY: readonly string[] = ['llama', 'mistral', 'qwen2'];
+export const LLAMA_FAMILY: readonly string[] = ['llama', 'mistral', 'qwen2', 'qwen3', 'gemma3_text', 'gemma3'];
+
+/** Gemma3TextConfig's defaults (transformers), for the keys a Gemma 3 config.json leaves out. */
+const GEMMA3_TEXT_DEFAULTS = {
+  hidden_size: 2304, intermediate_size: 9216, num_hidden_layers: 26, num_attention_heads: 8, num_key_value_heads: 4,
+  head_dim: 256, vocab_size: 262208, max_position_embeddings: 131072, sliding_window: 4096, query_pre_attn_scalar: 256,
+};
+
+/**
+ * The text model's config with the sizes resolved: a gemma3 config's text_config, and for
+ * Gemma 3 the keys it leaves out at Gemma3TextConfig's defaults (src/model/gemma3_config.cpp
+ * reads the same); other configs as they are.
+ */
+export function textConfigOf(c: LlamaConfig): LlamaConfig {
+  if (c.model_type === 'gemma3') {
+    return { ...GEMMA3_TEXT_DEFAULTS, ...(c.text_config ?? {}), model_type: 'gemma3_text' } as LlamaConfig;
+  }
+  if (c.model_type === 'gemma3_text') return { ...GEMMA3_TEXT_DEFAULTS, ...c } as LlamaConfig;
+  return c;
+}
 
 /** A loaded Llama-family model. Holds wasm memory: call {@link DecoderModel.dispose} when done. */
 export class LlamaModel extends DecoderModel<LlamaConfig> {
   /** @internal use {@link loadModel} (the config has been checked by the wasm loader) */
   constructor(m: QkvModule, handle: WasmDecoder, config: LlamaConfig, tokenizer: Tokenizer | null) {
-    const heads = config.num_attention_heads;
+    const c = textConfigOf(config);
+    const heads = c.num_attention_heads;
     const dims: ModelDims = {
-      layers: config.num_hidden_layers, heads, kvHeads: config.num_key_value_heads ?? heads,
-      headDim: config.head_dim ?? config.hidden_size / heads, vocab: config.vocab_size,
-      positions: config.max_position_embeddings, positionsKey: 'max_position_embeddings',
-      windows: Object.freeze(windowsOf(config)),
+      layers: c.num_hidden_layers, heads, kvHeads: c.num_key_value_heads ?? heads,
+      headDim: c.head_dim ?? c.hidden_size / heads, vocab: c.vocab_size,
+      positions: c.max_position_embeddings, positionsKey: 'max_position_embeddings',
+      windows: Object.freeze(windowsOf(c)),
     };
     super(m, handle, config, tokenizer, dims, config.model_type as Architecture);
   }
@@ -48,7 +75,10 @@ export class LlamaModel extends DecoderModel<LlamaConfig> {
   /**
    * The sliding window of each layer (0 = full causal attention), as transformers decides it:
    * Mistral's sliding_window on every layer (absent: 4096, null: none); Qwen2's on layers
-   * >= max_window_layers when use_sliding_window; none for Llama. (Also `dims.windows`.)
+   * >= max_window_layers when use_sliding_window; Qwen3's so too, or on the layers layer_types
+   * calls "sliding_attention"; Gemma 3's on its local layers (layer_types, else all but every
+   * sliding_window_pattern-th); none for Llama. (Also `dims.windows`.) Gemma 3's local layers
+   * also rotate with their own base (rope_local_base_freq).
    */
   get slidingWindows(): number[] {
     return [...this.dims.windows];
@@ -62,10 +92,18 @@ function windowsOf(c: LlamaConfig): number[] {
     const w = c.sliding_window === undefined ? 4096 : c.sliding_window ?? 0;
     return new Array<number>(n).fill(w);
   }
-  if (c.model_type === 'qwen2' && c.use_sliding_window) {
+  const sliding = (l: number) => c.layer_types?.[l] === 'sliding_attention';
+  if ((c.model_type === 'qwen2' || c.model_type === 'qwen3') && c.use_sliding_window) {
     const w = c.sliding_window ?? 4096;
     const first = c.max_window_layers ?? 28;
-    return Array.from({ length: n }, (_, l) => (l >= first ? w : 0));
+    const types = c.model_type === 'qwen3' && Array.isArray(c.layer_types);
+    return Array.from({ length: n }, (_, l) => ((types ? sliding(l) : l >= first) ? w : 0));
+  }
+  if (c.model_type === 'gemma3_text') {
+    const w = c.sliding_window ?? 4096;
+    const pattern = c.sliding_window_pattern ?? 6;
+    const types = Array.isArray(c.layer_types);
+    return Array.from({ length: n }, (_, l) => ((types ? sliding(l) : (l + 1) % pattern !== 0) ? w : 0));
   }
   return new Array<number>(n).fill(0);
 }

@@ -1,7 +1,7 @@
 /**
  * `loadModel(source, options)`: reads a Hugging Face checkpoint (config.json + model.safetensors
  * or its shards [+ tokenizer files]; a folder, a Hub id or the files) into the wasm module and returns the model its config.json's model_type
- * names: GPT2Model for gpt2 (or no model_type), LlamaModel for llama, mistral, qwen2,
+ * names: GPT2Model for gpt2 (or no model_type), LlamaModel for llama, mistral, qwen2, qwen3, gemma3_text, gemma3,
  * EncoderModel for bert, distilbert, Seq2SeqModel for bart.
  * model.safetensors streams straight into one wasm buffer, which the model then owns (its
  * tensors are read there in place, or converted and the buffer freed): no second copy in JS.
@@ -20,7 +20,7 @@ import {
 import { modelModule, type ModelModule, type WasmDecoder } from './decoder.js';
 import { streamShards, type ShardedWeights } from './shards.js';
 import { GPT2Model } from './gpt2.js';
-import { LLAMA_FAMILY, LlamaModel, type LlamaConfig } from './llama.js';
+import { LLAMA_FAMILY, LlamaModel, textConfigOf, type LlamaConfig } from './llama.js';
 import { Seq2SeqModel, seq2seqModule, type Seq2SeqConfig } from './seq2seq.js';
 import { ByteTokenizer, HfTokenizer, loadChatTemplateEngine, tokenizerFromFiles, type Tokenizer } from './tokenizer.js';
 import { isHubId, readHub } from './hub/index.js';
@@ -38,7 +38,10 @@ function makeTokenizer(config: GPT2Config, raw: RawFiles, optional: boolean): To
     throw e;
   }
   if (tok) {
-    if (tok.vocabSize > config.vocab_size) {
+    // Gemma 3 1B / 270M: the tokenizer's <image_soft_token> (id 262144) lies past vocab_size
+    // 262144, as Google ships them; text holding it gets an id out of range at forward()
+    const gemma = config.model_type === 'gemma3_text' || config.model_type === 'gemma3';
+    if (tok.vocabSize > config.vocab_size && !(gemma && tok.vocabSize <= config.vocab_size + 1)) {
       throw new RangeError(`loadModel: the tokenizer has ${tok.vocabSize} tokens, more than the model's vocab_size ${config.vocab_size}`);
     }
     return tok;
@@ -151,7 +154,7 @@ async function* withProgress(
 
 /**
  * What loadModel returns, by config.json's model_type: GPT2Model (gpt2), LlamaModel (llama,
- * mistral, qwen2), EncoderModel (bert, distilbert) or Seq2SeqModel (bart);
+ * mistral, qwen2, qwen3, gemma3_text, gemma3), EncoderModel (bert, distilbert) or Seq2SeqModel (bart);
  * `model.architecture` tells which.
  */
 export type Model = GPT2Model | LlamaModel | EncoderModel | Seq2SeqModel;
@@ -178,7 +181,7 @@ async function loadEncoder(
 }
 
 /**
- * Loads a model: GPT-2 family; the Llama family (llama, mistral, qwen2); a BERT / DistilBERT encoder with its masked-LM head
+ * Loads a model: GPT-2 family; the Llama family (llama, mistral, qwen2, qwen3, gemma3_text, gemma3); a BERT / DistilBERT encoder with its masked-LM head
  * (config.json's model_type "bert" / "distilbert", tokenizer from vocab.txt or tokenizer.json);
  * or (model_type "bart") an encoder-decoder.
  *
@@ -233,7 +236,8 @@ export async function loadModel(source: ModelSource, options: LoadOptions = {}):
     throw new TypeError(`${fn}: options.weights '${weights}' is not supported for model_type "${modelType}" (only 'auto' and 'f32')`);
   }
   // a Llama-family folder without tokenizer files loads with tokenizer null (ids in and out)
-  const tokenizer = makeTokenizer(config, raw, llama);
+  // (gemma3: the vocabulary is text_config's)
+  const tokenizer = makeTokenizer(llama ? textConfigOf(config as unknown as LlamaConfig) as unknown as GPT2Config : config, raw, llama);
   if (tokenizer instanceof HfTokenizer && tokenizer.hasChatTemplate) await loadChatTemplateEngine();  // applyChatTemplate is then synchronous
 
   const m = await loadModule();
