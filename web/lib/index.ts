@@ -30,7 +30,7 @@ export {
   type Seq2SeqStep,
   HfTokenizer, tokenizerFromFiles,
   type Model, EncoderModel, type EncoderConfig, type EncoderForwardOptions, type EncoderForwardResult,
-  type FillMaskOptions, type FillMaskPrediction,
+  type FillMaskOptions, type FillMaskPrediction, type EncoderArchitecture, type EmbedOptions, type Pooling, type PoolingDefaults,
   type TokenizerKind, type TokenizerFiles, type EncodeOptions, type DecodeOptions, type EncodedPair, type SpecialTokenIds,
 } from './model/index.js';
 export { MultiHeadAttention, type MultiHeadAttentionOptions, type MultiHeadAttentionWeights,
