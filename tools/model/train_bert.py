@@ -68,12 +68,12 @@ def make_pairs(enc, block, cls, sep):
     return ids, types, lens
 
 
-def mask_batch(ids, lens, gen, vocab_size, mask_id, n_special, train=True):
+def mask_batch(ids, lens, gen, vocab_size, mask_id, n_special, train=True, rate=0.15):
     """-> (input ids, labels with -100 where not predicted)."""
     B, L = ids.shape
     pos = torch.arange(L)[None]
     real = (pos > 0) & (pos < lens[:, None] - 1) & (ids >= n_special)   # not [CLS]/[SEP]/pad
-    pick = (torch.rand(B, L, generator=gen) < 0.15) & real
+    pick = (torch.rand(B, L, generator=gen) < rate) & real
     labels = torch.where(pick, ids, torch.full_like(ids, -100))
     x = ids.clone()
     if not train:
@@ -102,6 +102,18 @@ def main():
     ap.add_argument('--lr', type=float, default=1e-3)
     ap.add_argument('--warmup', type=int, default=200)
     ap.add_argument('--weight-decay', type=float, default=0.01)
+    ap.add_argument('--intermediate', type=int, default=0, help='FFN width (default 4 x hidden)')
+    ap.add_argument('--dropout', type=float, default=0.1, help='hidden and attention dropout while training')
+    ap.add_argument('--mask-rate', type=float, default=0.15, help='share of tokens predicted while training '
+                    '(validation always masks 15 %%)')
+    ap.add_argument('--min-lr', type=float, default=0.0, help='the linear decay ends here (a fraction of --lr)')
+    ap.add_argument('--time-budget', type=float, default=0,
+                    help='seconds: the schedule runs on max(step / steps, elapsed / budget) and training '
+                         'ends when that reaches 1 (for a shared machine whose speed varies)')
+    ap.add_argument('--pos-init', type=float, default=0.0,
+                    help='start the position embeddings as sinusoids of this std (0: random, as BERT), so attention '
+                         'can find neighbours from the first step')
+    ap.add_argument('--resume', action='store_true', help='continue from --ckpt (model, optimizer, RNG, clock)')
     ap.add_argument('--eval-every', type=int, default=250)
     ap.add_argument('--eval-pairs', type=int, default=512)
     ap.add_argument('--time-steps', type=int, default=0)
@@ -141,8 +153,18 @@ def main():
     print(f'vocab {len(vocab)}; train {len(train_v)} verses, {n_tok} tokens ({unk} [UNK]); '
           f'val {len(val_v)} verses; {time.time() - t0:.0f}s', flush=True)
 
-    cfg = bert_config(len(vocab), args.hidden, args.layers, args.heads, 4 * args.hidden, args.max_pos)
+    cfg = bert_config(len(vocab), args.hidden, args.layers, args.heads, args.intermediate or 4 * args.hidden,
+                      args.max_pos)
+    cfg['hidden_dropout_prob'] = cfg['attention_probs_dropout_prob'] = args.dropout
     model = BertForMaskedLM(cfg)
+    if args.pos_init:
+        with torch.no_grad():
+            P, E = model.bert.embeddings.position_embeddings.weight.shape
+            pos = torch.arange(P, dtype=torch.float64)[:, None]
+            freq = torch.exp(-math.log(10000.0) * torch.arange(0, E, 2, dtype=torch.float64) / E)[None]
+            pe = torch.zeros(P, E, dtype=torch.float64)
+            pe[:, 0::2], pe[:, 1::2] = torch.sin(pos * freq), torch.cos(pos * freq)
+            model.bert.embeddings.position_embeddings.weight.copy_(pe / pe.std() * args.pos_init)
     n_params = sum(p.numel() for p in model.parameters())
     print(f'model: {n_params} parameters', flush=True)
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
@@ -150,11 +172,16 @@ def main():
     opt = torch.optim.AdamW([{'params': decay, 'weight_decay': args.weight_decay},
                              {'params': no_decay, 'weight_decay': 0.0}], lr=args.lr, betas=(0.9, 0.98), eps=1e-6)
 
-    def lr_at(step):
+    def progress(step, elapsed):
+        p = step / args.steps
+        return max(p, elapsed / args.time_budget) if args.time_budget else p
+
+    def lr_at(step, p):
         if step < args.warmup:
             return args.lr * (step + 1) / args.warmup
-        t = (step - args.warmup) / max(1, args.steps - args.warmup)
-        return args.lr * max(0.0, 1.0 - t)                    # linear decay, as BERT
+        p0 = args.warmup / args.steps                          # linear decay, as BERT, from the warmup's end
+        t = min(1.0, max(0.0, (p - p0) / max(1e-9, 1 - p0)))
+        return args.lr * (args.min_lr + (1 - args.min_lr) * (1.0 - t))
 
     # fixed validation set: evenly spread held-out pairs, masks from their own seed
     vsel = torch.linspace(0, len(va_ids) - 1, min(args.eval_pairs, len(va_ids))).long()
@@ -181,7 +208,7 @@ def main():
         sel = torch.randint(0, len(tr_ids), (args.batch,), generator=gen)
         L = int(tr_lens[sel].max())                            # trim the batch to its longest pair
         ids, lens = tr_ids[sel, :L], tr_lens[sel]
-        x, y = mask_batch(ids, lens, gen, len(vocab), mask_id, n_special)
+        x, y = mask_batch(ids, lens, gen, len(vocab), mask_id, n_special, rate=args.mask_rate)
         am = (torch.arange(L)[None] < lens[:, None]).long()
         hidden, _ = model(x, tr_types[sel, :L], am, head=False)
         pick = y != -100                                       # the MLM head only where predicted
@@ -212,29 +239,45 @@ def main():
         print(f'{(time.time() - t1) / args.time_steps:.3f} s/step (batch {args.batch} x <= {args.block})')
         return
 
-    t1 = time.time()
-    log = []
+    log, start, spent = [], 0, 0.0
+    if args.resume:
+        ck = torch.load(args.ckpt)
+        if ck['vocab'] != vocab or ck['cfg'] != cfg:
+            raise SystemExit('train_bert: --resume: the checkpoint has another vocabulary or config')
+        model.load_state_dict(ck['model'])
+        opt.load_state_dict(ck['opt'])
+        gen.set_state(ck['gen'])
+        log, start, spent = ck['log'], ck['step'], ck['elapsed_s']
+        print(f'resumed at step {start}, {spent:.0f}s trained', flush=True)
+    t1 = time.time() - spent
     run, run_n = 0.0, 0
-    for step in range(args.steps + 1):
-        if step % args.eval_every == 0 or step == args.steps:
+    step = start
+    while True:
+        elapsed = time.time() - t1
+        p = progress(step, elapsed)
+        done = p >= 1
+        if (step % args.eval_every == 0 and step != start) or done or (step == 0 and not args.resume):
             vl, acc, ntok = evaluate()
             tl = run / run_n if run_n else float('nan')
-            log.append({'step': step, 'train_loss': round(tl, 4), 'val_loss': round(vl, 4),
-                        'val_masked_accuracy': round(acc, 4), 'elapsed_s': round(time.time() - t1)})
-            print(f'step {step:5d}  train {tl:.3f}  val {vl:.3f}  val acc {acc:.4f} ({ntok} masked)  '
-                  f'{time.time() - t1:.0f}s', flush=True)
+            log.append({'step': step, 'lr': round(lr_at(step, p), 6), 'train_loss': round(tl, 4),
+                        'val_loss': round(vl, 4), 'val_masked_accuracy': round(acc, 4),
+                        'elapsed_s': round(time.time() - t1)})
+            print(f'step {step:5d}  lr {lr_at(step, p):.2e}  train {tl:.3f}  val {vl:.3f}  val acc {acc:.4f} '
+                  f'({ntok} masked)  {time.time() - t1:.0f}s', flush=True)
             run, run_n = 0.0, 0
-            torch.save({'model': model.state_dict(), 'cfg': cfg, 'vocab': vocab, 'step': step, 'log': log,
-                        'elapsed_s': round(time.time() - t1), 'args': vars(args)}, args.ckpt)
-            torch.save(torch.load(args.ckpt), f'{args.ckpt}.{step}')   # keep every evaluation's weights
-        if step == args.steps:
+            torch.save({'model': model.state_dict(), 'opt': opt.state_dict(), 'gen': gen.get_state(), 'cfg': cfg,
+                        'vocab': vocab, 'step': step, 'log': log, 'elapsed_s': time.time() - t1,
+                        'args': vars(args)}, args.ckpt + '.tmp')
+            os.replace(args.ckpt + '.tmp', args.ckpt)         # a kill mid-save leaves the last one whole
+        if done:
             break
         for g in opt.param_groups:
-            g['lr'] = lr_at(step)
+            g['lr'] = lr_at(step, p)
         run += step_fn(step)
         run_n += 1
+        step += 1
 
-    export(args, model, cfg, vocab, n_params, log, ntok, args.steps, round(time.time() - t1))
+    export(args, model, cfg, vocab, n_params, log, ntok, step, round(time.time() - t1))
 
 
 def export(args, model, cfg, vocab, n_params, log, ntok, steps, seconds):
@@ -243,8 +286,10 @@ def export(args, model, cfg, vocab, n_params, log, ntok, steps, seconds):
     cfg_out = dict(cfg)
     cfg_out['qkv'] = {
         'text': 'King James Bible (Debian bible-kjv 4.38), verse text only; last 5% of verses held out',
-        'objective': 'masked LM (15%: 80% [MASK], 10% random, 10% kept), pairs of consecutive verses',
-        'train_steps': steps, 'planned_steps': args.steps, 'batch': args.batch, 'block': args.block, 'seed': args.seed,
+        'objective': f'masked LM ({args.mask_rate:.0%}: 80% [MASK], 10% random, 10% kept), pairs of consecutive verses',
+        'train_steps': steps, 'planned_steps': args.steps, 'time_budget_s': args.time_budget, 'batch': args.batch,
+        'block': args.block, 'seed': args.seed, 'lr': args.lr, 'min_lr': args.min_lr, 'warmup': args.warmup,
+        'weight_decay': args.weight_decay, 'dropout': args.dropout, 'pos_init': args.pos_init,
         'train_seconds': seconds, 'parameters': n_params,
         'val_masked_tokens': ntok,
         'val_masked_accuracy': log[-1]['val_masked_accuracy'], 'val_loss': log[-1]['val_loss'],
