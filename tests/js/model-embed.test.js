@@ -159,6 +159,20 @@ describe('sentence-transformers files on a small checkpoint', () => {
     }
   });
 
+  test('DistilBERT embeds too ([n, dim]); a padded batch equals one at a time', async () => {
+    const d = path.join(ENC, 'random-distilbert');
+    const m = await qkv.loadModel(d);
+    try {
+      const texts = ['the lord said unto moses', 'and god'];
+      const both = await m.embed(texts, { pooling: 'max' });
+      assert.deepEqual(both.shape, [2, 48]);
+      const one = await m.embed(texts[1], { pooling: 'max' });
+      for (let e = 0; e < 48; e++) assert.ok(Math.abs(one.data[e] - both.data[48 + e]) <= 1e-6);
+    } finally {
+      m.dispose();
+    }
+  });
+
   test('a pooling qkv does not run: embed needs options.pooling; a damaged file is a load Error', async () => {
     const m = await qkv.loadModel(files({ pooling: { pooling_mode_mean_sqrt_len_tokens: true } }));
     try {
