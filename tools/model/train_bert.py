@@ -324,7 +324,7 @@ def main():
         if (step % args.eval_every == 0 and step != start) or done or (step == 0 and not args.resume):
             vl, acc, ntok = evaluate()
             tl = run / run_n if run_n else float('nan')
-            log.append({'step': step, 'lr': round(lr_at(step, p), 6), 'train_loss': round(tl, 4),
+            log.append({'step': step, 'lr': round(lr_at(step, p), 6), 'train_loss': None if tl != tl else round(tl, 4),
                         'val_loss': round(vl, 4), 'val_masked_accuracy': round(acc, 4),
                         'elapsed_s': round(time.time() - t1)})
             print(f'step {step:5d}  lr {lr_at(step, p):.2e}  train {tl:.3f}  val {vl:.3f}  val acc {acc:.4f} '
