@@ -51,8 +51,18 @@ std::string encoder_forward(EncoderModel& m, uintptr_t ids, int B, int L, uintpt
   return encoder_forward_with(m, ids, B, L, types, mask, logits, attentions, qkv::wasm::InterventionsArg{});
 }
 
+// ids [B, L] int32; types [B, L] int32 or 0; mask [B, L] uint8 or 0 -> hidden [B, L, E] (the last layer)
+std::string encoder_hidden(EncoderModel& m, uintptr_t ids, int B, int L, uintptr_t types, uintptr_t mask,
+                           uintptr_t hidden) {
+  return guarded([&] {
+    m.encoder.forward(ptr<const int32_t>(ids), B, L, ptr<const int32_t>(types), ptr<const uint8_t>(mask), m.scratch,
+                      nullptr, nullptr, ptr<float>(hidden));
+  });
+}
+
 void encoder_set_threads(EncoderModel& m, int threads) { m.encoder.set_threads(threads); }
 std::string encoder_architecture(const EncoderModel& m) { return m.encoder.config().name(); }
+bool encoder_has_mlm_head(const EncoderModel& m) { return m.encoder.has_mlm_head(); }
 std::string get_encoder_last_error() { return encoder_last_error; }
 
 }  // namespace
@@ -63,6 +73,8 @@ EMSCRIPTEN_BINDINGS(qkv_encoder) {
       .class_function("create", &encoder_create, allow_raw_pointers())
       .function("forward", &encoder_forward)
       .function("forwardWith", &encoder_forward_with)
+      .function("hidden", &encoder_hidden)
+      .function("hasMaskedLmHead", &encoder_has_mlm_head)
       .function("setThreads", &encoder_set_threads)
       .function("architecture", &encoder_architecture);
 }

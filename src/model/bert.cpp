@@ -25,10 +25,10 @@ constexpr char kConfigError[] = "EncoderConfig: ";  // what every config error s
 EncoderConfig EncoderConfig::from_json(std::string_view text) {
   const ConfigJson r(text, kConfigError);
   const nlohmann::json* mt = r.member("model_type");
-  if (!mt) config_error("config.json lacks \"model_type\" (\"bert\" or \"distilbert\")");
+  if (!mt) config_error("config.json lacks \"model_type\" (\"bert\", \"distilbert\", \"roberta\" or \"xlm-roberta\")");
   EncoderConfig c;
-  if (*mt == "bert") {
-    c.arch = EncoderArch::Bert;
+  if (*mt == "bert" || *mt == "roberta" || *mt == "xlm-roberta") {
+    c.arch = *mt == "bert" ? EncoderArch::Bert : *mt == "roberta" ? EncoderArch::Roberta : EncoderArch::XlmRoberta;
     r.require_string("hidden_act", "gelu");
     r.require_string("position_embedding_type", "absolute");
     if (const nlohmann::json* dec = r.member("is_decoder"); dec && *dec == true) {
@@ -40,8 +40,9 @@ EncoderConfig EncoderConfig::from_json(std::string_view text) {
     c.heads = r.get_int("num_attention_heads");
     c.intermediate = r.get_int("intermediate_size");
     c.max_positions = r.get_int("max_position_embeddings");
-    c.type_vocab_size = r.get_int("type_vocab_size", 2);
+    c.type_vocab_size = r.get_int("type_vocab_size", c.roberta() ? 1 : 2);
     if (const nlohmann::json* eps = r.number("layer_norm_eps")) c.layer_norm_eps = eps->get<float>();
+    c.pad_token_id = r.get_int("pad_token_id", c.roberta() ? 1 : 0);
   } else if (*mt == "distilbert") {
     c.arch = EncoderArch::DistilBert;
     r.require_string("activation", "gelu");
@@ -54,7 +55,8 @@ EncoderConfig EncoderConfig::from_json(std::string_view text) {
     c.type_vocab_size = 0;
     c.layer_norm_eps = 1e-12f;  // fixed in DistilBERT's code
   } else {
-    config_error("model_type must be \"bert\" or \"distilbert\", got " + json_describe(*mt));
+    config_error("model_type must be \"bert\", \"distilbert\", \"roberta\" or \"xlm-roberta\", got " +
+                 json_describe(*mt));
   }
   c.validate();
   return c;
@@ -68,7 +70,12 @@ void EncoderConfig::validate() const {
   positive("num_attention_heads", heads, 1024);
   positive("intermediate_size", intermediate, 1 << 16);
   positive("max_position_embeddings", max_positions, 1 << 16);
-  if (arch == EncoderArch::Bert) positive("type_vocab_size", type_vocab_size, 1 << 10);
+  if (arch != EncoderArch::DistilBert) positive("type_vocab_size", type_vocab_size, 1 << 10);
+  if (roberta() && (pad_token_id < 0 || pad_token_id >= vocab_size || pad_token_id + 1 >= max_positions)) {
+    config_error("\"pad_token_id\" (RoBERTa's padding_idx) = " + std::to_string(pad_token_id) +
+                 " must be a token id below vocab_size = " + std::to_string(vocab_size) +
+                 " and below max_position_embeddings - 1 = " + std::to_string(max_positions - 1));
+  }
   if (hidden % heads != 0) {
     config_error("hidden size " + std::to_string(hidden) + " is not a multiple of the head count " +
                  std::to_string(heads));
@@ -100,6 +107,8 @@ class Gather {
     return at;
   }
 
+  bool has(const std::string& name) const { return find(name) != nullptr; }
+
   void convert() {
     data_.assign(total_, 0.0f);
     for (const auto& [t, at] : todo_) f_.to_f32(*t, data_.data() + at);
@@ -110,7 +119,7 @@ class Gather {
  private:
   const safetensors::TensorInfo* find(const std::string& name) const {
     std::vector<std::string> names{name};
-    for (const char* prefix : {"bert.", "distilbert."}) {  // BertModel / DistilBertModel checkpoints lack the prefix
+    for (const char* prefix : {"bert.", "distilbert.", "roberta."}) {  // BertModel / ...Model checkpoints lack it
       if (name.rfind(prefix, 0) == 0) names.push_back(name.substr(std::string(prefix).size()));
     }
     for (size_t i = 0, n = names.size(); i < n; ++i) {
@@ -151,14 +160,15 @@ Encoder Encoder::load(std::string_view config_json, const uint8_t* bytes, size_t
   const EncoderConfig& c = enc.config_;
   const safetensors::File file = safetensors::File::parse(bytes, size);
   const int64_t V = c.vocab_size, E = c.hidden, I = c.intermediate, P = c.max_positions;
-  const bool bert = c.arch == EncoderArch::Bert;
+  const bool bert = c.arch != EncoderArch::DistilBert;  // RoBERTa keeps BERT's names under "roberta."
+  const std::string base = c.roberta() ? "roberta." : "bert.";
   Gather g(file, enc.data_);
 
   // offsets first (the buffer is filled, and so has its final address, after every lookup)
   struct LayerAt {
     size_t q, qb, k, kb, v, vb, o, ob, ln1w, ln1b, f1, f1b, f2, f2b, ln2w, ln2b;
   };
-  const std::string emb = bert ? "bert.embeddings." : "distilbert.embeddings.";
+  const std::string emb = bert ? base + "embeddings." : "distilbert.embeddings.";
   const size_t word = g.want(emb + "word_embeddings.weight", {V, E});
   const size_t pos = g.want(emb + "position_embeddings.weight", {P, E});
   const size_t types = bert ? g.want(emb + "token_type_embeddings.weight", {c.type_vocab_size, E}) : Gather::npos;
@@ -167,7 +177,7 @@ Encoder Encoder::load(std::string_view config_json, const uint8_t* bytes, size_t
   for (int64_t l = 0; l < c.layers; ++l) {
     LayerAt& a = at[size_t(l)];
     if (bert) {
-      const std::string p = "bert.encoder.layer." + std::to_string(l) + ".";
+      const std::string p = base + "encoder.layer." + std::to_string(l) + ".";
       a.q = g.want(p + "attention.self.query.weight", {E, E}), a.qb = g.want(p + "attention.self.query.bias", {E});
       a.k = g.want(p + "attention.self.key.weight", {E, E}), a.kb = g.want(p + "attention.self.key.bias", {E});
       a.v = g.want(p + "attention.self.value.weight", {E, E}), a.vb = g.want(p + "attention.self.value.bias", {E});
@@ -189,17 +199,29 @@ Encoder Encoder::load(std::string_view config_json, const uint8_t* bytes, size_t
       a.ln2w = g.want(p + "output_layer_norm.weight", {E}), a.ln2b = g.want(p + "output_layer_norm.bias", {E});
     }
   }
-  const std::string hp = bert ? "cls.predictions." : "";
-  const size_t hd = g.want(bert ? hp + "transform.dense.weight" : "vocab_transform.weight", {E, E});
-  const size_t hdb = g.want(bert ? hp + "transform.dense.bias" : "vocab_transform.bias", {E});
-  const size_t hlw = g.want(bert ? hp + "transform.LayerNorm.weight" : "vocab_layer_norm.weight", {E});
-  const size_t hlb = g.want(bert ? hp + "transform.LayerNorm.bias" : "vocab_layer_norm.bias", {E});
-  // the decoder bias: cls.predictions.bias (older files: decoder.bias) / vocab_projector.bias
-  size_t db = g.want(bert ? hp + "bias" : "vocab_projector.bias", {V}, bert);
-  if (db == Gather::npos) db = g.want(hp + "decoder.bias", {V});
-  // an untied decoder (a stored cls.predictions.decoder.weight / vocab_projector.weight that is not
-  // a copy of the word table) is read as is; HF files leave the tied one out or store a copy
-  const size_t dw = g.want(bert ? hp + "decoder.weight" : "vocab_projector.weight", {V, E}, true);
+  // the MLM head, when the file has one (a BertModel / RobertaModel checkpoint has none)
+  size_t hd = Gather::npos, hdb = 0, hlw = 0, hlb = 0, db = 0, dw = Gather::npos;
+  if (c.roberta()) {
+    if (g.has("lm_head.dense.weight")) {
+      hd = g.want("lm_head.dense.weight", {E, E}), hdb = g.want("lm_head.dense.bias", {E});
+      hlw = g.want("lm_head.layer_norm.weight", {E}), hlb = g.want("lm_head.layer_norm.bias", {E});
+      db = g.want("lm_head.bias", {V}, true);
+      if (db == Gather::npos) db = g.want("lm_head.decoder.bias", {V});
+      dw = g.want("lm_head.decoder.weight", {V, E}, true);
+    }
+  } else if (g.has(bert ? "cls.predictions.transform.dense.weight" : "vocab_transform.weight")) {
+    const std::string hp = bert ? "cls.predictions." : "";
+    hd = g.want(bert ? hp + "transform.dense.weight" : "vocab_transform.weight", {E, E});
+    hdb = g.want(bert ? hp + "transform.dense.bias" : "vocab_transform.bias", {E});
+    hlw = g.want(bert ? hp + "transform.LayerNorm.weight" : "vocab_layer_norm.weight", {E});
+    hlb = g.want(bert ? hp + "transform.LayerNorm.bias" : "vocab_layer_norm.bias", {E});
+    // the decoder bias: cls.predictions.bias (older files: decoder.bias) / vocab_projector.bias
+    db = g.want(bert ? hp + "bias" : "vocab_projector.bias", {V}, bert);
+    if (db == Gather::npos) db = g.want(hp + "decoder.bias", {V});
+    // an untied decoder (a stored cls.predictions.decoder.weight / vocab_projector.weight that is not
+    // a copy of the word table) is read as is; HF files leave the tied one out or store a copy
+    dw = g.want(bert ? hp + "decoder.weight" : "vocab_projector.weight", {V, E}, true);
+  }
   g.convert();
 
   const float* d = enc.data_.data();
@@ -218,10 +240,12 @@ Encoder Encoder::load(std::string_view config_json, const uint8_t* bytes, size_t
     L.ln2_w = d + a.ln2w, L.ln2_b = d + a.ln2b;
     w.layers.push_back(L);
   }
-  w.head_dense = out_in(d + hd, E, E), w.head_dense_b = d + hdb;
-  w.head_ln_w = d + hlw, w.head_ln_b = d + hlb;
-  w.decoder = out_in(dw == Gather::npos ? w.word : d + dw, E, V);
-  w.decoder_b = d + db;
+  if (hd != Gather::npos) {  // decoder_b stays nullptr without a head (has_mlm_head)
+    w.head_dense = out_in(d + hd, E, E), w.head_dense_b = d + hdb;
+    w.head_ln_w = d + hlw, w.head_ln_b = d + hlb;
+    w.decoder = out_in(dw == Gather::npos ? w.word : d + dw, E, V);
+    w.decoder_b = d + db;
+  }
   return enc;
 }
 
@@ -257,9 +281,16 @@ void Encoder::forward(const int32_t* ids, int64_t B, int64_t L, const int32_t* t
     throw std::invalid_argument("Encoder.forward: ids has shape [" + std::to_string(B) + ", " + std::to_string(L) +
                                 "] (need at least 1 sequence of 1 token)");
   }
-  if (L > c.max_positions) {
-    throw std::length_error("Encoder.forward: " + std::to_string(L) +
-                            " tokens exceed max_position_embeddings = " + std::to_string(c.max_positions));
+  if (L > c.max_tokens()) {
+    throw std::length_error(
+        "Encoder.forward: " + std::to_string(L) + " tokens exceed " +
+        (c.roberta() ? "max_position_embeddings - padding_idx - 1 = " : "max_position_embeddings = ") +
+        std::to_string(c.max_tokens()));
+  }
+  if (logits && !has_mlm_head()) {
+    throw std::invalid_argument(std::string("Encoder.forward: logits asked of a ") + c.name() +
+                                " checkpoint without a masked-LM head (no " +
+                                (c.roberta() ? "lm_head.*" : "cls.predictions.*") + " tensors)");
   }
   const int64_t N = B * L;  // rows: every token of every sequence
   for (int64_t i = 0; i < N; ++i) {
@@ -303,10 +334,13 @@ void Encoder::forward(const int32_t* ids, int64_t B, int64_t L, const int32_t* t
 
   // ---- embeddings: x [N, E] = LN(word[id] + position[i] + type[t])
   for (int64_t b = 0; b < B; ++b) {
+    int64_t seen = 0;  // RoBERTa: non-pad tokens so far; position pad + seen, pad tokens at pad
     for (int64_t i = 0; i < L; ++i) {
       const int64_t r = b * L + i;
       const float* we = w.word + int64_t(ids[r]) * E;
-      const float* pe = w.pos + i * E;
+      int64_t p = i;
+      if (c.roberta()) p = ids[r] == c.pad_token_id ? c.pad_token_id : c.pad_token_id + ++seen;
+      const float* pe = w.pos + p * E;
       float* xr = x + r * E;
       for (int64_t e = 0; e < E; ++e) xr[e] = we[e] + pe[e];
       if (w.types) add_in_place(xr, w.types + int64_t(token_types ? token_types[r] : 0) * E, E);

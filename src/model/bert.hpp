@@ -1,13 +1,17 @@
-// BERT-family encoders (BERT, DistilBERT) with their masked-LM heads, on qkv's kernels, in the
-// style of llama2.c's run.c: a config, the weights, one forward pass.
+// BERT-family encoders (BERT, DistilBERT, RoBERTa, XLM-RoBERTa) with their masked-LM heads, or
+// without one (a sentence-transformers BertModel), on qkv's kernels, in the style of llama2.c's
+// run.c: a config, the weights, one forward pass.
 //
 // Both are post-LN bidirectional encoders (no causal mask):
 //   x = LN_emb(word[id] + position[i] (+ token_type[t]))
 //   per layer:  x = LN_1(x + Wo Attn(Wq x, Wk x, Wv x))   x = LN_2(x + W2 gelu(W1 x))
 //   MLM head:   logits = LN_h(gelu(Wt x)) word^T + bias     (decoder tied to the word embeddings)
 // Tensor names as Hugging Face's BertForMaskedLM ("bert." prefix optional, LayerNorm.gamma/beta
-// accepted for weight/bias) and DistilBertForMaskedLM. nn.Linear weights are [out, in]; the
-// matmuls read them in place (WeightLayout::OutIn), the tied decoder reads the [V, E] table.
+// accepted for weight/bias), DistilBertForMaskedLM and (X)LMRobertaForMaskedLM ("roberta."
+// prefix optional, the head "lm_head.*"). RoBERTa's positions count from padding_idx + 1 and pad
+// tokens sit at padding_idx (HF's create_position_ids_from_input_ids).
+// With no head tensors in the file (BertModel, RobertaModel) the encoder gives hidden states only. nn.Linear weights
+// are [out, in]; the matmuls read them in place (WeightLayout::OutIn), the tied decoder reads the [V, E] table.
 #pragma once
 
 #include <cstdint>
@@ -21,7 +25,7 @@
 
 namespace qkv {
 
-enum class EncoderArch { Bert, DistilBert };
+enum class EncoderArch { Bert, DistilBert, Roberta, XlmRoberta };
 
 struct EncoderConfig {
   EncoderArch arch = EncoderArch::Bert;
@@ -33,13 +37,29 @@ struct EncoderConfig {
   int64_t max_positions = 0;
   int64_t type_vocab_size = 0;  // 0 for DistilBERT (no token types)
   float layer_norm_eps = 1e-12f;
+  int64_t pad_token_id = 0;  // RoBERTa: padding_idx, the position of pad tokens (others from pad + 1)
 
   int64_t head_dim() const { return hidden / heads; }
-  const char* name() const { return arch == EncoderArch::Bert ? "bert" : "distilbert"; }
+  bool roberta() const { return arch == EncoderArch::Roberta || arch == EncoderArch::XlmRoberta; }
+  // the position ids a sequence of L tokens may use (RoBERTa's first is pad_token_id + 1)
+  int64_t max_tokens() const { return roberta() ? max_positions - pad_token_id - 1 : max_positions; }
+  const char* name() const {
+    switch (arch) {
+      case EncoderArch::Bert:
+        return "bert";
+      case EncoderArch::DistilBert:
+        return "distilbert";
+      case EncoderArch::Roberta:
+        return "roberta";
+      case EncoderArch::XlmRoberta:
+        return "xlm-roberta";
+    }
+    return "?";
+  }
 
-  // A Hugging Face config.json with model_type "bert" or "distilbert"; hidden_act/activation
-  // must be "gelu", position_embedding_type "absolute". Throws std::invalid_argument
-  // ("EncoderConfig: ...") naming the key.
+  // A Hugging Face config.json with model_type "bert", "distilbert", "roberta" or "xlm-roberta";
+  // hidden_act/activation must be "gelu", position_embedding_type "absolute". Throws
+  // std::invalid_argument ("EncoderConfig: ...") naming the key.
   static EncoderConfig from_json(std::string_view text);
   void validate() const;
 };
@@ -83,6 +103,8 @@ class Encoder {
   Encoder& operator=(const Encoder&) = delete;
 
   const EncoderConfig& config() const { return config_; }
+  // false for a checkpoint without the MLM head tensors: forward() then takes logits == nullptr
+  bool has_mlm_head() const { return w_.decoder_b != nullptr; }
   void set_threads(int threads) { threads_ = threads < 1 ? 1 : threads; }
   int threads() const { return threads_; }
 
@@ -90,7 +112,7 @@ class Encoder {
   //   ids [B, L]; token_types [B, L] or nullptr (all 0; must be nullptr or all 0 for DistilBERT);
   //   attention_mask [B, L] or nullptr (all 1): 0 marks a padding key no query may attend to
   //   (padded positions still get outputs, as in Hugging Face); every row needs one 1.
-  //   logits [B, L, V] or nullptr; attentions [layers, B, H, L, L] or nullptr;
+  //   logits [B, L, V] or nullptr (must be nullptr without an MLM head); attentions [layers, B, H, L, L] or nullptr;
   //   hidden [B, L, E] or nullptr (the last layer's output);
   //   iv: head interventions (model/interventions.hpp) or nullptr; they need B = 1.
   // Throws std::invalid_argument / std::length_error naming `forward` and the argument.

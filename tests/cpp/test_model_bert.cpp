@@ -178,5 +178,6 @@ TEST_CASE("encoder: bad input is a clear error") {
       doctest::Contains("word_embeddings.weight\" has shape [120, 64], but the config needs [121, 64]"),
       std::invalid_argument);
   CHECK_THROWS_WITH_AS(Encoder::load(R"({"model_type": "gpt2"})", bytes.data(), bytes.size()),
-                       doctest::Contains("model_type must be \"bert\" or \"distilbert\""), std::invalid_argument);
+                       doctest::Contains("model_type must be \"bert\", \"distilbert\", \"roberta\" or \"xlm-roberta\""),
+                       std::invalid_argument);
 }

@@ -145,7 +145,7 @@ test('damaged or unsupported configs are Errors naming the key', async () => {
   const base = JSON.parse(files('llama-rope3').config);
   const weights = files('llama-rope3').weights;
   const load = (edit) => qkv.loadModel({ config: { ...base, ...edit }, weights });
-  await assert.rejects(load({ model_type: 'gpt_neox' }), /loadModel: model_type "gpt_neox" is not supported \(gpt2, llama, mistral, qwen2, qwen3, gemma3_text, gemma3, bert, distilbert, bart\)/);
+  await assert.rejects(load({ model_type: 'gpt_neox' }), /loadModel: model_type "gpt_neox" is not supported \(gpt2, llama, mistral, qwen2, qwen3, gemma3_text, gemma3, bert, distilbert, roberta, xlm-roberta, bart\)/);
   await assert.rejects(load({ num_key_value_heads: 3 }), /num_attention_heads \(4\) must be divisible by num_key_value_heads \(3\)/);
   await assert.rejects(load({ rope_theta: undefined }), /config\.json lacks "rope_theta"/);
   await assert.rejects(load({ rope_scaling: { rope_type: 'yarn', factor: 4 } }), /rope_scaling type "yarn" is not supported/);

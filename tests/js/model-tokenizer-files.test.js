@@ -55,9 +55,9 @@ test('loadModel: a folder with tokenizer.json + tokenizer_config.json, or vocab.
     assert.deepEqual(model.tokenizer.encode('Hello world'), expected);
     model.dispose();
     // a damaged tokenizer.json in the folder: the Error names loadModel, the file and the field
-    writeFileSync(path.join(dir, 'tokenizer.json'), LLAMA2.replace('"type": "BPE"', '"type": "Unigram"').replace('"type":"BPE"', '"type":"Unigram"'));
+    writeFileSync(path.join(dir, 'tokenizer.json'), LLAMA2.replace('"type": "BPE"', '"type": "WordLevel"').replace('"type":"BPE"', '"type":"WordLevel"'));
     await assert.rejects(qkv.loadModel(dir), (e) => {
-      assert.match(e.message, /^loadModel: .*qkv-tok-[^/]*\/tokenizer\.json: model: model type "Unigram" is not supported \(supported: BPE, WordPiece\)$/);
+      assert.match(e.message, /^loadModel: .*qkv-tok-[^/]*\/tokenizer\.json: model: model type "WordLevel" is not supported \(supported: BPE, WordPiece, Unigram\)$/);
       return true;
     });
     rmSync(path.join(dir, 'tokenizer.json'));
@@ -96,9 +96,10 @@ test('damaged or unsupported tokenizer.json: an Error naming the file, the field
     ['{"model":', /^SyntaxError: tokenizer\.json is not valid JSON/],
     ['[1, 2]', /^Error: tokenizer\.json: expected an object, got an array$/],
     [{ ...base, model: undefined }, /^Error: tokenizer\.json: model: expected an object, got nothing$/],
-    [{ ...base, model: { ...base.model, type: 'Unigram' } }, /tokenizer\.json: model: model type "Unigram" is not supported \(supported: BPE, WordPiece\)/],
+    [{ ...base, model: { ...base.model, type: 'WordLevel' } }, /tokenizer\.json: model: model type "WordLevel" is not supported \(supported: BPE, WordPiece, Unigram\)/],
     [{ ...base, model: { ...base.model, type: 'WordLevel' } }, /model type "WordLevel" is not supported/],
-    [{ ...base, normalizer: { type: 'Precompiled', precompiled_charsmap: 'AAAA' } }, /tokenizer\.json: normalizer: normalizer type "Precompiled" is not supported \(supported: Sequence, NFC/],
+    [{ ...base, normalizer: { type: 'Nmt' } }, /tokenizer\.json: normalizer: normalizer type "Nmt" is not supported \(supported: Sequence, NFC/],
+    [{ ...base, normalizer: { type: 'Precompiled', precompiled_charsmap: 'AAAA' } }, /tokenizer\.json: normalizer\.precompiled_charsmap: holds 3 bytes, fewer than the 4 of its trie size/],
     [{ ...base, normalizer: { type: 'Sequence', normalizers: [{ type: 'NFC' }, { type: 'Nmt' }] } }, /tokenizer\.json: normalizer\.normalizers\[1\]: normalizer type "Nmt" is not supported/],
     [{ ...base, pre_tokenizer: { type: 'UnicodeScripts' } }, /tokenizer\.json: pre_tokenizer: pre-tokenizer type "UnicodeScripts" is not supported/],
     [{ ...base, decoder: { type: 'CTC' } }, /tokenizer\.json: decoder: decoder type "CTC" is not supported/],

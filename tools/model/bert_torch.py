@@ -68,8 +68,9 @@ class BertEmbeddings(nn.Module):
         self.LayerNorm = nn.LayerNorm(c['hidden_size'], eps=c['layer_norm_eps'])
         self.p = c['hidden_dropout_prob']
 
-    def forward(self, ids, types):
-        pos = torch.arange(ids.shape[1])[None]
+    def forward(self, ids, types, pos=None):
+        if pos is None:
+            pos = torch.arange(ids.shape[1])[None]
         e = self.word_embeddings(ids) + self.token_type_embeddings(types) + self.position_embeddings(pos)
         return F.dropout(self.LayerNorm(e), self.p, self.training)
 
@@ -126,10 +127,27 @@ class _Encoder(nn.Module):
 
 
 class BertModel(nn.Module):
+    """HF's BertModel without the pooler: names embeddings.*, encoder.layer.N.* (what a
+    sentence-transformers checkpoint holds, beside pooler.dense.*)."""
+
     def __init__(self, c):
         super().__init__()
         self.embeddings = BertEmbeddings(c)
         self.encoder = _Encoder([BertLayer(c) for _ in range(c['num_hidden_layers'])])
+
+    def forward(self, ids, token_type_ids=None, attention_mask=None, position_ids=None):
+        """-> last hidden states [B, L, E], [attention probabilities [B, H, L, L] per layer]."""
+        if token_type_ids is None:
+            token_type_ids = torch.zeros_like(ids)
+        if attention_mask is None:
+            attention_mask = torch.ones_like(ids)
+        x = self.embeddings(ids, token_type_ids, position_ids)
+        mask_add = additive_mask(attention_mask, x.dtype)
+        atts = []
+        for layer in self.encoder.layer:
+            x, p = layer(x, mask_add)
+            atts.append(p)
+        return x, atts
 
 
 class _Transform(nn.Module):
@@ -182,6 +200,52 @@ class BertForMaskedLM(nn.Module):
         t = self.cls.predictions.transform
         h = t.LayerNorm(F.gelu(t.dense(x)))
         return h @ self.bert.embeddings.word_embeddings.weight.T + self.cls.predictions.bias
+
+
+# ----------------------------------------------------------------------------- RoBERTa
+
+def roberta_config(vocab_size, hidden=64, layers=2, heads=4, intermediate=96, max_tokens=32, pad=1,
+                   model_type='roberta'):
+    """HF RobertaConfig / XLMRobertaConfig keys: positions padding_idx + 1 .. (max_tokens more)."""
+    c = bert_config(vocab_size, hidden, layers, heads, intermediate, max_tokens + pad + 1, type_vocab=1)
+    c.update({'architectures': ['XLMRobertaForMaskedLM' if model_type == 'xlm-roberta' else 'RobertaForMaskedLM'],
+              'model_type': model_type, 'pad_token_id': pad, 'bos_token_id': 0, 'eos_token_id': 2,
+              'layer_norm_eps': 1e-5})
+    return c
+
+
+def roberta_position_ids(ids, pad):
+    """HF's create_position_ids_from_input_ids: pad tokens at pad, the others pad + 1, pad + 2, ..."""
+    m = ids.ne(pad).long()
+    return torch.cumsum(m, dim=1) * m + pad
+
+
+class _LmHead(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.dense = nn.Linear(c['hidden_size'], c['hidden_size'])
+        self.layer_norm = nn.LayerNorm(c['hidden_size'], eps=c['layer_norm_eps'])
+        self.bias = nn.Parameter(torch.zeros(c['vocab_size']))
+
+
+class RobertaForMaskedLM(nn.Module):
+    """state_dict names: roberta.embeddings.*, roberta.encoder.layer.N.*, lm_head.{dense,layer_norm,bias};
+    the decoder tied to the word embeddings. Serves XLMRobertaForMaskedLM too (the same module)."""
+
+    def __init__(self, c):
+        super().__init__()
+        self.cfg = c
+        self.roberta = BertModel(c)
+        self.lm_head = _LmHead(c)
+        self.apply(lambda m: _init(m, c['initializer_range']))
+
+    def forward(self, ids, token_type_ids=None, attention_mask=None, head=True):
+        pos = roberta_position_ids(ids, self.cfg['pad_token_id'])
+        x, atts = self.roberta(ids, token_type_ids, attention_mask, pos)
+        if not head:
+            return x, atts
+        h = self.lm_head.layer_norm(F.gelu(self.lm_head.dense(x)))
+        return h @ self.roberta.embeddings.word_embeddings.weight.T + self.lm_head.bias, atts
 
 
 # ----------------------------------------------------------------------------- DistilBERT

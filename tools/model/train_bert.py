@@ -68,12 +68,12 @@ def make_pairs(enc, block, cls, sep):
     return ids, types, lens
 
 
-def mask_batch(ids, lens, gen, vocab_size, mask_id, n_special, train=True):
+def mask_batch(ids, lens, gen, vocab_size, mask_id, n_special, train=True, rate=0.15):
     """-> (input ids, labels with -100 where not predicted)."""
     B, L = ids.shape
     pos = torch.arange(L)[None]
     real = (pos > 0) & (pos < lens[:, None] - 1) & (ids >= n_special)   # not [CLS]/[SEP]/pad
-    pick = (torch.rand(B, L, generator=gen) < 0.15) & real
+    pick = (torch.rand(B, L, generator=gen) < rate) & real
     labels = torch.where(pick, ids, torch.full_like(ids, -100))
     x = ids.clone()
     if not train:
@@ -84,6 +84,66 @@ def mask_batch(ids, lens, gen, vocab_size, mask_id, n_special, train=True):
     rnd = pick & (r >= 0.8) & (r < 0.9)
     x[rnd] = torch.randint(n_special, vocab_size, (B, L), generator=gen)[rnd]
     return x, labels
+
+
+@torch.no_grad()
+def neighbour_init(model, train_tokens, gen):
+    """A start that already routes each token's neighbours to it, so training need not first
+    discover attention to nearby positions (the long plateau at unigram accuracy):
+      - the last 32 hidden dimensions carry positions only: sinusoids of 16 frequencies
+        (geometric, 0.05 .. 3 rad per token) in position_embeddings, zero in the word table;
+        the first 96 carry words only (random rows of equal norm, so LayerNorm scales the
+        positions alike for every token); both at BERT's 0.02 per dimension;
+      - layer 0, head h reads only the position dimensions: query = the position rotated by
+        d = (-1, +1, -2, +2)[h] tokens, key = the position, so it attends to the token d away;
+        its value copies a 32-wide slice of that token's word dimensions and its output adds
+        it to the same slice (d = -2 and +2 share the third slice);
+      - every other residual branch (layer 0's FFN, layers 1.. attention and FFN) starts at zero
+        (an identity layer, as Fixup/ReZero), the MLM head as BERT initializes it, its bias at
+        log unigram frequencies (the best context-free guess).
+    Every weight stays trainable; only the starting point differs."""
+    e = model.bert.embeddings
+    V, E = e.word_embeddings.weight.shape
+    P = e.position_embeddings.weight.shape[0]
+    W, D = E - 32, 32
+    w = torch.randn(V, W, generator=gen)
+    e.word_embeddings.weight.zero_()
+    e.word_embeddings.weight[:, :W] = w / w.norm(dim=1, keepdim=True) * (0.02 * math.sqrt(W))   # BERT's scale
+    f = 0.05 * (3.0 / 0.05) ** (torch.arange(16.) / 15)
+    pos = torch.arange(float(P))[:, None]
+    e.position_embeddings.weight.zero_()
+    amp = 0.02 * math.sqrt(2)                            # the word dimensions' per-dimension scale
+    e.position_embeddings.weight[:, W::2] = amp * torch.sin(pos * f)
+    e.position_embeddings.weight[:, W + 1::2] = amp * torch.cos(pos * f)
+    e.token_type_embeddings.weight.zero_()
+
+    def shift(d):  # [sin(x + a), cos(x + a)] from [sin x, cos x], a = f d, per frequency
+        R = torch.zeros(D, D)
+        for i in range(16):
+            ca, sa = math.cos(f[i] * d), math.sin(f[i] * d)
+            R[2 * i, 2 * i], R[2 * i, 2 * i + 1], R[2 * i + 1, 2 * i], R[2 * i + 1, 2 * i + 1] = ca, sa, -sa, ca
+        return R
+
+    layers = model.bert.encoder.layer
+    H = E // D
+    s, o = layers[0].attention.self, layers[0].attention.output.dense
+    for lin in (s.query, s.key, s.value, o):
+        lin.weight.zero_()
+        lin.bias.zero_()
+    for h, d in enumerate((-1, 1, -2, 2)[:H]):
+        s.query.weight[D * h:D * (h + 1), W:] = shift(d)
+        s.key.weight[D * h:D * (h + 1), W:] = torch.eye(D)
+        src = D * min(h, W // D - 1)
+        s.value.weight[D * h:D * (h + 1), src:src + D] = torch.eye(D)
+        o.weight[src:src + D, D * h:D * (h + 1)] = torch.eye(D)
+    for i, layer in enumerate(layers):
+        layer.output.dense.weight.zero_()
+        layer.output.dense.bias.zero_()
+        if i > 0:
+            layer.attention.output.dense.weight.zero_()
+            layer.attention.output.dense.bias.zero_()
+    counts = torch.bincount(torch.tensor(train_tokens), minlength=V).double() + 1
+    model.cls.predictions.bias.copy_(torch.log(counts / counts.sum()).float())
 
 
 def main():
@@ -102,6 +162,21 @@ def main():
     ap.add_argument('--lr', type=float, default=1e-3)
     ap.add_argument('--warmup', type=int, default=200)
     ap.add_argument('--weight-decay', type=float, default=0.01)
+    ap.add_argument('--intermediate', type=int, default=0, help='FFN width (default 4 x hidden)')
+    ap.add_argument('--dropout', type=float, default=0.1, help='hidden and attention dropout while training')
+    ap.add_argument('--mask-rate', type=float, default=0.15, help='share of tokens predicted while training '
+                    '(validation always masks 15 %%)')
+    ap.add_argument('--min-lr', type=float, default=0.0, help='the linear decay ends here (a fraction of --lr)')
+    ap.add_argument('--time-budget', type=float, default=0,
+                    help='seconds: the schedule runs on max(step / steps, elapsed / budget) and training '
+                         'ends when that reaches 1 (for a shared machine whose speed varies)')
+    ap.add_argument('--pos-init', type=float, default=0.0,
+                    help='start the position embeddings as sinusoids of this std (0: random, as BERT), so attention '
+                         'can find neighbours from the first step')
+    ap.add_argument('--neighbour-init', action='store_true',
+                    help="start layer 0's heads attending to the tokens at -1, +1, -2, +2 (see neighbour_init), the "
+                         'other residual branches at zero and the decoder bias at log unigram frequencies')
+    ap.add_argument('--resume', action='store_true', help='continue from --ckpt (model, optimizer, RNG, clock)')
     ap.add_argument('--eval-every', type=int, default=250)
     ap.add_argument('--eval-pairs', type=int, default=512)
     ap.add_argument('--time-steps', type=int, default=0)
@@ -141,8 +216,20 @@ def main():
     print(f'vocab {len(vocab)}; train {len(train_v)} verses, {n_tok} tokens ({unk} [UNK]); '
           f'val {len(val_v)} verses; {time.time() - t0:.0f}s', flush=True)
 
-    cfg = bert_config(len(vocab), args.hidden, args.layers, args.heads, 4 * args.hidden, args.max_pos)
+    cfg = bert_config(len(vocab), args.hidden, args.layers, args.heads, args.intermediate or 4 * args.hidden,
+                      args.max_pos)
+    cfg['hidden_dropout_prob'] = cfg['attention_probs_dropout_prob'] = args.dropout
     model = BertForMaskedLM(cfg)
+    if args.pos_init:
+        with torch.no_grad():
+            P, E = model.bert.embeddings.position_embeddings.weight.shape
+            pos = torch.arange(P, dtype=torch.float64)[:, None]
+            freq = torch.exp(-math.log(10000.0) * torch.arange(0, E, 2, dtype=torch.float64) / E)[None]
+            pe = torch.zeros(P, E, dtype=torch.float64)
+            pe[:, 0::2], pe[:, 1::2] = torch.sin(pos * freq), torch.cos(pos * freq)
+            model.bert.embeddings.position_embeddings.weight.copy_(pe / pe.std() * args.pos_init)
+    if args.neighbour_init:
+        neighbour_init(model, [t for v in train_v for t in wp.encode(v)], gen)
     n_params = sum(p.numel() for p in model.parameters())
     print(f'model: {n_params} parameters', flush=True)
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
@@ -150,11 +237,16 @@ def main():
     opt = torch.optim.AdamW([{'params': decay, 'weight_decay': args.weight_decay},
                              {'params': no_decay, 'weight_decay': 0.0}], lr=args.lr, betas=(0.9, 0.98), eps=1e-6)
 
-    def lr_at(step):
+    def progress(step, elapsed):
+        p = step / args.steps
+        return max(p, elapsed / args.time_budget) if args.time_budget else p
+
+    def lr_at(step, p):
         if step < args.warmup:
             return args.lr * (step + 1) / args.warmup
-        t = (step - args.warmup) / max(1, args.steps - args.warmup)
-        return args.lr * max(0.0, 1.0 - t)                    # linear decay, as BERT
+        p0 = args.warmup / args.steps                          # linear decay, as BERT, from the warmup's end
+        t = min(1.0, max(0.0, (p - p0) / max(1e-9, 1 - p0)))
+        return args.lr * (args.min_lr + (1 - args.min_lr) * (1.0 - t))
 
     # fixed validation set: evenly spread held-out pairs, masks from their own seed
     vsel = torch.linspace(0, len(va_ids) - 1, min(args.eval_pairs, len(va_ids))).long()
@@ -181,7 +273,7 @@ def main():
         sel = torch.randint(0, len(tr_ids), (args.batch,), generator=gen)
         L = int(tr_lens[sel].max())                            # trim the batch to its longest pair
         ids, lens = tr_ids[sel, :L], tr_lens[sel]
-        x, y = mask_batch(ids, lens, gen, len(vocab), mask_id, n_special)
+        x, y = mask_batch(ids, lens, gen, len(vocab), mask_id, n_special, rate=args.mask_rate)
         am = (torch.arange(L)[None] < lens[:, None]).long()
         hidden, _ = model(x, tr_types[sel, :L], am, head=False)
         pick = y != -100                                       # the MLM head only where predicted
@@ -212,29 +304,45 @@ def main():
         print(f'{(time.time() - t1) / args.time_steps:.3f} s/step (batch {args.batch} x <= {args.block})')
         return
 
-    t1 = time.time()
-    log = []
+    log, start, spent = [], 0, 0.0
+    if args.resume:
+        ck = torch.load(args.ckpt)
+        if ck['vocab'] != vocab or ck['cfg'] != cfg:
+            raise SystemExit('train_bert: --resume: the checkpoint has another vocabulary or config')
+        model.load_state_dict(ck['model'])
+        opt.load_state_dict(ck['opt'])
+        gen.set_state(ck['gen'])
+        log, start, spent = ck['log'], ck['step'], ck['elapsed_s']
+        print(f'resumed at step {start}, {spent:.0f}s trained', flush=True)
+    t1 = time.time() - spent
     run, run_n = 0.0, 0
-    for step in range(args.steps + 1):
-        if step % args.eval_every == 0 or step == args.steps:
+    step = start
+    while True:
+        elapsed = time.time() - t1
+        p = progress(step, elapsed)
+        done = p >= 1
+        if (step % args.eval_every == 0 and step != start) or done or (step == 0 and not args.resume):
             vl, acc, ntok = evaluate()
             tl = run / run_n if run_n else float('nan')
-            log.append({'step': step, 'train_loss': round(tl, 4), 'val_loss': round(vl, 4),
-                        'val_masked_accuracy': round(acc, 4), 'elapsed_s': round(time.time() - t1)})
-            print(f'step {step:5d}  train {tl:.3f}  val {vl:.3f}  val acc {acc:.4f} ({ntok} masked)  '
-                  f'{time.time() - t1:.0f}s', flush=True)
+            log.append({'step': step, 'lr': round(lr_at(step, p), 6), 'train_loss': None if tl != tl else round(tl, 4),
+                        'val_loss': round(vl, 4), 'val_masked_accuracy': round(acc, 4),
+                        'elapsed_s': round(time.time() - t1)})
+            print(f'step {step:5d}  lr {lr_at(step, p):.2e}  train {tl:.3f}  val {vl:.3f}  val acc {acc:.4f} '
+                  f'({ntok} masked)  {time.time() - t1:.0f}s', flush=True)
             run, run_n = 0.0, 0
-            torch.save({'model': model.state_dict(), 'cfg': cfg, 'vocab': vocab, 'step': step, 'log': log,
-                        'elapsed_s': round(time.time() - t1), 'args': vars(args)}, args.ckpt)
-            torch.save(torch.load(args.ckpt), f'{args.ckpt}.{step}')   # keep every evaluation's weights
-        if step == args.steps:
+            torch.save({'model': model.state_dict(), 'opt': opt.state_dict(), 'gen': gen.get_state(), 'cfg': cfg,
+                        'vocab': vocab, 'step': step, 'log': log, 'elapsed_s': time.time() - t1,
+                        'args': vars(args)}, args.ckpt + '.tmp')
+            os.replace(args.ckpt + '.tmp', args.ckpt)         # a kill mid-save leaves the last one whole
+        if done:
             break
         for g in opt.param_groups:
-            g['lr'] = lr_at(step)
+            g['lr'] = lr_at(step, p)
         run += step_fn(step)
         run_n += 1
+        step += 1
 
-    export(args, model, cfg, vocab, n_params, log, ntok, args.steps, round(time.time() - t1))
+    export(args, model, cfg, vocab, n_params, log, ntok, step, round(time.time() - t1))
 
 
 def export(args, model, cfg, vocab, n_params, log, ntok, steps, seconds):
@@ -243,8 +351,11 @@ def export(args, model, cfg, vocab, n_params, log, ntok, steps, seconds):
     cfg_out = dict(cfg)
     cfg_out['qkv'] = {
         'text': 'King James Bible (Debian bible-kjv 4.38), verse text only; last 5% of verses held out',
-        'objective': 'masked LM (15%: 80% [MASK], 10% random, 10% kept), pairs of consecutive verses',
-        'train_steps': steps, 'planned_steps': args.steps, 'batch': args.batch, 'block': args.block, 'seed': args.seed,
+        'objective': f'masked LM ({args.mask_rate:.0%}: 80% [MASK], 10% random, 10% kept), pairs of consecutive verses',
+        'train_steps': steps, 'planned_steps': args.steps, 'time_budget_s': args.time_budget, 'batch': args.batch,
+        'block': args.block, 'seed': args.seed, 'lr': args.lr, 'min_lr': args.min_lr, 'warmup': args.warmup,
+        'weight_decay': args.weight_decay, 'dropout': args.dropout, 'pos_init': args.pos_init,
+        'neighbour_init': args.neighbour_init,
         'train_seconds': seconds, 'parameters': n_params,
         'val_masked_tokens': ntok,
         'val_masked_accuracy': log[-1]['val_masked_accuracy'], 'val_loss': log[-1]['val_loss'],

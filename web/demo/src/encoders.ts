@@ -1,5 +1,6 @@
 // Encoders page: a tiny BERT fills in [MASK] as the user types (its bidirectional attention in
-// the head view, a sentence-pair mode with segments A and B), and a tiny BART spells numbers
+// the head view, a sentence-pair mode with segments A and B) and embeds sentences (their cosine
+// matrix, ./similarity.ts), and a tiny BART spells numbers
 // token by token with its three kinds of attention: encoder self, decoder self (causal) and
 // decoder -> encoder (cross), redrawn for every generated word.
 import './style.css';
@@ -10,6 +11,7 @@ import { $, message, showToken, yieldToEvents } from './ui';
 import { HeadView } from './headview';
 import { renderHeatmap } from './heatmap';
 import type { AttnData } from './contract';
+import { startSimilarity } from './similarity';
 
 const BERT = './models/tiny-bert-kjv/';
 const BART = './models/tiny-numbers/';
@@ -93,6 +95,7 @@ async function startEncoder(): Promise<void> {
     $('#enc-layer').replaceChildren(...Array.from({ length: m.layers }, (_v, l) => new Option(String(l), String(l))));
     $('#bert-info').textContent = `tiny-bert-kjv: ${m.architecture}, ${m.layers} layers × ${m.heads} heads, WordPiece vocab ${m.config.vocab_size}.`;
     await analyse();
+    await startSimilarity(m);
   } catch (e) {
     message($('#mask-msg'), `The encoder could not be loaded: ${(e as Error).message}`, 'error');
   }

@@ -1,7 +1,8 @@
 /**
- * A loaded BERT-family encoder (model_type `bert` or `distilbert`) with its masked-LM head:
- * `forward` (MLM logits and every head's bidirectional attention) and `fillMask` (as Hugging
- * Face's fill-mask pipeline), over the encoder in the wasm module (src/model/bert.hpp,
+ * A loaded BERT-family encoder (model_type `bert`, `distilbert`, `roberta`, `xlm-roberta`):
+ * with its masked-LM head, `forward` (MLM logits and every head's bidirectional attention) and
+ * `fillMask` (as Hugging Face's fill-mask pipeline); with or without it, `embed` (pooled
+ * sentence embeddings, ./embed.ts). Over the encoder in the wasm module (src/model/bert.hpp,
  * wasm/bindings_encoder.cpp).
  */
 import { describe, fmtShape } from '../errors.js';
@@ -12,11 +13,15 @@ import { HeapScope, wasmError } from '../wasm/heap.js';
 import { callThreads } from '../wasm/loader.js';
 import type { EmbindHandle, QkvModule } from '../wasm/module.js';
 import { readHeadOutputs, stackPlan, toWasm, type HeadMask, type HeadPatch, type Knockout, type WasmInterventions } from './interventions.js';
+import { embedTexts, type EmbedOptions, type PoolingDefaults } from './embed.js';
 import type { Tokenizer } from './tokenizer.js';
+
+/** config.json model_type of the encoders. */
+export type EncoderArchitecture = 'bert' | 'distilbert' | 'roberta' | 'xlm-roberta';
 
 /** config.json of a BERT or DistilBERT checkpoint (Hugging Face keys); other keys are kept. */
 export interface EncoderConfig {
-  model_type: 'bert' | 'distilbert';
+  model_type: EncoderArchitecture;
   vocab_size: number;
   max_position_embeddings: number;
   /** BERT */
@@ -78,6 +83,9 @@ export interface WasmEncoder extends EmbindHandle {
   forward(ids: number, B: number, L: number, types: number, mask: number, logits: number, attentions: number): string;
   /** forward with head interventions (B = 1). */
   forwardWith(ids: number, B: number, L: number, types: number, mask: number, logits: number, attentions: number, iv: WasmInterventions): string;
+  /** ids [B, L], types, mask -> the last layer's hidden states [B, L, E] (no head). */
+  hidden(ids: number, B: number, L: number, types: number, mask: number, hidden: number): string;
+  hasMaskedLmHead(): boolean;
   setThreads(threads: number): void;
   architecture(): string;
 }
@@ -96,30 +104,55 @@ export function encoderModule(m: QkvModule): EncoderModule {
 
 /** A BERT-family encoder. Holds wasm memory: call {@link EncoderModel.dispose} when done. */
 export class EncoderModel {
-  /** 'bert' or 'distilbert' (config.json's model_type). */
-  readonly architecture: 'bert' | 'distilbert';
+  /** config.json's model_type: 'bert', 'distilbert', 'roberta' or 'xlm-roberta'. */
+  readonly architecture: EncoderArchitecture;
+  /**
+   * Whether the checkpoint has its masked-LM head (cls.predictions.* / lm_head.*): false for a
+   * sentence-transformers BertModel, which `embed` runs and `forward` / `fillMask` refuse.
+   */
+  readonly hasMaskedLmHead: boolean;
+  /** Pooling and normalization `embed` uses by default (sentence-transformers' files, else mean, no normalization). */
+  readonly embeddingDefaults: PoolingDefaults;
   /** config.json as loaded (frozen). */
   readonly config: EncoderConfig;
   /** The model's WordPiece tokenizer. */
   readonly tokenizer: Tokenizer;
-  /** Layers, heads, hidden size, positions, whatever the layout calls them. */
+  /** Layers, heads, hidden size, whatever the layout calls them. */
   readonly layers: number;
   readonly heads: number;
+  readonly hidden: number;
+  /** The most tokens a sequence may have (RoBERTa: max_position_embeddings - padding_idx - 1). */
   readonly maxPositions: number;
   readonly #m: QkvModule;
   readonly #tracked: Tracked<WasmEncoder>;
 
   /** @internal use {@link loadModel} */
-  constructor(m: QkvModule, handle: WasmEncoder, config: EncoderConfig, tokenizer: Tokenizer) {
+  constructor(m: QkvModule, handle: WasmEncoder, config: EncoderConfig, tokenizer: Tokenizer, defaults: PoolingDefaults) {
     this.#m = m;
     this.#tracked = track(this, handle);
     this.config = config;
     this.tokenizer = tokenizer;
     this.architecture = config.model_type;
-    const bert = config.model_type === 'bert';
+    this.hasMaskedLmHead = handle.hasMaskedLmHead();
+    this.embeddingDefaults = defaults;
+    const bert = config.model_type !== 'distilbert';
     this.layers = Number(bert ? config.num_hidden_layers : config.n_layers);
     this.heads = Number(bert ? config.num_attention_heads : config.n_heads);
-    this.maxPositions = Number(config.max_position_embeddings);
+    this.hidden = Number(bert ? config.hidden_size : config.dim);
+    const roberta = this.architecture === 'roberta' || this.architecture === 'xlm-roberta';
+    this.maxPositions = Number(config.max_position_embeddings) - (roberta ? this.padTokenId + 1 : 0);
+  }
+
+  /** The id padding uses: RoBERTa's padding_idx (config pad_token_id, default 1; it sets pad positions), else the tokenizer's pad or 0. */
+  get padTokenId(): number {
+    const roberta = this.architecture === 'roberta' || this.architecture === 'xlm-roberta';
+    if (roberta) return Number(this.config.pad_token_id ?? 1);
+    return this.tokenizer.specialTokens.pad ?? 0;
+  }
+
+  /** The Error for a use of the MLM head on a checkpoint without one. */
+  #noHead(fn: string): Error {
+    return new Error(`${fn}: this ${this.architecture} checkpoint has no masked-LM head (no ${this.architecture.includes('roberta') ? 'lm_head.*' : 'cls.predictions.*'} tensors: a sentence-embedding model); use model.embed(texts)`);
   }
 
   /** True after {@link EncoderModel.dispose} (or the top-level dispose()). */
@@ -160,6 +193,7 @@ export class EncoderModel {
     const fn = 'model.forward';
     const opts = checkOptions(fn, options, ['outputAttentions', 'tokenTypeIds', 'attentionMask', 'headMask', 'knockout', 'outputHeadOutputs', 'patchHeadOutputs']);
     const want = optBool(fn, opts, 'outputAttentions', false);
+    if (!this.hasMaskedLmHead) throw this.#noHead(fn);
     const wantHO = optBool(fn, opts, 'outputHeadOutputs', false);
     const h = this.#handle(fn);
     const V = this.config.vocab_size;
@@ -167,7 +201,7 @@ export class EncoderModel {
     const L = x.length;
     let types: Int32Array | null = null;
     if (opts.tokenTypeIds !== undefined) {
-      const T = this.architecture === 'bert' ? Number(this.config.type_vocab_size ?? 2) : 1;
+      const T = this.architecture === 'distilbert' ? 1 : Number(this.config.type_vocab_size ?? (this.architecture === 'bert' ? 2 : 1));
       types = this.#ints(fn, 'options.tokenTypeIds', opts.tokenTypeIds, L, T);
     }
     let mask: Uint8Array | null = null;
@@ -219,6 +253,7 @@ export class EncoderModel {
     const opts = checkOptions(fn, options, ['topK']);
     const V = this.config.vocab_size;
     const topK = optInt(fn, opts, 'topK', 5, 1, V);
+    if (!this.hasMaskedLmHead) throw this.#noHead(fn);
     const maskId = this.tokenizer.specialTokens.mask;
     if (maskId === null) throw new Error(`${fn}: the tokenizer has no mask token`);
     const ids = this.tokenizer.encode(text);
@@ -250,12 +285,41 @@ export class EncoderModel {
     });
   }
 
+  /**
+   * Sentence embeddings: each text tokenized (with its special tokens), run through the encoder
+   * in padded batches (the attention mask hides the padding), its last hidden states pooled
+   * ('mean' over its tokens, the 'cls' token's, or the 'max' of each dimension) and, with
+   * `normalize`, scaled to unit length. -> Tensor [n, hidden]. Defaults: {@link embeddingDefaults}.
+   */
+  async embed(texts: string | readonly string[], options: EmbedOptions = {}): Promise<Tensor> {
+    const fn = 'model.embed';
+    this.#handle(fn);
+    return embedTexts(fn, this, texts, options, (ids, B, L, mask) => this.#hiddenStates(fn, ids, B, L, mask));
+  }
+
+  /** ids [B, L] (padded), mask [B, L] -> the last layer's hidden states [B, L, E], copied out. */
+  #hiddenStates(fn: string, ids: Int32Array, B: number, L: number, mask: Uint8Array): Float32Array {
+    const h = this.#handle(fn);
+    const E = this.hidden;
+    const scope = new HeapScope(this.#m, fn);
+    try {
+      const pIds = scope.i32(ids, `ids [${B}, ${L}]`);
+      const pMask = scope.u8(mask, `attentionMask [${B}, ${L}]`);
+      const pHidden = scope.alloc(4 * B * L * E, `hidden ${fmtShape([B, L, E])}`);
+      const err = h.hidden(pIds, B, L, 0, pMask, pHidden);
+      if (err) throw wasmError(fn, err);
+      return scope.read(pHidden, B * L * E);
+    } finally {
+      scope.free();
+    }
+  }
+
   /** Frees the model's wasm memory (idempotent); using it afterwards is an Error. */
   dispose(): void {
     release(this.#tracked);
   }
 
   toString(): string {
-    return `EncoderModel(${this.architecture}, ${this.layers} layers, ${this.heads} heads, vocab ${this.config.vocab_size}${this.disposed ? ', disposed' : ''})`;
+    return `EncoderModel(${this.architecture}, ${this.layers} layers, ${this.heads} heads, vocab ${this.config.vocab_size}${this.hasMaskedLmHead ? '' : ', no MLM head'}${this.disposed ? ', disposed' : ''})`;
   }
 }

@@ -8,6 +8,7 @@
 import { describe } from '../errors.js';
 import { dynamicImport, isNode } from '../platform.js';
 import { INDEX_FILE, type ShardedWeights } from './shards.js';
+import { parseModules, poolingPath, type SentenceTransformerFiles } from './embed.js';
 import { readTokenizerFiles, type TokenizerFiles } from './tokenizers/from-files.js';
 
 /** config.json of a GPT-2-family model (Hugging Face keys); other keys are kept as they are. */
@@ -40,6 +41,10 @@ export interface ModelFiles {
   vocabTxt?: string;
   /** chat_template.jinja's text (a chat template kept apart from tokenizer_config.json). */
   chatTemplate?: string;
+  /** sentence-transformers' modules.json (array or text): embed's normalization (an encoder). */
+  modules?: object | string;
+  /** sentence-transformers' 1_Pooling/config.json (object or text): embed's pooling (an encoder). */
+  pooling?: object | string;
 }
 
 /** Where a model is: a folder (URL, or a path in Node) holding its files, or the files themselves. */
@@ -62,7 +67,22 @@ export interface RawFiles {
   weights: ByteStream | ShardedWeights;
   /** The tokenizer files found (none for a byte-level model). */
   tokenizer: TokenizerFiles;
+  /** An encoder's sentence-transformers files, when found. */
+  sentenceTransformers?: SentenceTransformerFiles;
   where: string;
+}
+
+const ENCODER_TYPES = ['bert', 'distilbert', 'roberta', 'xlm-roberta'];
+
+/**
+ * Whether to look for sentence-transformers' files: an encoder whose config.json names no
+ * *ForMaskedLM architecture (a BertModel, as sentence-transformers saves it). A fill-mask
+ * checkpoint is not asked for them (each miss is a 404 in a browser console).
+ */
+export function mayBeSentenceTransformer(config: GPT2Config): boolean {
+  if (!ENCODER_TYPES.includes(config.model_type as string)) return false;
+  const arch = config.architectures;
+  return !(Array.isArray(arch) && arch.some((a) => typeof a === 'string' && a.endsWith('ForMaskedLM')));
 }
 
 /** Opens `name` in a folder (URL or path) as a stream; null when absent and optional. */
@@ -275,9 +295,19 @@ export async function readFromFolder(folder: Folder): Promise<RawFiles> {
   // A byte-level model (the tiny one) needs no tokenizer files: don't ask for them.
   const byteLevel = config.vocab_size === 256 && !(config.qkv && (config.qkv as { tokenizer?: string }).tokenizer === 'bpe');
   const tokenizer = byteLevel ? {} : await readTokenizerFiles((name) => read(name, true), config.model_type);
+  const text = (b: Uint8Array | null) => (b === null ? undefined : new TextDecoder('utf-8').decode(b));
+  let sentenceTransformers: SentenceTransformerFiles | undefined;
+  if (mayBeSentenceTransformer(config)) {
+    const modules = text(await read('modules.json', true));
+    if (modules !== undefined) {
+      const path = poolingPath(parseModules(modules, `${where}/modules.json`));
+      const pooling = path === null ? undefined : text(await read(`${path.replace(/\/+$/, '')}/config.json`, true));
+      sentenceTransformers = { modules, pooling, poolingPath: path ?? undefined };
+    }
+  }
   // the big one last: its errors (a missing file) come after the small files', and the loader reads it
   const single = await open('model.safetensors', true);
-  if (single) return { configText, weights: single, tokenizer, where };
+  if (single) return { configText, weights: single, tokenizer, sentenceTransformers, where };
   const index = await read(INDEX_FILE, true);
   if (!index) throw new Error(`loadModel: ${where} has neither model.safetensors nor ${INDEX_FILE} (a sharded checkpoint)`);
   const weights: ShardedWeights = {
@@ -286,7 +316,7 @@ export async function readFromFolder(folder: Folder): Promise<RawFiles> {
     size: folder.size,
     open: async (name) => (await open(name, false))!,
   };
-  return { configText, weights, tokenizer, where };
+  return { configText, weights, tokenizer, sentenceTransformers, where };
 }
 
 export function parseConfig(text: string, where: string): GPT2Config {
@@ -305,8 +335,8 @@ export function parseConfig(text: string, where: string): GPT2Config {
 export function filesFromObject(files: ModelFiles): RawFiles {
   const keys = Object.keys(files);
   for (const k of keys) {
-    if (!['config', 'weights', 'vocab', 'merges', 'tokenizer', 'tokenizerConfig', 'vocabTxt', 'chatTemplate'].includes(k)) {
-      throw new TypeError(`loadModel: unknown key '${k}' in source (expected config, weights, vocab?, merges?, tokenizer?, tokenizerConfig?, vocabTxt?, chatTemplate?)`);
+    if (!['config', 'weights', 'vocab', 'merges', 'tokenizer', 'tokenizerConfig', 'vocabTxt', 'chatTemplate', 'modules', 'pooling'].includes(k)) {
+      throw new TypeError(`loadModel: unknown key '${k}' in source (expected config, weights, vocab?, merges?, tokenizer?, tokenizerConfig?, vocabTxt?, chatTemplate?, modules?, pooling?)`);
     }
   }
   let configText: string;
@@ -324,7 +354,15 @@ export function filesFromObject(files: ModelFiles): RawFiles {
   } else {
     throw new TypeError(`loadModel: source.weights must be an ArrayBuffer or a Blob (model.safetensors' bytes), got ${describe(files.weights)}`);
   }
-  return { configText, weights, tokenizer: tokenizerFilesFromObject(files), where: 'source' };
+  const st = (v: unknown, key: string) => {
+    if (v === undefined || typeof v === 'string') return v;
+    if (v !== null && typeof v === 'object') return JSON.stringify(v);
+    throw new TypeError(`loadModel: source.${key} must be the file's object or text, got ${describe(v)}`);
+  };
+  const modules = st(files.modules, 'modules');
+  const pooling = st(files.pooling, 'pooling');
+  const sentenceTransformers = modules === undefined && pooling === undefined ? undefined : { modules, pooling };
+  return { configText, weights, tokenizer: tokenizerFilesFromObject(files), sentenceTransformers, where: 'source' };
 }
 
 /** The tokenizer files of a `{ vocab?, merges?, tokenizer?, tokenizerConfig?, vocabTxt? }` source, type-checked. */

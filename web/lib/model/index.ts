@@ -3,7 +3,9 @@ export { loadModel, type LoadOptions, type LoadProgress, type Model, type Weight
 export {
   EncoderModel,
   type EncoderConfig, type EncoderForwardOptions, type EncoderForwardResult, type FillMaskOptions, type FillMaskPrediction,
+  type EncoderArchitecture,
 } from './encoder.js';
+export { type EmbedOptions, type Pooling, type PoolingDefaults } from './embed.js';
 export {
   DecoderModel,
   type Architecture, type ModelDims,

@@ -2,7 +2,7 @@
  * `loadModel(source, options)`: reads a Hugging Face checkpoint (config.json + model.safetensors
  * or its shards [+ tokenizer files]; a folder, a Hub id or the files) into the wasm module and returns the model its config.json's model_type
  * names: GPT2Model for gpt2 (or no model_type), LlamaModel for llama, mistral, qwen2, qwen3, gemma3_text, gemma3,
- * EncoderModel for bert, distilbert, Seq2SeqModel for bart.
+ * EncoderModel for bert, distilbert, roberta, xlm-roberta, Seq2SeqModel for bart.
  * model.safetensors streams straight into one wasm buffer, which the model then owns (its
  * tensors are read there in place, or converted and the buffer freed): no second copy in JS.
  */
@@ -12,6 +12,7 @@ import { MAX_HEAP_BYTES, heapU8, wasmError } from '../wasm/heap.js';
 import { loadModule } from '../wasm/loader.js';
 import type { QkvModule } from '../wasm/module.js';
 import { optFunction, optSignal } from './cancel.js';
+import { sentenceTransformerDefaults } from './embed.js';
 import { EncoderModel, encoderModule, type EncoderConfig, type WasmEncoder } from './encoder.js';
 import {
   filesFromObject, parseConfig, readAll, readFolder,
@@ -169,6 +170,7 @@ async function loadEncoder(
 ): Promise<EncoderModel> {
   const em = encoderModule(m);
   const mm = modelModule(m);
+  const defaults = sentenceTransformerDefaults(raw.sentenceTransformers ?? {}, raw.where);  // damage named before the weights
   const { ptr, size } = await streamIntoWasm(m, mm, raw.weights, 'model.safetensors', opts);
   let handle: WasmEncoder | null;
   try {
@@ -177,7 +179,7 @@ async function loadEncoder(
     mm.modelFileFree(ptr);
   }
   if (!handle) throw wasmError('loadModel', em.encoderLastError());
-  return new EncoderModel(m, handle, Object.freeze({ ...config }) as EncoderConfig, tokenizer);
+  return new EncoderModel(m, handle, Object.freeze({ ...config }) as EncoderConfig, tokenizer, defaults);
 }
 
 /**
@@ -226,10 +228,10 @@ export async function loadModel(source: ModelSource, options: LoadOptions = {}):
   const config = parseConfig(raw.configText, raw.where === 'source' ? 'source.config' : `${raw.where}/config.json`);
   const modelType = config.model_type;
   const llama = typeof modelType === 'string' && LLAMA_FAMILY.includes(modelType);
-  const encoder = modelType === 'bert' || modelType === 'distilbert';
+  const encoder = modelType === 'bert' || modelType === 'distilbert' || modelType === 'roberta' || modelType === 'xlm-roberta';
   const isSeq2Seq = modelType === 'bart';
   if (modelType !== undefined && modelType !== 'gpt2' && !llama && !encoder && !isSeq2Seq) {
-    throw new Error(`${fn}: model_type ${describe(modelType)} is not supported (gpt2, ${LLAMA_FAMILY.join(', ')}, bert, distilbert, bart)`);
+    throw new Error(`${fn}: model_type ${describe(modelType)} is not supported (gpt2, ${LLAMA_FAMILY.join(', ')}, bert, distilbert, roberta, xlm-roberta, bart)`);
   }
   if ((encoder || isSeq2Seq) && weights !== 'auto' && weights !== 'f32') {
     // encoders and the encoder-decoder convert their tensors to float32 on load

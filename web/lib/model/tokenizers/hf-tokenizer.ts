@@ -5,14 +5,15 @@
  *   text -> added tokens found (raw text) -> normalizer -> added tokens found (normalized text)
  *        -> pre-tokenizer -> model (BPE or WordPiece), word by word -> post-processor (specials)
  *
- * Byte-level BPE (Llama 3, Qwen2/3, SmolLM), SentencePiece-style BPE with byte fallback
- * (Llama 2, TinyLlama, Mistral) and WordPiece (BERT) are all this one pipeline with different
+ * Byte-level BPE (Llama 3, Qwen2/3, SmolLM, RoBERTa), SentencePiece-style BPE with byte fallback
+ * (Llama 2, TinyLlama, Mistral), WordPiece (BERT) and Unigram (XLM-RoBERTa, T5) are all this one pipeline with different
  * parts. A part qkv does not implement is an Error naming its type.
  */
 import { AddedTokenMatcher, parseAddedTokens, type AddedToken } from './added-tokens.js';
 import { parseBpeModel, type BpeModel } from './bpe-model.js';
 import { parseDecoder, type Decoder } from './decoders.js';
 import { type Json, type JsonObject, Where, asBool, asObject, typeOf } from './json.js';
+import { parseUnigramModel, type UnigramModel } from './unigram-model.js';
 import { parseNormalizer, type Normalizer } from './normalizers.js';
 import { concatenate, parsePostProcessor, templateProcessor, type PostProcessor } from './post-processors.js';
 import { parsePreTokenizer, type PreTokenizer } from './pre-tokenizers.js';
@@ -24,7 +25,7 @@ import {
 } from './types.js';
 import { parseWordPieceModel, type WordPieceModel } from './wordpiece-model.js';
 
-const MODELS = ['BPE', 'WordPiece'];
+const MODELS = ['BPE', 'WordPiece', 'Unigram'];
 
 /** Whether a component (or one inside its Sequence) has `type`. */
 function hasType(v: Json | undefined, type: string): boolean {
@@ -38,8 +39,9 @@ function hasType(v: Json | undefined, type: string): boolean {
 }
 
 /** Which kind of tokenizer a tokenizer.json holds; others are an Error. */
-function kindOf(json: JsonObject, model: BpeModel | WordPieceModel, at: Where): TokenizerKind {
+function kindOf(json: JsonObject, model: BpeModel | WordPieceModel | UnigramModel, at: Where): TokenizerKind {
   if (model.type === 'WordPiece') return 'wordpiece';
+  if (model.type === 'Unigram') return 'unigram';
   if (hasType(json.pre_tokenizer, 'ByteLevel')) return 'byte-level-bpe';
   const spaceMarks = hasType(json.pre_tokenizer, 'Metaspace') || JSON.stringify(json.normalizer ?? null).includes('\u2581');
   if (model.byteFallback || spaceMarks) return 'sentencepiece-bpe';
@@ -67,7 +69,7 @@ export class HfTokenizer implements Tokenizer {
   readonly specialTokens: SpecialTokenIds;
   readonly #normalizer: Normalizer | null;
   readonly #preTokenizer: PreTokenizer | null;
-  readonly #model: BpeModel | WordPieceModel;
+  readonly #model: BpeModel | WordPieceModel | UnigramModel;
   readonly #postProcessor: PostProcessor;
   readonly #decoder: Decoder;
   readonly #rawTokens: AddedTokenMatcher;
@@ -92,6 +94,7 @@ export class HfTokenizer implements Tokenizer {
     if (type === '') throw mAt.error('has no type, and neither merges (BPE) nor continuing_subword_prefix (WordPiece) to tell it');
     if (type === 'BPE') this.#model = parseBpeModel(m, mAt);
     else if (type === 'WordPiece') this.#model = parseWordPieceModel(m, mAt);
+    else if (type === 'Unigram') this.#model = parseUnigramModel(m, mAt);
     else throw mAt.unsupported('model', type, MODELS);
 
     this.#normalizer = parseNormalizer(json.normalizer, at.key('normalizer'));

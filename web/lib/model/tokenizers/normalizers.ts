@@ -3,11 +3,12 @@
  * run on each stretch of text between added tokens before pre-tokenization.
  */
 import { type JsonObject, type Where, asArray, asBool, asObject, asString, typeOf } from './json.js';
+import { PrecompiledCharsmap } from './precompiled.js';
 import { parsePattern } from './split.js';
 
 export type Normalizer = (s: string) => string;
 
-const SUPPORTED = ['Sequence', 'NFC', 'NFD', 'NFKC', 'NFKD', 'Lowercase', 'Strip', 'StripAccents', 'Replace', 'Prepend', 'BertNormalizer'];
+const SUPPORTED = ['Sequence', 'NFC', 'NFD', 'NFKC', 'NFKD', 'Lowercase', 'Strip', 'StripAccents', 'Replace', 'Prepend', 'BertNormalizer', 'Precompiled'];
 
 const WHITE_SPACE = /\p{White_Space}/u; // Rust's char::is_whitespace
 const LEADING_WS = /^\p{White_Space}+/u;
@@ -53,6 +54,13 @@ export function parseNormalizer(v: unknown, at: Where): Normalizer | null {
     }
     case 'BertNormalizer':
       return bertNormalizer(o, at);
+    case 'Precompiled': {
+      // SentencePiece's rules (precompiled.ts); an empty charsmap (some converted files) changes nothing
+      const b64 = o.precompiled_charsmap === null || o.precompiled_charsmap === undefined ? '' : asString(o.precompiled_charsmap, at.key('precompiled_charsmap'));
+      if (b64 === '') return (s) => s;
+      const map = PrecompiledCharsmap.fromBase64(b64, at.key('precompiled_charsmap'));
+      return (s) => map.normalize(s);
+    }
     default:
       throw at.unsupported('normalizer', type, SUPPORTED);
   }

@@ -9,11 +9,12 @@
  *  - `'sentencepiece-bpe'`: a `tokenizer.json` BPE over `▁`-marked text with `<0xNN>` byte
  *    fallback (Llama 2, TinyLlama, Mistral).
  *  - `'wordpiece'`: BERT's WordPiece, from `vocab.txt` or a `tokenizer.json`.
+ *  - `'unigram'`: SentencePiece's Unigram model from a `tokenizer.json` (XLM-RoBERTa, T5).
  */
 
 import type { ChatTemplateOptions } from './chat-template.js';
 
-export type TokenizerKind = 'bytes' | 'bpe' | 'byte-level-bpe' | 'sentencepiece-bpe' | 'wordpiece';
+export type TokenizerKind = 'bytes' | 'bpe' | 'byte-level-bpe' | 'sentencepiece-bpe' | 'wordpiece' | 'unigram';
 
 export interface EncodeOptions {
   /**

@@ -1,0 +1,123 @@
+// Encoders page, panel 3: sentence similarity. A few sentences (one per line) are embedded with
+// model.embed (mean pooling over each sentence's tokens, L2-normalized), their cosine matrix is
+// printed, and for the chosen pair each sentence's tokens are shaded by how much the mean-pooled
+// vector draws on them: the mean over positions of the attention rollout (Abnar & Zuidema: per
+// layer, the mean over heads of the attention plus the identity for the residual, rows
+// renormalized, multiplied through the layers).
+import { qkv } from './api';
+import { $, message, showToken, weightColor, inkOn } from './ui';
+
+let timer = 0;
+let seq = 0;
+let pair: [number, number] = [0, 1];
+
+/** The attention rollout [L, L] of one sentence's per-layer [1, H, L, L] attentions. */
+export function rollout(atts: qkv.Tensor[]): Float64Array {
+  const L = atts[0].shape[2];
+  let r = new Float64Array(L * L);
+  for (let i = 0; i < L; i++) r[i * L + i] = 1;
+  for (const t of atts) {
+    const [, H] = t.shape;
+    const d = t.data as Float32Array;
+    const a = new Float64Array(L * L);
+    for (let i = 0; i < L; i++) {
+      let sum = 0;
+      for (let j = 0; j < L; j++) {
+        let m = 0;
+        for (let h = 0; h < H; h++) m += d[(h * L + i) * L + j];
+        a[i * L + j] = 0.5 * m / H + (i === j ? 0.5 : 0);
+        sum += a[i * L + j];
+      }
+      for (let j = 0; j < L; j++) a[i * L + j] /= sum;
+    }
+    const next = new Float64Array(L * L);  // a @ r: this layer after the ones below it
+    for (let i = 0; i < L; i++) for (let k = 0; k < L; k++) { const w = a[i * L + k]; if (w) for (let j = 0; j < L; j++) next[i * L + j] += w * r[k * L + j]; }
+    r = next;
+  }
+  return r;
+}
+
+/** How much the mean over positions draws on each input token (sums to 1). */
+function meanDraw(r: Float64Array, L: number): number[] {
+  return Array.from({ length: L }, (_v, j) => { let s = 0; for (let i = 0; i < L; i++) s += r[i * L + j]; return s / L; });
+}
+
+async function drawPair(m: qkv.EncoderModel, lines: string[]): Promise<void> {
+  const box = $('#sim-tokens');
+  const rows = await Promise.all(pair.map(async (k) => {
+    const ids = m.tokenizer.encode(lines[k]).slice(0, m.maxPositions);
+    const out = await m.forward(ids, { outputAttentions: true });
+    const w = meanDraw(rollout(out.attentions!), ids.length);
+    out.logits.dispose();
+    out.attentions!.forEach((t) => t.dispose());
+    const p = document.createElement('p');
+    p.className = 'mono sim-line';
+    const max = Math.max(...w);
+    ids.forEach((id, i) => {
+      const s = document.createElement('span');
+      s.textContent = showToken(m.tokenizer.tokenText(id));
+      s.dataset.weight = w[i].toFixed(4);
+      s.title = `${s.textContent}: ${(100 * w[i]).toFixed(1)} % of the pooled vector`;
+      s.style.background = weightColor(w[i] / max);
+      s.style.color = inkOn(w[i] / max);
+      p.append(s, ' ');
+    });
+    return p;
+  }));
+  box.replaceChildren(...rows);
+  $('#sim-pair').textContent = `pair ${pair[0] + 1} – ${pair[1] + 1}: each token shaded by its share of the mean-pooled vector (attention rollout)`;
+}
+
+async function update(m: qkv.EncoderModel): Promise<void> {
+  const my = ++seq;
+  const lines = $<HTMLTextAreaElement>('#sim-text').value.split('\n').map((s) => s.trim()).filter((s) => s.length > 0).slice(0, 8);
+  const table = $<HTMLTableElement>('#sim-table');
+  const msg = $('#sim-msg');
+  try {
+    if (lines.length < 2) throw new Error('Type at least two sentences, one per line.');
+    const e = await m.embed(lines, { pooling: 'mean', normalize: true });
+    if (my !== seq) return;
+    const E = e.shape[1];
+    const d = e.data as Float32Array;
+    const cos = (a: number, b: number) => { let s = 0; for (let k = 0; k < E; k++) s += d[a * E + k] * d[b * E + k]; return s; };
+    if (pair[0] >= lines.length || pair[1] >= lines.length) pair = [0, 1];
+    // shade by where a cosine lies between the smallest and the largest off the diagonal
+    const off = lines.flatMap((_a, i) => lines.map((_b, j) => (i === j ? NaN : cos(i, j)))).filter((c) => !Number.isNaN(c));
+    const lo = Math.min(...off), hi = Math.max(...off);
+    const shade = (c: number) => Math.min(1, Math.max(0, hi > lo ? (c - lo) / (hi - lo) : 1));
+    const head = document.createElement('tr');
+    head.append(document.createElement('th'), ...lines.map((_l, j) => { const th = document.createElement('th'); th.textContent = String(j + 1); th.scope = 'col'; return th; }));
+    const body = lines.map((l, i) => {
+      const tr = document.createElement('tr');
+      const th = document.createElement('th');
+      th.scope = 'row';
+      th.textContent = `${i + 1}`;
+      th.title = l;
+      tr.append(th, ...lines.map((_l, j) => {
+        const td = document.createElement('td');
+        const c = cos(i, j);
+        td.textContent = c.toFixed(3);
+        td.dataset.i = String(i);
+        td.dataset.j = String(j);
+        td.style.background = weightColor(i === j ? 1 : 0.15 + 0.85 * shade(c));
+        td.style.color = inkOn(i === j ? 1 : 0.15 + 0.85 * shade(c));
+        if ((i === pair[0] && j === pair[1]) || (i === pair[1] && j === pair[0])) td.classList.add('chosen');
+        if (i !== j) td.addEventListener('click', () => { pair = [i, j]; void update(m); });
+        return td;
+      }));
+      return tr;
+    });
+    table.replaceChildren(head, ...body);
+    table.dataset.lines = JSON.stringify(lines);
+    e.dispose();
+    message(msg, '');
+    await drawPair(m, lines);
+  } catch (err) {
+    if (my === seq) message(msg, (err as Error).message, 'error');
+  }
+}
+
+export function startSimilarity(m: qkv.EncoderModel): Promise<void> {
+  $('#sim-text').addEventListener('input', () => { clearTimeout(timer); timer = window.setTimeout(() => void update(m), 200); });
+  return update(m);
+}
