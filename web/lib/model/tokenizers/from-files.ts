@@ -71,13 +71,23 @@ export async function readTokenizerFiles(
       if (main !== undefined) {
         const tokenizerConfig = await text('tokenizer_config.json');
         if (set !== 'tokenizer.json') return { vocabTxt: main, tokenizerConfig };
-        // chat_template.jinja: where transformers now saves a template; not asked for when the config holds one
-        const chatTemplate = configHasTemplate(tokenizerConfig) ? undefined : await text('chat_template.jinja');
+        // chat_template.jinja: where transformers now saves a template; not asked for when the config
+        // holds one, nor for encoders and encoder-decoders, which chat with nobody (each miss is a
+        // 404 in a browser console)
+        const chatTemplate = configHasTemplate(tokenizerConfig) || !mayChat(modelType) ? undefined : await text('chat_template.jinja');
         return chatTemplate === undefined ? { tokenizerJson: main, tokenizerConfig } : { tokenizerJson: main, tokenizerConfig, chatTemplate };
       }
     }
   }
   return {};
+}
+
+/** Model types that are never instruct models (encoders, the encoder-decoder). */
+const NO_CHAT = new Set(['bert', 'distilbert', 'roberta', 'xlm-roberta', 'bart']);
+
+/** Whether a model of this model_type may ship a chat template (unknown: yes). */
+function mayChat(modelType: unknown): boolean {
+  return !(typeof modelType === 'string' && NO_CHAT.has(modelType));
 }
 
 /** Whether tokenizer_config.json's text has a chat_template (a damaged file is reported later, by the tokenizer). */
