@@ -1,9 +1,9 @@
 // Encoders page, panel 3: sentence similarity. A few sentences (one per line) are embedded with
 // model.embed (mean pooling over each sentence's tokens, L2-normalized), their cosine matrix is
 // printed, and for the chosen pair each sentence's tokens are shaded by how much the mean-pooled
-// vector draws on them: the mean over positions of the attention rollout (Abnar & Zuidema: per
-// layer, the mean over heads of the attention plus the identity for the residual, rows
-// renormalized, multiplied through the layers).
+// vector draws on them: the mean over positions of the attention rollout (qkv.attentionRollout:
+// Abnar & Zuidema, per layer the mean over heads of the attention plus the identity for the
+// residual, rows renormalized, multiplied through the layers).
 import { qkv } from './api';
 import { $, message, showToken, weightColor, inkOn } from './ui';
 
@@ -11,34 +11,8 @@ let timer = 0;
 let seq = 0;
 let pair: [number, number] = [0, 1];
 
-/** The attention rollout [L, L] of one sentence's per-layer [1, H, L, L] attentions. */
-export function rollout(atts: qkv.Tensor[]): Float64Array {
-  const L = atts[0].shape[2];
-  let r = new Float64Array(L * L);
-  for (let i = 0; i < L; i++) r[i * L + i] = 1;
-  for (const t of atts) {
-    const [, H] = t.shape;
-    const d = t.data as Float32Array;
-    const a = new Float64Array(L * L);
-    for (let i = 0; i < L; i++) {
-      let sum = 0;
-      for (let j = 0; j < L; j++) {
-        let m = 0;
-        for (let h = 0; h < H; h++) m += d[(h * L + i) * L + j];
-        a[i * L + j] = 0.5 * m / H + (i === j ? 0.5 : 0);
-        sum += a[i * L + j];
-      }
-      for (let j = 0; j < L; j++) a[i * L + j] /= sum;
-    }
-    const next = new Float64Array(L * L);  // a @ r: this layer after the ones below it
-    for (let i = 0; i < L; i++) for (let k = 0; k < L; k++) { const w = a[i * L + k]; if (w) for (let j = 0; j < L; j++) next[i * L + j] += w * r[k * L + j]; }
-    r = next;
-  }
-  return r;
-}
-
 /** How much the mean over positions draws on each input token (sums to 1). */
-function meanDraw(r: Float64Array, L: number): number[] {
+function meanDraw(r: ArrayLike<number>, L: number): number[] {
   return Array.from({ length: L }, (_v, j) => { let s = 0; for (let i = 0; i < L; i++) s += r[i * L + j]; return s / L; });
 }
 
@@ -47,7 +21,7 @@ async function drawPair(m: qkv.EncoderModel, lines: string[]): Promise<void> {
   const rows = await Promise.all(pair.map(async (k) => {
     const ids = m.tokenizer.encode(lines[k]).slice(0, m.maxPositions);
     const out = await m.forward(ids, { outputAttentions: true });
-    const w = meanDraw(rollout(out.attentions!), ids.length);
+    const w = meanDraw(qkv.attentionRolloutSync(out.attentions!).data, ids.length);  // [L, L], the library's
     out.logits.dispose();
     out.attentions!.forEach((t) => t.dispose());
     const p = document.createElement('p');
