@@ -204,3 +204,13 @@ export function shardSafetensors(tensors, maxShardBytes) {
   const sorted = Object.fromEntries(Object.keys(weightMap).sort().map((k) => [k, weightMap[k]]));
   return { index: JSON.stringify({ metadata: { total_size: total }, weight_map: sorted }, null, 2), files };
 }
+
+/** The logits of `ids` through the model loadModel(source, options) gives, as hex (bit-exact comparisons); disposed after. */
+export async function logitsHex(qkv, ids, source, options) {
+  const model = await qkv.loadModel(source, options);
+  try {
+    return Buffer.from((await model.forward(ids)).logits.data.buffer).toString('hex');
+  } finally {
+    model.dispose();
+  }
+}

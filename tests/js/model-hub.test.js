@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, beforeEach, test } from 'node:test';
 
-import { ROOT, api, buildSafetensors, llamaConfig, randomLlamaTensors, shardSafetensors } from './model-helpers.js';
+import { ROOT, api, buildSafetensors, llamaConfig, logitsHex, randomLlamaTensors, shardSafetensors } from './model-helpers.js';
 import { etagOf, makeRepo, serveFakeHub } from './shared/fake-hub.js';
 
 const qkv = await api();
@@ -45,14 +45,7 @@ beforeEach(() => {
   hub.options.trickle = () => false;
 });
 
-async function logitsOf(source, options) {
-  const model = await qkv.loadModel(source, options);
-  try {
-    return Buffer.from((await model.forward(IDS)).logits.data.buffer).toString('hex');
-  } finally {
-    model.dispose();
-  }
-}
+const logitsOf = (source, options) => logitsHex(qkv, IDS, source, options);
 const wholeTiny = await logitsOf(TINY);
 const storage = (id) => path.join(cache, `models--${id.replace('/', '--')}`);
 

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 
-import { api, buildSafetensors, llamaConfig, randomLlamaTensors, shardSafetensors } from './model-helpers.js';
+import { api, buildSafetensors, llamaConfig, logitsHex, randomLlamaTensors, shardSafetensors } from './model-helpers.js';
 
 const qkv = await api();
 const cfg = llamaConfig({ layers: 2, hidden: 16, heads: 4, kvHeads: 2, vocab: 64, tied: false });
@@ -40,14 +40,7 @@ function writeFolder(name, { sharded = true, maxShard = SHARD, edit = (s) => s }
 before(() => { root = mkdtempSync(path.join(tmpdir(), 'qkv-shards-')); });
 after(() => rmSync(root, { recursive: true, force: true }));
 
-async function logitsOf(source, options) {
-  const model = await qkv.loadModel(source, options);
-  try {
-    return Buffer.from((await model.forward(IDS)).logits.data.buffer).toString('hex');
-  } finally {
-    model.dispose();
-  }
-}
+const logitsOf = (source, options) => logitsHex(qkv, IDS, source, options);
 
 test('the split checkpoint is 3 shards by the index rule, and its logits equal the unsplit one bit for bit', async () => {
   const { files, index } = shardSafetensors(tensors, SHARD);
