@@ -152,6 +152,15 @@ test('bad input: errors name the function, the argument and the shapes', () => {
   assert.throws(() => attentionRolloutSync([bad]), /attentionRollout: attentions\[0\] \(shape \[1, 2, 2\]\) has a negative or non-finite weight in row 0/);
   bad.data[1] = -0.5;
   assert.throws(() => attentionFlowSync([bad]), /attentionFlowSync: attentions\[0\].*negative or non-finite/);
+  // the wasm kernels find a bad weight in the row the TypeScript path names (L = 40: chunks of rows)
+  const uniform = () => new Tensor(new Float32Array(3 * 40 * 40).fill(1 / 40), [1, 3, 40, 40]);
+  for (const v of [NaN, -1, Infinity]) {
+    const layers = [uniform(), uniform()];
+    layers[1].data[2 * 1600 + 33 * 40 + 5] = v;
+    for (const backend of ['wasm', 'js']) {
+      assert.throws(() => attentionRolloutSync(layers, { backend }), /attentionRollout: attentions\[1\] \(shape \[3, 40, 40\]\) has a negative or non-finite weight in row 33 \(fused: (NaN|-|Infinity)/, `${v} (${backend})`);
+    }
+  }
   assert.throws(() => attentionFlowSync([t([1, 1, 65, 65])]), /attentionFlowSync: attentions\[0\] has shape \[1, 1, 65, 65\]: L = 65 is more than 64/);
   assert.throws(() => attentionFlowSync([t([1, 1, 4, 4])], { layer: 1 }), /attentionFlowSync: options.layer must be an integer in \[0, 0\] \(attentions has 1 layers\), got 1/);
   assert.throws(() => attentionFlowSync([t([1, 1, 4, 4])], { outputs: [4] }), /attentionFlowSync: options.outputs must be an array of positions in \[0, 3\] \(L = 4\)/);

@@ -83,11 +83,10 @@ export function optResidual(fn: string, opts: Record<string, unknown>): number {
  * e_i when residual > 0 (the token keeps only itself) and stays 0 when residual is 0.
  *
  * Row by row (the row's sum over heads stays in cache), four heads per pass for the mean.
- * `fused` (optional): the heads already fused (rollout's wasm path computes the mean there);
- * then only the residual, the normalization and the checks are done here.
+ * (Rollout's wasm path does the same in src/interpret/rollout.cpp.)
  */
 export function fuseLayer(fn: string, l: number, att: CheckedAttentions, fusion: HeadFusion, residual: number,
-  out: Float64Array | Float32Array, fused?: Float32Array): boolean {
+  out: Float64Array | Float32Array): boolean {
   const { L } = att;
   const H = att.heads[l];
   const src = att.layers[l];
@@ -97,13 +96,10 @@ export function fuseLayer(fn: string, l: number, att: CheckedAttentions, fusion:
   let lower = true;
   for (let i = 0; i < L; i++) {
     const r = i * L;
-    // the fused row: row[o + j], j = 0..L-1 (read in place from `fused`, else built in acc)
-    let row: Float64Array | Float32Array = acc;
-    let o = 0;
-    if (fused) {
-      row = fused;
-      o = r;
-    } else if (fusion === 'mean') {
+    // the fused row: row[o + j], j = 0..L-1
+    const row = acc;
+    const o = 0;
+    if (fusion === 'mean') {
       acc.fill(0);
       let h = 0;
       for (; h + 4 <= H; h += 4) {

@@ -13,10 +13,10 @@
 import { fmtShape } from '../errors.js';
 import { Tensor } from '../tensor.js';
 import { checkOptions, optBool } from '../validate.js';
-import { HeapScope } from '../wasm/heap.js';
 import { getModule, loadModule } from '../wasm/loader.js';
 import { checkAttentions, fuseLayer, optFusion, optResidual, type HeadFusion } from './fuse.js';
-import { chainWasm, matmulOf, meanHeadsWasm, multiplyJs } from './products.js';
+import { multiplyJs } from './products.js';
+import { rolloutKernelsOf, rolloutWasm } from './rollout-wasm.js';
 
 export interface RolloutOptions {
   /** How each layer's heads are combined: 'mean' (default, the paper's), 'max' or 'min'. */
@@ -29,7 +29,7 @@ export interface RolloutOptions {
    */
   cumulative?: boolean;
   /**
-   * 'auto' (default): the wasm module's matrix product (float32) when the module is loaded and
+   * 'auto' (default): the wasm module's rollout kernels (float32) when the module is loaded and
    * L >= 32, else TypeScript (float64). 'js' or 'wasm' force one ('wasm' needs the module
    * loaded: use the async {@link attentionRollout}, or `await init()` first).
    */
@@ -70,41 +70,16 @@ export function attentionRolloutSync(attentions: readonly Tensor[], options: Rol
   const shape = cumulative ? [NL, L, L] : [L, L];
 
   const m = getModule();
-  const mm = m ? matmulOf(m) : null;
-  if (backend === 'wasm' && !mm) {
-    throw new Error(`${fn}: options.backend 'wasm' needs the wasm module loaded (with its matrix product); call \`await init()\` first or use the async attentionRollout (attentions ${fmtShape([NL, L, L])})`);
+  const kernels = m ? rolloutKernelsOf(m) : null;
+  if (backend === 'wasm' && !kernels) {
+    throw new Error(`${fn}: options.backend 'wasm' needs the wasm module loaded (with its rollout kernels); call \`await init()\` first or use the async attentionRollout (attentions ${fmtShape([NL, L, L])})`);
   }
-  const useWasm = backend === 'wasm' || (backend === 'auto' && mm !== null && L >= WASM_FROM && NL > 1);
-
-  // every layer fused first (float32 for the wasm product): whether all are lower triangular
-  // decides the product
-  let lower = true;
-  if (useWasm) {
-    const fused32: Float32Array[] = [];
-    const scope = new HeapScope(m!, fn);
-    try {
-      const maxH = Math.max(...att.heads);
-      const buffers = fusion === 'mean' ? {
-        pMaps: scope.alloc(4 * maxH * LL, `a layer's maps [${maxH}, ${L}, ${L}]`),
-        pW: scope.alloc(4 * maxH, 'the head weights'),
-        pY: scope.alloc(4 * LL, `their mean [${L}, ${L}]`),
-      } : null;
-      const mean = buffers ? new Float32Array(LL) : undefined;
-      for (let l = 0; l < NL; l++) {
-        const f = new Float32Array(LL);
-        if (buffers) meanHeadsWasm(m!, mm!, fn, att.layers[l], att.heads[l], LL, buffers, mean!);
-        if (!fuseLayer(fn, l, att, fusion, residual, f, mean)) lower = false;
-        fused32.push(f);
-      }
-    } finally {
-      scope.free();
-    }
-    chainWasm(m!, mm!, fn, L, NL, lower, (l, dst) => dst.set(fused32[l]), (l, R) => {
-      if (cumulative) out.set(R, l * LL);
-      else if (l === NL - 1) out.set(R);
-    });
+  if (backend === 'wasm' || (backend === 'auto' && kernels !== null && L >= WASM_FROM && NL > 1)) {
+    rolloutWasm(m!, kernels!, fn, att, fusion, residual, cumulative, out);
     return new Tensor(out, shape);
   }
+  // every layer fused first: whether all are lower triangular decides the product
+  let lower = true;
   const fused: Float64Array[] = [];
   for (let l = 0; l < NL; l++) {
     const f = new Float64Array(LL);
