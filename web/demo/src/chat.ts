@@ -63,7 +63,8 @@ function bubble(role: ChatTurn['role'], text: string): HTMLElement {
 async function send(): Promise<void> {
   const m = model, input = $<HTMLTextAreaElement>('#chat-input'), msg = $('#chat-msg');
   const text = input.value.trim();
-  if (!m?.chat || host.generating() || !text) return;
+  if (!m?.chat || !text) return;
+  if (host.generating()) { message(msg, 'A generation is running: wait for it, or Stop it, then send.', 'info'); return; }
   message(msg, '');
   const next: ChatTurn[] = [...turns, { role: 'user', content: text }];
   let ids: number[];
