@@ -9,7 +9,8 @@
 //   window of 4, layer 5 global), sharded in 3 by the index rule, chosen as a folder: it loads
 //   as one checkpoint with progress, and every view marks the layer kind (headline, model line,
 //   layer menu, the note, head view, model view grid and heat map, neuron view);
-// - the same folder without one shard: a message naming the missing shard; the page keeps its model.
+// - its files dropped on the page without one shard: a message naming the missing shard; the
+//   page keeps its model.
 // Checkpoints are generated here (tests/js/model-helpers.js). Run after the Vite build
 // (tools/stages/60-demo.sh); screenshots in build/artifacts/demo/.
 import { test, before, after } from 'node:test';
@@ -203,15 +204,17 @@ test('a sharded Gemma 3 checkpoint chosen as a folder: loads with progress, ever
   await page.selectOption('#layer', '2');
   await page.waitForFunction(() => /Layer 2 · window 4, head 0,/.test(document.querySelector('#neuron').innerText));
 
-  // the same folder without its second shard: the page names it and keeps the model it has
+  // its files dropped on the page without the second shard: the page names it and keeps the model it has
   const info = await page.innerText('#model-info');
-  const partial = join(ROOT, 'build/test-hub/gemma3-sharded-partial');
-  await rm(partial, { recursive: true, force: true });
-  await mkdir(partial, { recursive: true });
-  for (const f of ['config.json', 'model.safetensors.index.json', 'model-00001-of-00003.safetensors', 'model-00003-of-00003.safetensors']) {
-    await writeFile(join(partial, f), await readFile(join(GEMMA_DIR, f)));
+  const dropped = [];
+  for (const name of ['config.json', 'model.safetensors.index.json', 'model-00001-of-00003.safetensors', 'model-00003-of-00003.safetensors']) {
+    dropped.push({ name, b64: (await readFile(join(GEMMA_DIR, name))).toString('base64') });
   }
-  await page.setInputFiles('#folder', partial);
+  await page.evaluate((files) => {
+    const dt = new DataTransfer();
+    for (const f of files) dt.items.add(new File([Uint8Array.from(atob(f.b64), (c) => c.charCodeAt(0))], f.name));
+    document.querySelector('#dropzone').dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+  }, dropped);
   await page.waitForSelector('#drop-msg[data-tone=error]:not([hidden])', { timeout: 30_000 });
   assert.equal(await page.textContent('#drop-msg'),
     'The shard model-00002-of-00003.safetensors is missing: model.safetensors.index.json names 3 (model-00001-of-00003.safetensors, ' +
