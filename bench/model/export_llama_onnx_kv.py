@@ -9,7 +9,10 @@ Graph (opset 14): inputs "input_ids" int64 [1, n] and "past" float32 [n_layer, 2
 (keys and values of the T positions before, once per kv head; T may be 0), outputs "logits"
 float32 [1, vocab] (the last position's) and "present" [n_layer, 2, Hkv, T + n, head_dim].
 The layers are tools/model/make_llama_reference.py's (RMSNorm, rotate_half RoPE, SwiGLU, GQA),
-in float32; checked here against that reference's float64 forward before exporting.
+in float32; checked here against that reference's float64 forward before exporting. A Qwen3
+checkpoint (model_type "qwen3": q_norm / k_norm, head_dim given apart from hidden / heads) gets
+the RMSNorm over each head of q and k before the rotation, and is checked against
+tools/model/make_qwen3_gemma3_reference.py's forward instead.
 """
 import argparse
 import json
@@ -24,6 +27,7 @@ import torch
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..'))
 sys.path.insert(0, os.path.join(ROOT, 'tools', 'model'))
 import make_llama_reference as ref  # noqa: E402
+import make_qwen3_gemma3_reference as qwen3_ref  # noqa: E402
 
 
 def read_safetensors(path):
@@ -46,6 +50,15 @@ class KVLlama(torch.nn.Module):
         super().__init__()
         self.cfg = cfg
         self.w = torch.nn.ParameterDict({k.replace('.', '__'): torch.nn.Parameter(v, requires_grad=False) for k, v in tensors.items()})
+        self.names = set(tensors)
+        # a tied table is kept once, as [E, V]: the LM head's MatMul reads it as is and the
+        # embedding gathers its columns. With [V, E] the export's constant folding stored a
+        # transposed copy for the head beside the table (0.6 GB more for Qwen3's 151936 x 1024,
+        # past what onnxruntime-web's 4 GB heap could load)
+        tied = 'lm_head.weight' not in tensors
+        self.tied_t = torch.nn.Parameter(tensors['model.embed_tokens.weight'].t().contiguous(), requires_grad=False) if tied else None
+        if tied:
+            del self.w['model__embed_tokens__weight']
         self.register_buffer('inv_freq', ref.rope_inv_freq(cfg).float())
 
     def p(self, name):
@@ -65,7 +78,10 @@ class KVLlama(torch.nn.Module):
         def rms(x, w):
             return w * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps))
 
-        x = self.p('model.embed_tokens.weight')[input_ids[0]]  # [n, E]
+        if self.tied_t is not None:  # the rows of a tied table stored [E, V]: columns of it
+            x = self.tied_t.index_select(1, input_ids[0]).t()  # [n, E]
+        else:
+            x = self.p('model.embed_tokens.weight')[input_ids[0]]  # [n, E]
         presents = []
         for l in range(c['num_hidden_layers']):
             pre = f'model.layers.{l}.'
@@ -73,6 +89,9 @@ class KVLlama(torch.nn.Module):
             q = (h @ self.p(pre + 'self_attn.q_proj.weight').t()).view(n, H, D).transpose(0, 1)
             k = (h @ self.p(pre + 'self_attn.k_proj.weight').t()).view(n, Hkv, D).transpose(0, 1)
             v = (h @ self.p(pre + 'self_attn.v_proj.weight').t()).view(n, Hkv, D).transpose(0, 1)
+            if pre + 'self_attn.q_norm.weight' in self.names:  # Qwen3: per-head RMSNorm before RoPE
+                q = rms(q, self.p(pre + 'self_attn.q_norm.weight'))
+                k = rms(k, self.p(pre + 'self_attn.k_norm.weight'))
             q = q * cos + ref.rotate_half(q) * sin
             k = k * cos + ref.rotate_half(k) * sin
             k = torch.cat([past[l, 0], k], dim=1)  # [Hkv, T + n, D]
@@ -91,8 +110,9 @@ class KVLlama(torch.nn.Module):
             u = h @ self.p(pre + 'mlp.up_proj.weight').t()
             x = x + (torch.nn.functional.silu(g) * u) @ self.p(pre + 'mlp.down_proj.weight').t()
         x = rms(x[-1:], self.p('model.norm.weight'))
-        head = self.p('lm_head.weight') if 'lm_head__weight' in self.w else self.p('model.embed_tokens.weight')
-        return x @ head.t(), torch.stack(presents)
+        if self.tied_t is not None:  # the one [E, V] table: the LM head as is
+            return x @ self.tied_t, torch.stack(presents)
+        return x @ self.p('lm_head.weight').t(), torch.stack(presents)
 
 
 def main():
@@ -109,7 +129,8 @@ def main():
     with torch.no_grad():
         logits, present = m(ids[:, :-1], torch.zeros(NL, 2, Hkv, 0, D))
         step, _ = m(ids[:, -1:], present)
-        want = ref.forward(cfg, tensors, ids[0].tolist())[0]
+        reference = qwen3_ref if cfg.get('model_type') == 'qwen3' else ref
+        want = reference.forward(cfg, tensors, ids[0].tolist())[0]
     err = max(float((logits[0] - want[-2]).abs().max()), float((step[0] - want[-1]).abs().max()))
     print(f'KV export vs the float64 reference: max |logits error| {err:.2e}')
     assert err < 1e-3

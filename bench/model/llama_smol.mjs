@@ -4,10 +4,12 @@
 // weights 'auto' (the F32 file read in place), 'f16' and 'int8', on 1 and 2 threads.
 // --shape qwen3-0.6b: Qwen3-0.6B's shape instead (28 layers, 16 heads, 8 kv heads, head_dim
 // 128, hidden 1024, intermediate 3072, vocab 151936, q/k norms, tied) in BF16 as Qwen ships it
-// (1.2 GB: F32's 2.4 GB would not fit the 2 GB wasm heap), with no onnxruntime peer yet
-// (export_llama_onnx_kv.py has no q/k norms).
+// (1.2 GB: F32's 2.4 GB would not fit the 2 GB wasm heap). With --dtype f32 it is written in F32
+// and gets the onnxruntime-web peer (export_llama_onnx_kv.py follows Qwen3's q/k norms); --layers N
+// keeps the first N of the 28 layers (everything else as Qwen3-0.6B) where the F32 file or ORT's
+// copy of it would not fit beside the machine's other work.
 //
-//   node bench/model/llama_smol.mjs [--shape smollm2-135m|qwen3-0.6b] [--decode 32] [--prompt 16] [--reps 3]
+//   node bench/model/llama_smol.mjs [--shape smollm2-135m|qwen3-0.6b] [--dtype bf16|f32] [--layers N] [--decode 32] [--prompt 16] [--reps 3]
 //                                   [--threads 1,2] [--weights auto,f16,int8] [--no-peer] [--out bench/results/llama-smol-node.json]
 //
 // Decode is timed after a --prompt-token prompt (the attention then reads prompt .. prompt + decode
@@ -42,10 +44,16 @@ const PROMPT = Number(arg('--prompt', 16));
 const SHAPE = arg('--shape', 'smollm2-135m');
 const QWEN3 = SHAPE === 'qwen3-0.6b';
 if (!QWEN3 && SHAPE !== 'smollm2-135m') throw new Error(`--shape must be smollm2-135m or qwen3-0.6b, got ${SHAPE}`);
-const OUT = path.resolve(arg('--out', path.join(ROOT, 'bench', 'results', QWEN3 ? 'qwen3-0.6b-node.json' : 'llama-smol-node.json')));
-const DIR = path.join(ROOT, 'build', 'bench-llama', `${SHAPE}-shape`);
-const ONNX = path.join(ROOT, 'build', 'bench-llama', `${SHAPE}-shape-kv.onnx`);
-const PEER = !args.includes('--no-peer') && !QWEN3;
+// the file's dtype: Qwen3 ships BF16; F32 for the onnxruntime-web peer (which reads F32 only)
+const DTYPE = arg('--dtype', QWEN3 ? 'bf16' : 'f32');
+if (!['bf16', 'f32'].includes(DTYPE) || (!QWEN3 && DTYPE !== 'f32')) throw new Error(`--dtype must be bf16 or f32 (bf16 only with --shape qwen3-0.6b), got ${DTYPE}`);
+const BF16 = DTYPE === 'bf16';
+const LAYERS = arg('--layers', null);
+const TAG = `${SHAPE}${LAYERS ? `-${LAYERS}l` : ''}${QWEN3 && !BF16 ? '-f32' : ''}`;
+const OUT = path.resolve(arg('--out', path.join(ROOT, 'bench', 'results', QWEN3 ? `qwen3-0.6b${LAYERS ? `-${LAYERS}l` : ''}${BF16 ? '' : '-f32'}-node.json` : 'llama-smol-node.json')));
+const DIR = path.join(ROOT, 'build', 'bench-llama', `${TAG}-shape`);
+const ONNX = path.join(ROOT, 'build', 'bench-llama', `${TAG}-shape-kv.onnx`);
+const PEER = !args.includes('--no-peer') && !BF16;
 const DIST = process.env.QKV_DIST ? path.resolve(process.env.QKV_DIST) : path.join(ROOT, 'dist');
 
 const CONFIG = {
@@ -60,8 +68,12 @@ const QWEN3_CONFIG = { // Qwen/Qwen3-0.6B's config.json (sizes, rope, norms)
   vocab_size: 151936, max_position_embeddings: 40960, rms_norm_eps: 1e-6, rope_theta: 1000000,
   attention_bias: false, tie_word_embeddings: true, use_sliding_window: false, torch_dtype: 'bfloat16',
 };
-if (QWEN3) Object.assign(CONFIG, QWEN3_CONFIG);
-const MODEL = QWEN3 ? 'Qwen3-0.6B shape' : 'SmolLM2-135M shape';
+if (QWEN3) Object.assign(CONFIG, QWEN3_CONFIG, BF16 ? {} : { torch_dtype: 'float32' });
+if (LAYERS) {
+  if (!(Number(LAYERS) >= 1 && Number(LAYERS) <= CONFIG.num_hidden_layers)) throw new Error(`--layers must be 1..${CONFIG.num_hidden_layers}, got ${LAYERS}`);
+  CONFIG.num_hidden_layers = Number(LAYERS);
+}
+const MODEL = `${QWEN3 ? 'Qwen3-0.6B shape' : 'SmolLM2-135M shape'}${LAYERS ? ` (first ${LAYERS} layers)` : ''}`;
 
 // wall and CPU (user + system, all the process's threads) milliseconds of `f`
 async function timed(f) {
@@ -97,10 +109,10 @@ function writeCheckpoint() {
   tensors.push(['model.norm.weight', [E], 1]);
   const header = {};
   let offset = 0;
-  const size = QWEN3 ? 2 : 4; // BF16 or F32
+  const size = BF16 ? 2 : 4; // BF16 or F32
   for (const [name, shape] of tensors) {
     const bytes = size * shape.reduce((a, b) => a * b, 1);
-    header[name] = { dtype: QWEN3 ? 'BF16' : 'F32', shape, data_offsets: [offset, offset + bytes] };
+    header[name] = { dtype: BF16 ? 'BF16' : 'F32', shape, data_offsets: [offset, offset + bytes] };
     offset += bytes;
   }
   let h = Buffer.from(JSON.stringify(header));
@@ -120,7 +132,7 @@ function writeCheckpoint() {
         a[i] = ((seed / 4294967296) * 2 - 1) * 1.7320508 * scale;
       }
     }
-    if (!QWEN3) {
+    if (!BF16) {
       writeSync(fd, new Uint8Array(a.buffer));
       continue;
     }
@@ -181,7 +193,7 @@ async function childOrt(threads) {
   ort.env.wasm.numThreads = threads;
   ort.env.wasm.simd = true;
   const { num_hidden_layers: NL, num_key_value_heads: Hkv, hidden_size: E, num_attention_heads: H, vocab_size: V } = CONFIG;
-  const D = E / H;
+  const D = CONFIG.head_dim ?? E / H;
   const t0 = performance.now();
   const sess = await ort.InferenceSession.create(ONNX, { executionProviders: ['wasm'], graphOptimizationLevel: 'all' });
   const loadMs = performance.now() - t0;
@@ -214,39 +226,61 @@ async function childOrt(threads) {
 
 // ---- parent ----------------------------------------------------------------------------
 
+// this machine's wasm read bandwidth and mul+add peak, 1 thread (bench/matmul/, as gpt2_small.mjs)
+function machineLimits() {
+  execFileSync('bash', [path.join(ROOT, 'bench/matmul/run.sh'), '--build-only'], { stdio: 'inherit' });
+  const r = spawnSync(process.execPath, [path.join(ROOT, 'build/bench-matmul/bench-simd.cjs'), '1', '-', 'limits'], { encoding: 'utf8' });
+  const line = r.stdout.split('\n').find((l) => l.startsWith('LIMITS '));
+  if (!line) throw new Error(`llama_smol: the bandwidth measurement failed:\n${r.stdout}${r.stderr}`);
+  return JSON.parse(line.slice(7));
+}
+
 async function main() {
   writeCheckpoint();
   if (PEER && !existsSync(ONNX)) {
     execFileSync('/usr/bin/python3', [path.join(ROOT, 'bench', 'model', 'export_llama_onnx_kv.py'), '--model', DIR, '--out', ONNX],
       { stdio: 'inherit' });
   }
+  const limits = machineLimits();
   const rows = [];
   for (const threads of THREADS) {
     for (const weights of [...WEIGHTS, ...(PEER ? ['ort'] : [])]) {
       const r = spawnSync(process.execPath, [fileURLToPath(import.meta.url), '--child', weights, String(threads),
-        '--shape', SHAPE, '--decode', String(DECODE), '--prompt', String(PROMPT), '--reps', String(REPS)], { encoding: 'utf8', maxBuffer: 1 << 24 });
-      if (r.status !== 0) {
-        process.stderr.write(r.stderr);
-        throw new Error(`child ${weights} ${threads}t failed`);
+        '--shape', SHAPE, '--dtype', DTYPE, ...(LAYERS ? ['--layers', LAYERS] : []), '--decode', String(DECODE), '--prompt', String(PROMPT), '--reps', String(REPS)], { encoding: 'utf8', maxBuffer: 1 << 24 });
+      if (r.status !== 0) { // said, and the other rows still measured and written
+        const why = (r.stderr.match(/^(?:\w*Error|RuntimeError): .*$/m) ?? [r.stderr.trim().split('\n').pop()])[0].slice(0, 300);
+        console.error(`child ${weights} ${threads}t failed: ${why}`);
+        rows.push({ weights: weights === 'ort' ? 'onnxruntime-web' : weights, threads, failed: why });
+        continue;
       }
       const row = JSON.parse(r.stdout.trim().split('\n').pop());
       rows.push(row);
       console.error(`${weights} ${threads}t done`);
     }
   }
-  console.log(`${MODEL} (random weights), Node ${process.version}, ${os.cpus().length} cores, load ${os.loadavg()[0].toFixed(1)}`);
-  console.log('| runtime / weights | threads | dtype | load s | weights MB | peak RSS MB | prefill 128 ms (CPU ms) | decode tok/s (per CPU s) |');
-  console.log('|---|---|---|---|---|---|---|---|');
+  console.log(`${MODEL} (random weights), Node ${process.version}, ${os.cpus().length} cores (${os.cpus()[0].model}), load ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`);
+  console.log(`this machine (bench/matmul, wasm, 1 thread, measured before the runs): read bandwidth ${limits.read_bandwidth_gbs.toFixed(2)} GB/s, ` +
+    `mul+add peak ${limits.mul_add_peak_gflops.toFixed(1)} GFLOP/s`);
+  // a decode step reads every weight once: tok/s x weight bytes over the bandwidth (ORT on qkv's F32 bytes)
+  const f32Bytes = rows.find((r) => r.dtype === 'F32' && r.weightsMB != null)?.weightsMB;
+  for (const r of rows.filter((x) => !x.failed)) {
+    const mb = r.weightsMB ?? f32Bytes;
+    r.decodeFractionOfBandwidth = mb ? (r.decodeTokSCpu * mb * 2 ** 20) / (limits.read_bandwidth_gbs * 1e9) : null;
+  }
+  console.log('| runtime / weights | threads | dtype | load s | weights MB | peak RSS MB | prefill 128 ms (CPU ms) | decode tok/s (per CPU s) | decode of bandwidth |');
+  console.log('|---|---|---|---|---|---|---|---|---|');
   for (const r of rows) {
     const who = r.weights === 'onnxruntime-web' ? r.weights : `qkv ${r.weights}`;
+    if (r.failed) { console.log(`| ${who} | ${r.threads} | failed: ${r.failed} |||||||`); continue; }
     const mb = r.weightsMB == null ? '-' : r.weightsMB.toFixed(0);
     console.log(`| ${who} | ${r.threads} | ${r.dtype} | ${(r.loadMs / 1000).toFixed(2)} | ${mb} | ${r.peakRssMB.toFixed(0)} | ` +
-      `${r.prefill128Ms.toFixed(0)} (${r.prefill128CpuMs.toFixed(0)}) | ${r.decodeTokS.toFixed(1)} (${r.decodeTokSCpu.toFixed(1)}) |`);
+      `${r.prefill128Ms.toFixed(0)} (${r.prefill128CpuMs.toFixed(0)}) | ${r.decodeTokS.toFixed(1)} (${r.decodeTokSCpu.toFixed(1)}) | ` +
+      `${r.decodeFractionOfBandwidth == null ? '-' : r.decodeFractionOfBandwidth.toFixed(2)} |`);
   }
   mkdirSync(path.dirname(OUT), { recursive: true });
   writeFileSync(OUT, JSON.stringify({
-    model: `${MODEL}, random ${QWEN3 ? 'BF16' : 'F32'} weights`, peer: PEER ? 'onnxruntime-web, past key/values' : null, config: CONFIG, decodeTokens: DECODE, promptTokens: PROMPT, reps: REPS,
-    node: process.version, cores: os.cpus().length, loadavg: os.loadavg(), rows,
+    model: `${MODEL}, random ${BF16 ? 'BF16' : 'F32'} weights`, peer: PEER ? 'onnxruntime-web, past key/values' : null, config: CONFIG, decodeTokens: DECODE, promptTokens: PROMPT, reps: REPS,
+    node: process.version, cores: os.cpus().length, cpu: os.cpus()[0].model, limits, loadavg: os.loadavg(), rows,
   }, null, 2) + '\n');
 }
 

@@ -134,7 +134,8 @@ test('a dropped Qwen2 checkpoint without a tokenizer: ids in and out, GQA groups
   assert.equal(await page.innerText('#gqa'),
     'Grouped-query attention, 6 query heads over 2 key/value heads: heads 0-2 share KV head 0; heads 3-5 share KV head 1.');
   assert.deepEqual(await page.$$eval('#chips .chip .kv', (es) => es.map((e) => e.textContent.trim())), ['· KV 0', '· KV 0', '· KV 0', '· KV 1', '· KV 1', '· KV 1']);
-  assert.equal(await page.isHidden('#window-note'), true); // layer 0: no window
+  // layer 0 has no window; beside layer 1's it is marked global (as Gemma 3's global layers)
+  assert.equal(await page.innerText('#window-note'), 'Layer 0: global. Each query sees every token before it; 1 local layer (window 4) for each global one: layer 0 is global.');
 
   // the head view, last query pinned: layer 0 (no window) draws lines to far keys, layer 1 none
   const L = 15, last = L - 1;

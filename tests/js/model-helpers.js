@@ -139,7 +139,11 @@ export function llamaConfig({
   return cfg;
 }
 
-/** Every tensor of a random Llama-family model (HF names, [out, in] layout, F32; Qwen2: q/k/v biases). */
+/**
+ * Every tensor of a random Llama-family model (HF names, [out, in] layout, F32; Qwen2: q/k/v
+ * biases; Qwen3 and gemma3_text: q/k norms over head_dim; gemma3_text: its four norms a layer,
+ * drawn around 0 as Gemma's x * (1 + w) wants).
+ */
 export function randomLlamaTensors(cfg, seed = 1) {
   const E = cfg.hidden_size, H = cfg.num_attention_heads, Hkv = cfg.num_key_value_heads ?? H;
   const D = cfg.head_dim ?? E / H, I = cfg.intermediate_size, V = cfg.vocab_size;
@@ -162,8 +166,17 @@ export function randomLlamaTensors(cfg, seed = 1) {
       add(p + 'self_attn.k_proj.bias', [Hkv * D]);
       add(p + 'self_attn.v_proj.bias', [Hkv * D]);
     }
+    const gemma = cfg.model_type === 'gemma3_text';
+    if (gemma || cfg.model_type === 'qwen3') {
+      add(p + 'self_attn.q_norm.weight', [D], 0.1, gemma ? 0 : 1);
+      add(p + 'self_attn.k_norm.weight', [D], 0.1, gemma ? 0 : 1);
+    }
     add(p + 'self_attn.o_proj.weight', [E, H * D]);
-    add(p + 'post_attention_layernorm.weight', [E], 0.1, 1);
+    add(p + 'post_attention_layernorm.weight', [E], 0.1, gemma ? 0 : 1);
+    if (gemma) {
+      add(p + 'pre_feedforward_layernorm.weight', [E], 0.1);
+      add(p + 'post_feedforward_layernorm.weight', [E], 0.1);
+    }
     add(p + 'mlp.gate_proj.weight', [I, E]);
     add(p + 'mlp.up_proj.weight', [I, E]);
     add(p + 'mlp.down_proj.weight', [E, I]);

@@ -151,3 +151,22 @@ test('a damaged index or shard: an Error naming the file, the tensor and what is
   unlinkSync(path.join(none, 'model.safetensors.index.json'));
   await assert.rejects(qkv.loadModel(none), /loadModel: .*none has neither model\.safetensors nor model\.safetensors\.index\.json/);
 });
+
+test('the shards given as files ({ config, index, weights: { name: Blob } }, a dropped folder): the same logits; a missing shard is an Error naming it', async () => {
+  const whole = await logitsOf(writeFolder('whole-files', { sharded: false }));
+  const { files, index } = shardSafetensors(tensors, SHARD);
+  const blobs = Object.fromEntries(Object.entries(files).map(([f, b]) => [f, new Blob([b])]));
+  assert.equal(await logitsOf({ config: cfg, index, weights: blobs }), whole);
+  assert.equal(await logitsOf({ config: JSON.stringify(cfg), index: JSON.parse(index), weights: files }), whole); // bytes, index as object
+  const progress = [];
+  const m = await qkv.loadModel({ config: cfg, index, weights: blobs }, { onProgress: (p) => progress.push(p) });
+  m.dispose();
+  assert.equal(progress.at(-1).loaded, progress.at(-1).total);
+  assert.ok(progress.at(-1).total >= total, `progress total ${progress.at(-1).total} covers the ${total} bytes of the shards`);
+  const { 'model-00002-of-00003.safetensors': _gone, ...two } = blobs;
+  await assert.rejects(qkv.loadModel({ config: cfg, index, weights: two }),
+    /maps tensors to model-00002-of-00003\.safetensors, which cannot be read: source\.weights has no model-00002-of-00003\.safetensors \(the shards given: model-00001-of-00003\.safetensors, model-00003-of-00003\.safetensors\)/);
+  await assert.rejects(qkv.loadModel({ config: cfg, index, weights: new Blob([files['model-00001-of-00003.safetensors']]) }),
+    /loadModel: with source\.index, source\.weights must be the shards by file name/);
+  await assert.rejects(qkv.loadModel({ config: cfg, index: 42, weights: blobs }), /loadModel: source\.index must be model\.safetensors\.index\.json's object or text, got 42/);
+});

@@ -117,7 +117,22 @@ export interface DemoModel {
    * that predicted it: rows[layer][head] over positions 0..position-1 (query = position - 1).
    */
   generate(ids: number[], opts: GenOptions): AsyncGenerator<GenStep, void, undefined>;
+  /** The checkpoint's chat template (an Instruct checkpoint: chat.ts), or null when it has none. */
+  chat: ChatTemplate | null;
   dispose(): void;
+}
+
+/** One turn of a conversation. */
+export interface ChatTurn { role: 'system' | 'user' | 'assistant'; content: string }
+
+/** An Instruct checkpoint's chat template, through qkv's tokenizer. */
+export interface ChatTemplate {
+  /** The conversation as the template writes it, ending with the assistant's turn opened (addGenerationPrompt). */
+  render(turns: ChatTurn[]): string;
+  /** That text's token ids: the template writes the special tokens itself (addSpecialTokens false, as transformers does). */
+  encode(text: string): number[];
+  /** The ids that end the assistant's turn (the tokenizer's EOS, e.g. <|im_end|>). */
+  stop: number[];
 }
 
 export interface GenOptions { maxNewTokens: number; temperature: number; topK: number; seed: number }
@@ -129,6 +144,10 @@ export interface GenStep { token: number; index: number; position: number; rows:
  */
 export interface CheckpointFiles {
   config: string; weights?: ArrayBuffer; vocab?: string; merges?: string; tokenizer?: string; tokenizerConfig?: string; name: string;
+  /** a sharded checkpoint: model.safetensors.index.json's text and its shards (read by qkv as streams) */
+  sharded?: { index: string; shards: Record<string, File> };
+  /** chat_template.jinja's text, when dropped */
+  chatTemplate?: string;
 }
 
 /**
@@ -154,12 +173,18 @@ export async function loadModelFromUrl(base: string, onProgress: Progress): Prom
 export async function loadModelFromFiles(files: CheckpointFiles, onProgress: Progress): Promise<DemoModel> {
   onProgress(null, 'loading into qkv');
   // qkv checks config.json first, then the weights (a missing file is its Error too)
-  const source = { config: files.config, weights: files.weights } as qkv.ModelFiles;
+  const source = (files.sharded ? { config: files.config, index: files.sharded.index, weights: files.sharded.shards }
+    : { config: files.config, weights: files.weights }) as qkv.ModelFiles;
+  if (files.chatTemplate !== undefined) source.chatTemplate = files.chatTemplate;
   if (files.vocab !== undefined) source.vocab = files.vocab;
   if (files.merges !== undefined) source.merges = files.merges;
   if (files.tokenizer !== undefined) source.tokenizer = files.tokenizer;
   if (files.tokenizerConfig !== undefined) source.tokenizerConfig = files.tokenizerConfig;
-  const m = await loadModel(source);
+  // a sharded checkpoint is streamed from the files: progress over all its shards
+  const mib = (n: number) => (n / 1048576).toFixed(1);
+  const m = await loadModel(source, files.sharded ? {
+    onProgress: (p) => onProgress(p.total ? p.loaded / p.total : null, `${p.file}: ${mib(p.loaded)} MiB${p.total ? ` of ${mib(p.total)} MiB` : ''} into qkv`),
+  } : {});
   return demoModel(m, files.name, backendName());
 }
 
@@ -184,18 +209,44 @@ async function readFile(file: File, onProgress: Progress): Promise<ArrayBuffer> 
   return out.buffer;
 }
 
-const DROP_HINT = 'Drop config.json and model.safetensors together, with the tokenizer files if there are any ' +
-  '(GPT-2: vocab.json and merges.txt; Llama, Mistral, Qwen2: tokenizer.json and tokenizer_config.json).';
+const DROP_HINT = 'Drop config.json and model.safetensors together (or a sharded checkpoint\'s model.safetensors.index.json with all its shards), ' +
+  'with the tokenizer files if there are any (GPT-2: vocab.json and merges.txt; Llama, Mistral, Qwen, Gemma: tokenizer.json and tokenizer_config.json); ' +
+  'or choose the checkpoint\'s folder.';
+const INDEX = 'model.safetensors.index.json';
 
 /**
- * Sorts dropped files into a checkpoint: config.json, one .safetensors, and the tokenizer files
- * (vocab.json + merges.txt, or tokenizer.json [+ tokenizer_config.json]; none at all for a
- * checkpoint without a tokenizer). Only says which file is which (CheckpointError); what is
- * inside is qkv's loadModel's to check.
+ * The shards a sharded checkpoint's index names, matched with the dropped .safetensors files:
+ * a CheckpointError names each one missing (qkv's loader checks what is inside them).
+ */
+async function droppedShards(indexFile: File, weights: File[]): Promise<{ index: string; shards: Record<string, File> }> {
+  const index = await indexFile.text();
+  let map: unknown;
+  try {
+    map = (JSON.parse(index) as { weight_map?: unknown }).weight_map;
+  } catch (e) {
+    throw new CheckpointError(`${INDEX} is not valid JSON (${(e as Error).message}).`);
+  }
+  if (!map || typeof map !== 'object' || Array.isArray(map)) throw new CheckpointError(`${INDEX} has no weight_map (the tensor -> shard table of a sharded checkpoint).`);
+  const names = [...new Set(Object.values(map as Record<string, unknown>).map(String))].sort();
+  const byName = new Map(weights.map((f) => [f.name, f]));
+  const missing = names.filter((n) => !byName.has(n));
+  if (missing.length) {
+    throw new CheckpointError(`${missing.length === 1 ? `The shard ${missing[0]} is` : `${missing.length} shards are`} missing: ${INDEX} names ${names.length} ` +
+      `(${names.join(', ')}) and ${names.length - missing.length} of them ${names.length - missing.length === 1 ? 'was' : 'were'} dropped${missing.length > 1 ? ` (missing: ${missing.join(', ')})` : ''}. Drop the whole folder.`);
+  }
+  return { index, shards: Object.fromEntries(names.map((n) => [n, byName.get(n)!])) };
+}
+
+/**
+ * Sorts dropped files into a checkpoint: config.json, one .safetensors or a sharded checkpoint's
+ * index and shards, and the tokenizer files (vocab.json + merges.txt, or tokenizer.json
+ * [+ tokenizer_config.json] [+ chat_template.jinja]; none at all for a checkpoint without a
+ * tokenizer). Only says which file is which (CheckpointError); what is inside is qkv's
+ * loadModel's to check. One .safetensors is read here with progress; shards are streamed by qkv.
  */
 export async function readDroppedFiles(files: File[], onProgress: Progress): Promise<CheckpointFiles> {
   if (!files.length) throw new CheckpointError(`Nothing was dropped. ${DROP_HINT}`);
-  const known = ['vocab.json', 'merges.txt', 'tokenizer.json', 'tokenizer_config.json'];
+  const known = ['vocab.json', 'merges.txt', 'tokenizer.json', 'tokenizer_config.json', 'chat_template.jinja', INDEX];
   const named = (name: string) => files.find((f) => f.name === name);
   // config.json, else another *config*.json that is not one of the tokenizer's or generation's
   const configs = named('config.json') ? [named('config.json')!]
@@ -206,12 +257,19 @@ export async function readDroppedFiles(files: File[], onProgress: Progress): Pro
   const unknownNote = unknown.length ? ` (ignored: ${unknown.map((f) => f.name).join(', ')})` : '';
   if (unknown.some((f) => /\.bin$/.test(f.name)) && !weights.length) throw new CheckpointError('This looks like a PyTorch .bin checkpoint; the demo reads .safetensors.');
   if (!configs.length) throw new CheckpointError(`config.json is missing${unknownNote}. ${DROP_HINT}`);
-  if (weights.length > 1) throw new CheckpointError('Several .safetensors files were dropped; sharded checkpoints are not supported — drop one.');
-  const buf = weights.length ? await readFile(weights[0], onProgress) : undefined;
+  const indexFile = named(INDEX);
+  if (!indexFile && weights.length > 1) {
+    throw new CheckpointError(`Several .safetensors files were dropped (${weights.map((f) => f.name).join(', ')}) without ${INDEX}: drop a sharded checkpoint's index with its shards, or one model.safetensors.`);
+  }
+  const sharded = indexFile ? await droppedShards(indexFile, weights) : undefined;
+  const buf = !sharded && weights.length ? await readFile(weights[0], onProgress) : undefined;
+  const shardCount = sharded ? Object.keys(sharded.shards).length : 0;
   return {
-    config: await configs[0].text(), weights: buf, vocab: await named('vocab.json')?.text(), merges: await named('merges.txt')?.text(),
+    config: await configs[0].text(), weights: buf, sharded, vocab: await named('vocab.json')?.text(), merges: await named('merges.txt')?.text(),
     tokenizer: await named('tokenizer.json')?.text(), tokenizerConfig: await named('tokenizer_config.json')?.text(),
-    name: !weights.length || weights[0].name === 'model.safetensors' ? 'dropped checkpoint' : weights[0].name,
+    chatTemplate: await named('chat_template.jinja')?.text(),
+    name: sharded ? `sharded checkpoint (${shardCount} shard${shardCount > 1 ? 's' : ''})`
+      : !weights.length || weights[0].name === 'model.safetensors' ? 'dropped checkpoint' : weights[0].name,
   };
 }
 
@@ -347,6 +405,22 @@ function demoModel(m: DecoderModel, name: string, backend: string): DemoModel {
         yield { token: step.token, index: step.index, position: step.position, rows };
       }
     },
+    chat: tok ? chatTemplateOf(tok) : null,
     dispose: () => m.dispose(),
+  };
+}
+
+/** The tokenizer's chat template, or null when its files hold none (qkv's applyChatTemplate then throws). */
+function chatTemplateOf(tok: qkv.Tokenizer): ChatTemplate | null {
+  try {
+    tok.applyChatTemplate([{ role: 'user', content: '' }], { addGenerationPrompt: true });
+  } catch {
+    return null;
+  }
+  const eos = tok.specialTokens.eos;
+  return {
+    render: (turns) => tok.applyChatTemplate(turns.map((t) => ({ ...t })), { addGenerationPrompt: true }),
+    encode: (text) => tok.encode(text, { addSpecialTokens: false }),
+    stop: eos === null ? [] : [eos],
   };
 }

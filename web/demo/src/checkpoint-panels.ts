@@ -6,6 +6,7 @@ import { CheckpointError, loadModelFromFiles, loadModelFromHub, qkv, readDropped
 import { HUB, showDropped } from './models';
 import { clearCheckpointCache, HUB_GPT2, hubName, parseHubSource, type HubSource } from './hub';
 import type { ModelOrigin } from './headline';
+import { filesOfDrop, filesOfFolder } from './dropped-folder';
 
 /** What the panels need of the page. */
 export interface CheckpointHost {
@@ -54,10 +55,12 @@ function wireDrop(): void {
   document.addEventListener('dragleave', (e) => { if (!e.relatedTarget) over(false); });
   document.addEventListener('drop', (e) => {
     e.preventDefault(); over(false);
-    void loadDropped([...(e.dataTransfer?.files ?? [])]);
+    void filesOfDrop(e.dataTransfer).then(loadDropped);
   });
   const input = $<HTMLInputElement>('#files');
   input.addEventListener('change', () => { void loadDropped([...(input.files ?? [])]); input.value = ''; });
+  const folder = $<HTMLInputElement>('#folder');
+  folder.addEventListener('change', () => { void loadDropped(filesOfFolder(folder.files)); folder.value = ''; });
 }
 
 // ---------------------------------------------------------------- a checkpoint from the Hub

@@ -12,7 +12,7 @@
 // Long sequences keep, per query and head, only the TOP_K strongest links (stated on the page).
 // A layer with a sliding window says so over the keys; a focused query's hidden keys are greyed.
 import * as d3 from 'd3';
-import { hidden, windowOf, type AttnData } from './contract';
+import { hidden, layerKindText, windowOf, type AttnData } from './contract';
 import { headColor, showToken } from './ui';
 
 export interface HeadViewState {
@@ -110,6 +110,8 @@ export class HeadView {
     // a sliding window: said over the lines (a query's hidden keys are grey when it is focused)
     const win = windowOf(data, state.layer);
     if (win) header.append('text').attr('class', 'window-title').attr('x', (xL + xR) / 2).attr('y', 14).attr('text-anchor', 'middle').text(`window ${win}: each query sees its last ${win} keys`);
+    // a full-attention layer of a model that also has windowed ones (Gemma 3's global layers)
+    else if (layerKindText(data, state.layer)) header.append('text').attr('class', 'global-title').attr('x', (xL + xR) / 2).attr('y', 14).attr('text-anchor', 'middle').text('global: each query sees every key before it');
     svg.append('g').attr('class', 'offscreen'); // over the header: a focused query's keys off-screen
     // the geometry, for tests that read the canvas: line i -> j runs from (xL + 4, y(i)) to
     // (xR - 4, y(j)) with y(i) = top + i * rowH + rowH / 2 in content px; the canvas starts at data-y0

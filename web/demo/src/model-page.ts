@@ -7,7 +7,7 @@ import { showRuntime } from './runtime-line';
 import { settled } from './isolation';
 import { $, download, headColor, message, progress, showToken, yieldToEvents } from './ui';
 import { loadModelFromUrl, qkv, type DemoModel } from './api';
-import { kvGroupsText, maxRowSumError, toJSON, windowOf, type AttnData } from './contract';
+import { kvGroupsText, layerKindText, maxRowSumError, toJSON, windowOf, type AttnData } from './contract';
 import { allHeadStats, badgeClass, CAVEAT, type HeadStats } from './patterns';
 import { HeadView } from './headview';
 import { ModelView } from './modelview';
@@ -16,9 +16,11 @@ import { elementToPng } from './export';
 import { DEFAULT_MODEL, HUB, fillModelSelect } from './models';
 import { Shown } from './shown';
 import { WORD_RULE } from './words';
+import { layerNote } from './layer-kinds';
 import { ForwardProgress, stoppedBy } from './forward-progress';
 import { headline, type ModelOrigin } from './headline';
 import { loadHub, wireCheckpointPanels } from './checkpoint-panels';
+import { showChat, wireChat, type ChatRun } from './chat';
 
 type Tab = 'head' | 'model' | 'neuron';
 
@@ -62,7 +64,12 @@ function renderControls(): void {
   const v = view(), d = v?.data, m = st.model;
   const layerSel = $<HTMLSelectElement>('#layer'), headSel = $<HTMLSelectElement>('#head'), qSel = $<HTMLSelectElement>('#query');
   const nL = m?.dims.layers ?? 0, nH = m?.dims.heads ?? 0;
-  if (layerSel.options.length !== nL) layerSel.replaceChildren(...Array.from({ length: nL }, (_v, l) => new Option(String(l), String(l))));
+  // each layer's kind beside its number where the model mixes them (Gemma 3: "5 · global")
+  const kinds = d ? Array.from({ length: nL }, (_v, l) => layerKindText(d, l)).join('|') : '';
+  if (layerSel.options.length !== nL || layerSel.dataset.kinds !== kinds) {
+    layerSel.replaceChildren(...Array.from({ length: nL }, (_v, l) => new Option(`${l}${d ? layerKindText(d, l) : ''}`, String(l))));
+    layerSel.dataset.kinds = kinds;
+  }
   layerSel.value = String(st.layer);
   if (headSel.options.length !== nH) headSel.replaceChildren(...Array.from({ length: nH }, (_v, h) => new Option(String(h), String(h))));
   headSel.value = String(st.sel.head);
@@ -114,11 +121,11 @@ function renderNotes(d: AttnData | undefined): void {
   gqa.hidden = !groups;
   gqa.textContent = groups ? `Grouped-query attention, ${d!.nHead} query heads over ${d!.kvHeads} key/value heads: ${groups}.` : '';
   const w = d ? windowOf(d, st.layer) : 0;
-  win.hidden = !w;
   win.dataset.window = String(w);
-  win.textContent = w
-    ? `Layer ${st.layer}: window ${w}. Each query sees itself and the ${w - 1} tokens before it; keys further back are hidden (no lines, grey in the maps).`
-    : '';
+  const note = d ? layerNote(d, st.layer) : '';
+  win.hidden = !note;
+  win.dataset.kind = w ? 'window' : note ? 'global' : '';
+  win.textContent = note;
 }
 
 /** maxRowSumError per AttnData (the check reads every weight). */
@@ -244,6 +251,7 @@ async function useModel(model: DemoModel, origin: ModelOrigin): Promise<void> {
   st.layer = 0; st.sel = { layer: 0, head: 0 }; st.query = -1; st.neuronKey = -1;
   st.heads = Array.from({ length: model.dims.heads }, () => true);
   $('#model-info').textContent = model.info;
+  showChat(model);
   // a checkpoint without a tokenizer takes token ids as its prompt
   const note = $('#prompt-note'), prompt = $<HTMLTextAreaElement>('#prompt');
   note.hidden = model.hasTokenizer;
@@ -295,9 +303,9 @@ async function analysePrompt(): Promise<void> {
   render();
 }
 
-async function generate(): Promise<void> {
+async function generate(chat?: ChatRun): Promise<number[]> {
   const m = st.model;
-  if (!m || st.generating) return;
+  if (!m || st.generating) return [];
   // a prompt analysis still waiting for its debounce, or still running, must not redraw the
   // prompt alone over the generated text
   clearTimeout(promptTimer);
@@ -309,15 +317,17 @@ async function generate(): Promise<void> {
   const topK = Math.max(0, Math.floor(Number($<HTMLInputElement>('#top-k').value) || 0));
   let ids: number[];
   try {
-    ids = m.tokenizer.encode($<HTMLTextAreaElement>('#prompt').value);
+    ids = chat ? chat.ids.slice() : m.tokenizer.encode($<HTMLTextAreaElement>('#prompt').value);
   } catch (e) {
     message(msg, `The prompt: ${(e as Error).message}`, 'error');
-    return;
+    return [];
   }
-  if (!ids.length) { message(msg, m.hasTokenizer ? 'Type a prompt first.' : 'Type token ids first, e.g. "1 2 3".', 'error'); return; }
+  if (!ids.length) { message(msg, m.hasTokenizer ? 'Type a prompt first.' : 'Type token ids first, e.g. "1 2 3".', 'error'); return []; }
   const P = m.dims.positions;
   const room = P - maxNew;
-  if (room < 1) { message(msg, `At most ${P - 1} new tokens fit in this model's context.`, 'error'); return; }
+  if (room < 1) { message(msg, `At most ${P - 1} new tokens fit in this model's context.`, 'error'); return []; }
+  // a conversation is not cut (its template's turns would lose their start): it must fit
+  if (chat && ids.length > room) { message(msg, `The conversation (${ids.length} tokens) and ${maxNew} new tokens do not fit in this model's context of ${P}: start a new conversation.`, 'error'); return []; }
   if (ids.length > room) { ids = ids.slice(-room); message(msg, `The prompt was cut to its last ${room} tokens to leave room for ${maxNew} new ones.`, 'info'); }
   const promptLength = ids.length;
   st.generating = true; st.stopRequested = false; st.query = -1; st.neuronKey = -1;
@@ -347,11 +357,12 @@ async function generate(): Promise<void> {
       // the explorer shows the tokens whose rows are known (the newest gets its row next step)
       setData(ids.slice(0, q + 1), promptLength, attn.map((layer) => layer.map((rows) => rows.slice(0, q + 1))));
       renderOutput(ids, promptLength);
+      chat?.onReply(ids.slice(promptLength));
       $('#count').textContent = String(made);
       const rate = (ms: number) => (made / (ms / 1000)).toFixed(0);
       $('#speed').textContent = `${rate(modelMs)} tokens/s (${rate(performance.now() - t0)} with drawing)`;
       scheduleRender();
-      if (st.stopRequested) break;
+      if (st.stopRequested || chat?.stop.includes(step.token)) break; // a chat reply ends at its end-of-turn token
       // let a frame (render, Stop clicks) through about every 15 ms, not after every token
       if (performance.now() - yielded > 15) {
         await yieldToEvents();
@@ -381,6 +392,7 @@ async function generate(): Promise<void> {
     $<HTMLButtonElement>('#stop').disabled = true;
     render();
   }
+  return ids.slice(promptLength);
 }
 
 // ---------------------------------------------------------------- controls
@@ -414,6 +426,7 @@ function wire(): void {
     render();
   });
   $('#generate').addEventListener('click', () => void generate());
+  wireChat({ generating: () => st.generating, run: generate, stop: () => { st.stopRequested = true; forward.cancel(); } });
   $('#stop').addEventListener('click', () => { st.stopRequested = true; forward.cancel(); });
   $('#run').addEventListener('click', () => { clearTimeout(promptTimer); void analysePrompt(); });
   $('#prompt').addEventListener('keydown', (e) => { if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) void generate(); });

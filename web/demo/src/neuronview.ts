@@ -9,7 +9,7 @@
 // head shares with its group; a sliding window limits the visible keys. Past MAX_BARS keys (or
 // words) the bar charts list the strongest MAX_BARS only, so 1024 tokens stay a screen tall.
 import * as Plot from '@observablehq/plot';
-import { kvGroup, kvHeadOf, windowOf, type AttnData } from './contract';
+import { kvGroup, kvHeadOf, layerKindText, windowOf, type AttnData } from './contract';
 import { showToken } from './ui';
 
 /** Bars per chart at most: past this many visible keys only the strongest are listed (1024 bars would be 15k px tall). */
@@ -67,7 +67,7 @@ export function renderNeuron(container: HTMLElement, data: AttnData, st: NeuronS
   if (words) figs.push(...wordRow(words, st.layer, st.head, width));
   const head = document.createElement('p');
   head.className = 'small';
-  head.innerHTML = `Layer ${st.layer}, head ${st.head}, query <b class="mono">${i}: ${escapeHtml(showToken(data.tokens[i]))}</b>. ` +
+  head.innerHTML = `Layer ${st.layer}${layerKindText(data, st.layer)}, head ${st.head}, query <b class="mono">${i}: ${escapeHtml(showToken(data.tokens[i]))}</b>. ` +
     `Scale 1/√${Dh} = ${data.scale.toFixed(4)}. Orange: key ${kj}.`;
   figs.push(head);
   const gqa = (data.kvHeads ?? data.nHead) !== data.nHead;

@@ -27,8 +27,13 @@ export interface GPT2Config {
 export interface ModelFiles {
   /** config.json: the parsed object or its text. */
   config: GPT2Config | string;
-  /** model.safetensors' bytes, or a Blob / File holding them (read as a stream). */
-  weights: ArrayBuffer | ArrayBufferView | Blob;
+  /**
+   * model.safetensors' bytes, or a Blob / File holding them (read as a stream); with `index`, a
+   * sharded checkpoint's shards by file name (`{ 'model-00001-of-00002.safetensors': file, ... }`).
+   */
+  weights: ArrayBuffer | ArrayBufferView | Blob | Record<string, ArrayBuffer | ArrayBufferView | Blob>;
+  /** model.safetensors.index.json (object or text) of a sharded checkpoint: `weights` then holds its shards. */
+  index?: object | string;
   /** vocab.json (object or text), with merges: a GPT-2 BPE tokenizer. Without: byte-level (vocab 256). */
   vocab?: Record<string, number> | string;
   /** merges.txt's text. */
@@ -335,8 +340,8 @@ export function parseConfig(text: string, where: string): GPT2Config {
 export function filesFromObject(files: ModelFiles): RawFiles {
   const keys = Object.keys(files);
   for (const k of keys) {
-    if (!['config', 'weights', 'vocab', 'merges', 'tokenizer', 'tokenizerConfig', 'vocabTxt', 'chatTemplate', 'modules', 'pooling'].includes(k)) {
-      throw new TypeError(`loadModel: unknown key '${k}' in source (expected config, weights, vocab?, merges?, tokenizer?, tokenizerConfig?, vocabTxt?, chatTemplate?, modules?, pooling?)`);
+    if (!['config', 'weights', 'index', 'vocab', 'merges', 'tokenizer', 'tokenizerConfig', 'vocabTxt', 'chatTemplate', 'modules', 'pooling'].includes(k)) {
+      throw new TypeError(`loadModel: unknown key '${k}' in source (expected config, weights, index?, vocab?, merges?, tokenizer?, tokenizerConfig?, vocabTxt?, chatTemplate?, modules?, pooling?)`);
     }
   }
   let configText: string;
@@ -344,16 +349,7 @@ export function filesFromObject(files: ModelFiles): RawFiles {
   else if (files.config && typeof files.config === 'object') configText = JSON.stringify(files.config);
   else throw new TypeError(`loadModel: source.config must be the config.json object or text, got ${describe(files.config)}`);
   parseConfig(configText, 'source.config'); // a damaged config.json is reported before anything else
-  let weights: ByteStream;
-  const one = (b: Uint8Array): ByteStream => ({ total: b.byteLength, chunks: (async function* () { yield b; })(), where: 'source.weights' });
-  if (files.weights instanceof ArrayBuffer) weights = one(new Uint8Array(files.weights));
-  else if (ArrayBuffer.isView(files.weights)) {
-    weights = one(new Uint8Array(files.weights.buffer, files.weights.byteOffset, files.weights.byteLength));
-  } else if (typeof Blob !== 'undefined' && files.weights instanceof Blob) {
-    weights = { total: files.weights.size, chunks: blobChunks(files.weights), where: 'source.weights' };
-  } else {
-    throw new TypeError(`loadModel: source.weights must be an ArrayBuffer or a Blob (model.safetensors' bytes), got ${describe(files.weights)}`);
-  }
+  const weights = files.index === undefined ? bytesStream(files.weights, 'source.weights') : shardsOf(files.index, files.weights);
   const st = (v: unknown, key: string) => {
     if (v === undefined || typeof v === 'string') return v;
     if (v !== null && typeof v === 'object') return JSON.stringify(v);
@@ -363,6 +359,46 @@ export function filesFromObject(files: ModelFiles): RawFiles {
   const pooling = st(files.pooling, 'pooling');
   const sentenceTransformers = modules === undefined && pooling === undefined ? undefined : { modules, pooling };
   return { configText, weights, tokenizer: tokenizerFilesFromObject(files), sentenceTransformers, where: 'source' };
+}
+
+/** One file's bytes (an ArrayBuffer, a view, a Blob) as a stream; `where` names it in messages. */
+function bytesStream(b: unknown, where: string): ByteStream {
+  const one = (u: Uint8Array): ByteStream => ({ total: u.byteLength, chunks: (async function* () { yield u; })(), where });
+  if (b instanceof ArrayBuffer) return one(new Uint8Array(b));
+  if (ArrayBuffer.isView(b)) return one(new Uint8Array(b.buffer, b.byteOffset, b.byteLength));
+  if (typeof Blob !== 'undefined' && b instanceof Blob) return { total: b.size, chunks: blobChunks(b), where };
+  throw new TypeError(`loadModel: ${where} must be an ArrayBuffer or a Blob (model.safetensors' bytes), got ${describe(b)}`);
+}
+
+/** A `{ index, weights: { shard name: bytes } }` source as a sharded checkpoint (shards.ts checks the index against the shards). */
+function shardsOf(index: unknown, shards: unknown): ShardedWeights {
+  let indexText: string;
+  if (typeof index === 'string') indexText = index;
+  else if (index !== null && typeof index === 'object') indexText = JSON.stringify(index);
+  else throw new TypeError(`loadModel: source.index must be ${INDEX_FILE}'s object or text, got ${describe(index)}`);
+  const isBytes = (v: unknown) => v instanceof ArrayBuffer || ArrayBuffer.isView(v) || (typeof Blob !== 'undefined' && v instanceof Blob);
+  if (shards === null || typeof shards !== 'object' || isBytes(shards) || Array.isArray(shards)) {
+    throw new TypeError(`loadModel: with source.index, source.weights must be the shards by file name ({ 'model-00001-of-00002.safetensors': bytes, ... }), got ${describe(shards)}`);
+  }
+  const byName = shards as Record<string, unknown>;
+  const get = (name: string) => {
+    if (!Object.prototype.hasOwnProperty.call(byName, name)) {
+      const have = Object.keys(byName);
+      throw new Error(`source.weights has no ${name} (the shards given: ${have.length ? have.join(', ') : 'none'})`);
+    }
+    return byName[name];
+  };
+  return {
+    indexText,
+    where: `source.index (${INDEX_FILE})`,
+    size: async (name) => {
+      const b = get(name);
+      if (typeof Blob !== 'undefined' && b instanceof Blob) return b.size;
+      if (b instanceof ArrayBuffer || ArrayBuffer.isView(b)) return b.byteLength;
+      return bytesStream(b, `source.weights[${JSON.stringify(name)}]`).total;
+    },
+    open: async (name) => bytesStream(get(name), `source.weights[${JSON.stringify(name)}]`),
+  };
 }
 
 /** The tokenizer files of a `{ vocab?, merges?, tokenizer?, tokenizerConfig?, vocabTxt? }` source, type-checked. */
