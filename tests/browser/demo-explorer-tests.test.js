@@ -143,9 +143,27 @@ test('test a head: removed heads and a blocked cell, before and after as printed
 
 test('find heads: probe labels, the scatter point of a known head where headProbes puts it, the warning names the farthest head', async () => {
   const page = await open(hash({ prompt: PROMPT, view: 'model' }));
+  await page.evaluate(() => {
+    window.captions = [];
+    new MutationObserver(() => window.captions.push(document.querySelector('#fwd-text').textContent))
+      .observe(document.querySelector('#fwd-text'), { childList: true, characterData: true, subtree: true });
+  });
+  // Find heads, then Cancel at once (both in one task: faster than a user)
+  await page.evaluate(() => { document.querySelector('#find-heads').click(); document.querySelector('#fwd-cancel').click(); });
+  await page.waitForSelector('body[data-probes=cancelled]');
+  assert.equal(await page.textContent('#probe-msg'), 'Cancelled: the heads were not probed. Find heads starts again.');
+  assert.equal(await page.locator('#scatter svg').count(), 0);
+  // type a longer prompt and click Find heads at once: the probes run on what was typed
+  const typed = PROMPT + ' without form';
+  const ids2 = model.tokenizer.encode(typed);
+  await page.fill('#prompt', typed);
   await page.click('#find-heads');
   await page.waitForSelector('body[data-probes=done] #scatter svg', { timeout: 60_000 });
-  const r = await qkv.headProbes(model, { ids, inductionSequences: 2 });
+  const total = 1 + 2 + 1 + 16;
+  assert.match(await page.textContent('#probe-msg'), new RegExp(`^Probed on the prompt \\(${ids2.length} tokens\\)`));
+  const captions = await page.evaluate(() => window.captions);
+  assert.ok(captions.some((c) => new RegExp(`^Probes: \\d+ % \\(\\d+ of ${total} forward passes\\)$`).test(c)), `captions: ${captions}`);
+  const r = await qkv.headProbes(model, { ids: ids2, inductionSequences: 2 });
   const biggest = Math.max(...r.scores.map((s) => Math.abs(s.ablation)));
   const best = (s) => [['induction', s.induction], ['previous token', s.previousToken], ['sink', s.sink]].reduce((a, b) => (b[1] > a[1] ? b : a));
   // the known head: the one whose removal costs most

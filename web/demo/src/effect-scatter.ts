@@ -48,6 +48,8 @@ export class HeadFinder {
   result: qkv.HeadProbeResult | null = null;
   points: ScatterPoint[] = [];
   private of: DemoModel | null = null;
+  /** replaced by a newer forward pass: runs again once the page is idle */
+  private again = false;
 
   constructor(private host: FinderHost) {
     $('#find-heads').addEventListener('click', () => void this.run());
@@ -82,13 +84,14 @@ export class HeadFinder {
       document.body.dataset.probes = stopped ?? 'failed';
       if (stopped === 'cancelled') message(msg, 'Cancelled: the heads were not probed. Find heads starts again.', 'info');
       else if (!stopped) message(msg, `The probes failed: ${(e as Error).message}`, 'error');
-      else message(msg, '');
+      else this.again = true; // a newer pass (the prompt's, typed meanwhile) took the bar: run after it
     }
     this.host.changed();
   }
 
   /** The scatter and the warning box's line; nothing before the probes ran on this model. */
   render(): void {
+    if (this.again && !this.host.forward.busy && !this.host.busy()) { this.again = false; void this.run(); }
     const box = $('#scatter'), warn = $('#caveat-head');
     const ok = !!this.labels();
     box.hidden = !ok; warn.hidden = !ok;

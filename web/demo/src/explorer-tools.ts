@@ -26,6 +26,16 @@ export interface ToolsHost {
   select(layer: number, head: number): void;
 }
 
+/** The prompt as typed (a click right after typing probes what was typed), else the shown text. */
+function promptIds(host: ToolsHost): number[] | null {
+  const m = host.model();
+  try {
+    return m ? m.tokenizer.encode($<HTMLTextAreaElement>('#prompt').value).slice(-m.dims.positions) : null;
+  } catch {
+    return host.data()?.ids ?? null;
+  }
+}
+
 export class ExplorerTools {
   mode: MapMode = 'raw';
   readonly test: HeadTest;
@@ -37,7 +47,7 @@ export class ExplorerTools {
     const changed = () => host.render();
     this.test = new HeadTest({ model: host.model, data: host.data, busy: host.busy, forward: host.forward, changed });
     this.finder = new HeadFinder({
-      model: host.model, ids: () => host.data()?.ids ?? null, busy: host.busy, forward: host.forward, changed, select: host.select,
+      model: host.model, ids: () => promptIds(host), busy: host.busy, forward: host.forward, changed, select: host.select,
     });
     const sel = $<HTMLSelectElement>('#map');
     sel.addEventListener('change', () => { this.mode = sel.value as MapMode; host.render(); });

@@ -5,14 +5,14 @@
 import './style.css';
 import { showRuntime } from './runtime-line';
 import { settled } from './isolation';
-import { $, download, headColor, message, progress, showToken, yieldToEvents } from './ui';
+import { $, headColor, message, progress, showToken, yieldToEvents } from './ui';
 import { loadModelFromUrl, qkv, type DemoModel } from './api';
-import { kvGroupsText, maxRowSumError, toJSON, windowOf, type AttnData } from './contract';
+import { kvGroupsText, maxRowSumError, windowOf, type AttnData } from './contract';
 import { allHeadStats, badgeClass, CAVEAT, type HeadStats } from './patterns';
 import { HeadView } from './headview';
 import { ModelView } from './modelview';
 import { renderNeuron } from './neuronview';
-import { elementToPng } from './export';
+import { wireExports } from './export-buttons';
 import { DEFAULT_MODEL, HUB, MODELS, fillModelSelect } from './models';
 import { Shown } from './shown';
 import { WORD_RULE } from './words';
@@ -463,22 +463,7 @@ function wire(): void {
   $('#layer').addEventListener('change', () => { st.layer = Number($<HTMLSelectElement>('#layer').value); st.sel = { ...st.sel, layer: st.layer }; render(); });
   $('#head').addEventListener('change', () => { st.sel = { ...st.sel, head: Number($<HTMLSelectElement>('#head').value) }; st.neuronKey = -1; render(); });
   $('#query').addEventListener('change', () => { st.query = Number($<HTMLSelectElement>('#query').value); st.neuronKey = -1; render(); });
-  $('#export-png').addEventListener('click', async () => {
-    const target = st.tab === 'head' ? $('#headview') : st.tab === 'model' ? $('#view-model') : $('#neuron');
-    const title = `qkv · ${st.model?.name ?? ''} · ${st.tab} view · layer ${st.layer}${st.tab === 'head' ? '' : ` · head ${st.sel.head}`}`;
-    try {
-      const png = await elementToPng(target, title);
-      document.body.dataset.lastPngBytes = String(png.size);
-      download(png, `qkv-${st.tab}-view-layer${st.layer}.png`);
-    } catch (e) {
-      message($('#gen-msg'), `PNG export failed: ${(e as Error).message}`, 'error');
-    }
-  });
-  $('#export-json').addEventListener('click', () => {
-    if (!st.data || !st.model) return;
-    const json = toJSON(st.data, { model: st.model.name, config: st.model.config, engine: st.model.engine, text: st.model.tokenizer.decode(st.data.ids) });
-    download(new Blob([json], { type: 'application/json' }), 'qkv-attention.json');
-  });
+  wireExports(() => ({ tab: st.tab, layer: st.layer, head: st.sel.head, model: st.model, data: st.data }));
   let resize = 0;
   window.addEventListener('resize', () => { clearTimeout(resize); resize = window.setTimeout(render, 150); });
   wireCheckpointPanels({ generating: () => st.generating, hasModel: () => !!st.model, useModel });

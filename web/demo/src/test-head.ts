@@ -126,7 +126,7 @@ export class HeadTest {
   /** A new text is shown: the test runs again on it when something is removed. */
   sync(): void {
     const d = this.host.data();
-    if (d && this.active && this.tried !== this.key(d) && !this.timer && !this.host.busy()) this.schedule();
+    if (d && this.active && this.tried !== this.key(d) && !this.timer && !this.host.busy() && !this.host.forward.busy) this.schedule();
   }
 
   async run(): Promise<void> {
@@ -159,6 +159,7 @@ export class HeadTest {
       document.body.dataset.test = stopped ?? 'failed';
       if (stopped === 'cancelled') message(msg, 'Cancelled: the test did not run. "Run the test" runs it.', 'info');
       else if (!stopped) message(msg, `The test failed: ${(e as Error).message}`, 'error');
+      else this.tried = ''; // replaced by a newer pass: runs again when the page is idle (sync)
     }
     this.host.changed();
   }
