@@ -7,7 +7,9 @@
 //   carry the probe labels and the warning box names the head farthest from the diagonal;
 // - raw / rollout / flow: the enlarged map's cells against attentionRolloutSync / attentionFlowSync;
 // - the view in the URL: a reload, and the link opened in a fresh browser context, show the same
-//   view (tab, layer, head, removed heads, the same printed result).
+//   view (tab, layer, head, removed heads, the same printed result); a Hub model (the local
+//   stand-in Hub) is probed by Find heads and comes back on a reload;
+// - the Encoders page's rollout toggle.
 // Clicks come at user speed and faster (two heads clicked in one task; typing then Run at once).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -15,6 +17,7 @@ import { join } from 'node:path';
 import * as qkv from 'qkv';
 import { ROOT, launch, openPage } from './harness.js';
 import { serveDemo } from '../../tools/serve-demo.mjs';
+import { serveFolderAsHub, writeGpt2Checkpoint } from './hub-server.js';
 
 const DESKTOP = { width: 1280, height: 1000 };
 const PROMPT = 'In the beginning God created the heaven and the earth. And the earth was';
@@ -219,4 +222,67 @@ test('raw / rollout / flow: the enlarged map is qkv\'s rollout and flow of the p
   assert.match(page.url(), /map=flow/);
   assert.deepEqual(page.problems, []);
   await page.close();
+});
+
+test('Encoders page: the BERT head view\'s rollout toggle shows qkv\'s rollout of the encoder\'s maps (a pinned query\'s weight boxes)', async () => {
+  const bert = await qkv.loadModel(join(ROOT, 'web/models/tiny-bert-kjv'));
+  const page = await openPage(browser, url + 'encoders.html', { viewport: DESKTOP });
+  await page.waitForSelector('body[data-ready=true]', { timeout: 60_000 });
+  await page.waitForSelector('#enc-headview svg');
+  const text = await page.inputValue('#mask-text');
+  const bids = bert.tokenizer.encode(text);
+  const { attentions } = await bert.forward(bids, { outputAttentions: true });
+  const layer = bert.layers - 1, q = 2;
+  const want = qkv.attentionRolloutSync(attentions).data.slice(q * bids.length, (q + 1) * bids.length);
+  await page.selectOption('#enc-layer', String(layer));
+  await page.selectOption('#enc-map', 'rollout');
+  await page.waitForFunction(() => document.querySelector('#enc-map-note').textContent.startsWith('Rollout ('));
+  await page.click(`#enc-headview .tokens-q g[data-index="${q}"]`);
+  const boxes = await page.$$eval('#enc-headview g.boxes rect title', (ts) => ts.map((t) => t.textContent));
+  assert.equal(boxes.length, bids.length, `one box per key, one fused map: ${boxes}`);
+  boxes.forEach((b, j) => {
+    const m = /^head 0: ([\d.]+)$/.exec(b);
+    assert.ok(m && Math.abs(Number(m[1]) - want[j]) <= 6e-4, `key ${j}: "${b}" vs rollout ${want[j]}`);
+  });
+  // raw again: one box per head per key
+  await page.selectOption('#enc-map', 'raw');
+  await page.waitForFunction(() => document.querySelector('#enc-map-note').hidden);
+  await page.click(`#enc-headview .tokens-q g[data-index="${q}"]`);
+  assert.equal(await page.locator('#enc-headview g.boxes rect').count(), bids.length * bert.heads);
+  assert.deepEqual(page.problems, []);
+  bert.dispose();
+  await page.close();
+});
+
+test('a Hub model: Find heads probes it, and a reload loads it again with the same view and test', async () => {
+  const dir = join(ROOT, 'build/test-hub/gpt2-2x3-explorer');
+  await writeGpt2Checkpoint(dir, { n_layer: 2, n_head: 3, n_embd: 24, n_positions: 64 }, 7);
+  const hub = await serveFolderAsHub(dir, 'test-org/explorer');
+  try {
+    const page = await openPage(browser, `${url}index.html?${hub.query}`, { viewport: DESKTOP });
+    await page.waitForSelector('body[data-ready=true]', { timeout: 60_000 });
+    await page.click('#hub-load');
+    await page.waitForFunction(() => /^test-org\/explorer: 2 layers × 3 heads/.test(document.querySelector('#model-info').textContent), null, { timeout: 60_000 });
+    await page.waitForSelector('#headview svg');
+    await page.click('#find-heads');
+    await page.waitForSelector('body[data-probes=done] #scatter svg', { timeout: 60_000 });
+    assert.equal(await page.locator('#scatter .point').count(), 6);
+    assert.match(await page.textContent('#chips .chip[data-head="2"] .probe'), /^(induction|previous token|sink) \d\.\d\d$/);
+    await page.click('#tab-model');
+    await page.check('#remove-mode');
+    await page.click('#thumbs button.thumb[data-layer="0"][data-head="1"]');
+    const before = await printed(page);
+    await page.uncheck('#remove-mode');
+    await page.click('#thumbs button.thumb[data-layer="1"][data-head="2"]');
+    assert.match(page.url(), /#model=hub%3Atest-org%2Fexplorer&.*&view=model&layer=1&head=2&map=raw&remove=0\.1$/);
+    await page.reload();
+    await page.waitForFunction(() => /^test-org\/explorer: /.test(document.querySelector('#model-info').textContent), null, { timeout: 60_000 });
+    const after = await printed(page);
+    assert.deepEqual(after.rows, before.rows);
+    assert.match(await page.textContent('#heatmap svg text'), /^layer 1 · head 2 · /);
+    assert.deepEqual(page.problems, []);
+    await page.close();
+  } finally {
+    await hub.close();
+  }
 });

@@ -38,6 +38,8 @@ function promptIds(host: ToolsHost): number[] | null {
 
 export class ExplorerTools {
   mode: MapMode = 'raw';
+  /** true while a link's view waits for its model (the URL keeps the link's state meanwhile) */
+  holdUrl = false;
   readonly test: HeadTest;
   readonly finder: HeadFinder;
   private maps = new MapCache();
@@ -134,7 +136,7 @@ export class ExplorerTools {
     this.finder.render();
     this.finder.decorate($('#chips'), $('#thumbs'), layer, !this.fused && !this.test.mapsAfter);
     this.test.mark($('#thumbs'));
-    writeState({
+    if (!this.holdUrl) writeState({
       ...view, map: this.mode,
       remove: [...this.test.removed].map((k) => k.split('.').map(Number) as [number, number]),
       block: this.test.blocked,

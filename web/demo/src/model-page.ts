@@ -7,7 +7,8 @@ import { showRuntime } from './runtime-line';
 import { settled } from './isolation';
 import { $, headColor, message, progress, showToken, yieldToEvents } from './ui';
 import { loadModelFromUrl, qkv, type DemoModel } from './api';
-import { kvGroupsText, maxRowSumError, windowOf, type AttnData } from './contract';
+import { maxRowSumError, type AttnData } from './contract';
+import { renderNotes } from './notes';
 import { allHeadStats, badgeClass, CAVEAT, type HeadStats } from './patterns';
 import { HeadView } from './headview';
 import { ModelView } from './modelview';
@@ -108,29 +109,12 @@ function renderControls(): void {
     badge.className = `badge ${s ? badgeClass(s.label) : ''}`;
     b.setAttribute('title', s ? `head ${h}: ${s.label}; mean row entropy ${s.entropy.toFixed(2)} bits` : `head ${h}`);
   });
-  renderNotes(d);
+  renderNotes(d, st.layer);
   document.querySelectorAll<HTMLElement>('.neuron-only').forEach((e) => { e.hidden = st.tab !== 'neuron'; });
   document.querySelectorAll<HTMLElement>('.head-only').forEach((e) => { e.hidden = st.tab !== 'head'; });
   $<HTMLSelectElement>('#model').disabled = st.generating;
   $<HTMLButtonElement>('#export-png').disabled = !d;
   $<HTMLButtonElement>('#export-json').disabled = !d;
-}
-
-/**
- * The model's grouped-query attention (which query heads share a key/value head) and the shown
- * layer's sliding window, in words, above the views.
- */
-function renderNotes(d: AttnData | undefined): void {
-  const gqa = $('#gqa'), win = $('#window-note');
-  const groups = d ? kvGroupsText(d) : '';
-  gqa.hidden = !groups;
-  gqa.textContent = groups ? `Grouped-query attention, ${d!.nHead} query heads over ${d!.kvHeads} key/value heads: ${groups}.` : '';
-  const w = d ? windowOf(d, st.layer) : 0;
-  win.hidden = !w;
-  win.dataset.window = String(w);
-  win.textContent = w
-    ? `Layer ${st.layer}: window ${w}. Each query sees itself and the ${w - 1} tokens before it; keys further back are hidden (no lines, grey in the maps).`
-    : '';
 }
 
 /** maxRowSumError per AttnData (the check reads every weight). */
@@ -256,7 +240,7 @@ async function useModel(model: DemoModel, origin: ModelOrigin): Promise<void> {
   showHeadline(model, origin);
   st.epoch++;
   st.model = model;
-  st.origin = origin.kind === 'site' ? modelName(origin.url) : origin.kind === 'hub' ? `hub:${origin.name}` : undefined;
+  st.origin = origin.kind === 'site' ? modelName(origin.url) : origin.kind === 'hub' ? `hub:${$<HTMLInputElement>('#hub-url').value.trim()}` : undefined;
   tools.reset();
   st.data = null;
   st.layer = 0; st.sel = { layer: 0, head: 0 }; st.query = -1; st.neuronKey = -1;
@@ -317,6 +301,7 @@ async function analysePrompt(): Promise<void> {
 /** The URL's view once its model has run on the prompt: view, layer, head, words, map, the test. */
 function restoreView(s: ViewState): void {
   restoring = null;
+  tools.holdUrl = false;
   const m = st.model!;
   if (s.tab) st.tab = s.tab;
   if (s.layer !== undefined && s.layer < m.dims.layers) st.layer = s.layer;
@@ -482,9 +467,13 @@ async function start(): Promise<void> {
   $<HTMLSelectElement>('#model').value = url;
   try {
     const saved = restoring;
-    if (hub) restoring = null; // the view is restored when the Hub model has run
+    if (hub) { restoring = null; tools.holdUrl = true; } // the view is restored when the Hub model has run
     await useModel(await loadModelFromUrl(url, (f, what) => progress(bar, f, what, text)), { kind: 'site', url });
-    if (hub) { restoring = saved; $<HTMLInputElement>('#hub-url').value = hub; void loadHub(); }
+    if (hub) {
+      restoring = saved; $<HTMLInputElement>('#hub-url').value = hub;
+      // not loaded (failed, cancelled): the page keeps the default model and writes its own URL
+      void loadHub().finally(() => { if (restoring === saved) { restoring = null; tools.holdUrl = false; render(); } });
+    }
     progress(bar, 1, 'Model ready.', text);
     $('#load').hidden = true;
   } catch (e) {

@@ -3,7 +3,8 @@
 // and blocked cells. Written with history.replaceState on every render (no history entries);
 // read once at start. Example:
 //   index.html#model=tiny-kjv-bpe&prompt=In+the+beginning&view=model&layer=1&head=2&map=raw&remove=1.2,0.3&block=1.0:4-0
-// model: a site model's folder name (web/models/), or hub:<id> (loaded from the Hub panel);
+// model: a site model's folder name (web/models/), or hub:<what the Hub panel's box held> (an id
+// or a folder URL, loaded by that panel, with its progress and Cancel);
 // a dropped checkpoint cannot be named in a URL (the link then opens the default model).
 import { MAP_MODES, type MapMode } from './map-mode';
 import type { Block } from './test-head';
@@ -28,7 +29,8 @@ export function parseState(hash: string): ViewState {
   const p = new URLSearchParams(hash.replace(/^#/, ''));
   const s: ViewState = {};
   const model = p.get('model');
-  if (model && /^(hub:)?[\w./@-]+$/.test(model) && !model.includes('..')) s.model = model;
+  // a site model's folder name, or hub: and what the Hub panel's box takes (an id, a folder URL)
+  if (model && (/^[\w.-]+$/.test(model) ? !model.includes('..') : /^hub:\S+$/.test(model))) s.model = model;
   if (p.has('prompt')) s.prompt = p.get('prompt')!;
   const tab = p.get('view');
   if (tab === 'head' || tab === 'model' || tab === 'neuron') s.tab = tab;
