@@ -33,10 +33,11 @@ before(async () => {
 after(async () => { await browser?.close(); server?.close(); model?.dispose(); });
 
 const hash = (o) => '#' + new URLSearchParams(o).toString();
-async function open(h, b = browser) {
+const shownTokens = (page, n) => page.waitForFunction((k) => document.body.dataset.tokens === String(k), n, { timeout: 30_000 });
+async function open(h, b = browser, tokens = ids.length) {
   const page = await openPage(b, url + 'index.html' + h, { viewport: DESKTOP });
   await page.waitForSelector('body[data-ready=true]', { timeout: 60_000 });
-  await page.waitForFunction((n) => document.body.dataset.tokens === String(n), ids.length, { timeout: 30_000 });
+  await shownTokens(page, tokens);
   return page;
 }
 
@@ -90,12 +91,15 @@ function assertMatches(shown, want, what) {
 }
 
 test('test a head: removed heads and a blocked cell, before and after as printed = qkv forward with headMask / knockout; the URL restores it', async () => {
-  const page = await open(hash({ prompt: PROMPT }));
+  const page = await open(hash({ prompt: 'In the beginning' }), browser, model.tokenizer.encode('In the beginning').length);
   await page.click('#tab-model');
   await page.check('#remove-mode');
-  // two heads clicked in one task (faster than a user), then the page runs the test once
+  // the prompt typed, then at once (before its 300 ms debounce) two heads clicked in one task:
+  // the test runs on the old text, is replaced by the new prompt's pass, and runs on the new one
+  await page.fill('#prompt', PROMPT);
   await page.$$eval('#thumbs button.thumb', (bs) => bs.filter((b) => b.dataset.layer === '1' && ['2', '3'].includes(b.dataset.head)).forEach((b) => b.click()));
   assert.equal(await page.textContent('#test-what'), 'Removed: layer 1 head 2, layer 1 head 3.');
+  await shownTokens(page, ids.length);
   const mask = [[1, 1, 1, 1], [1, 1, 0, 0], [1, 1, 1, 1], [1, 1, 1, 1]];
   const heads = await printed(page);
   assertMatches(heads, await expected({ headMask: mask }), 'heads 1.2, 1.3 removed');
@@ -262,7 +266,7 @@ test('a Hub model: Find heads probes it, and a reload loads it again with the sa
     const page = await openPage(browser, `${url}index.html?${hub.query}`, { viewport: DESKTOP });
     await page.waitForSelector('body[data-ready=true]', { timeout: 60_000 });
     await page.click('#hub-load');
-    await page.waitForFunction(() => /^test-org\/explorer: 2 layers × 3 heads/.test(document.querySelector('#model-info').textContent), null, { timeout: 60_000 });
+    await page.waitForFunction(() => /^test-org\/explorer \(Hub\): 2 layers × 3 heads/.test(document.querySelector('#model-info').textContent), null, { timeout: 60_000 });
     await page.waitForSelector('#headview svg');
     await page.click('#find-heads');
     await page.waitForSelector('body[data-probes=done] #scatter svg', { timeout: 60_000 });
@@ -276,7 +280,7 @@ test('a Hub model: Find heads probes it, and a reload loads it again with the sa
     await page.click('#thumbs button.thumb[data-layer="1"][data-head="2"]');
     assert.match(page.url(), /#model=hub%3Atest-org%2Fexplorer&.*&view=model&layer=1&head=2&map=raw&remove=0\.1$/);
     await page.reload();
-    await page.waitForFunction(() => /^test-org\/explorer: /.test(document.querySelector('#model-info').textContent), null, { timeout: 60_000 });
+    await page.waitForFunction(() => /^test-org\/explorer \(Hub\): /.test(document.querySelector('#model-info').textContent), null, { timeout: 60_000 });
     const after = await printed(page);
     assert.deepEqual(after.rows, before.rows);
     assert.match(await page.textContent('#heatmap svg text'), /^layer 1 · head 2 · /);
