@@ -86,7 +86,7 @@ test(`${BROWSER}: model page: removing a head prints before and after, Find head
   await page.waitForSelector('body[data-ready=true][data-test=done] #test-result:not([hidden]) tbody tr', { timeout: 60_000 });
   assert.equal(await page.evaluate(() => document.querySelector('#map').value), 'rollout');
   assert.equal(await page.evaluate(() => document.querySelectorAll('#thumbs button.thumb').length), 4);
-  assert.match(await page.text('#heatmap svg text'), /^layer 1 · head 0 · /);
+  assert.match(await page.evaluate(() => document.querySelector('#heatmap svg text').textContent), /^layer 1 · head 0 · /);
   assert.deepEqual(page.problems, [], 'model page: console errors/warnings');
   await page.close();
 });
