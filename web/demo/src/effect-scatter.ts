@@ -4,8 +4,8 @@
 // forward per head, with the page's progress bar and Cancel.
 // Then (1) a probe label per head with its score, e.g. "induction 0.62", beside the pattern
 // labels; (2) the map-vs-effect scatter: x = the head's strongest probe score, y = its ablation
-// effect as a share of the largest one, so a head that does what its map says lies near the
-// diagonal; (3) the warning box names the head farthest from the diagonal.
+// effect as a share of the largest change (of either sign), so a head that does what its map says
+// lies near the diagonal; (3) the warning box names the head farthest from the diagonal.
 import * as d3 from 'd3';
 import type { DemoModel, qkv } from './api';
 import { stoppedBy, type ForwardProgress } from './forward-progress';
@@ -108,7 +108,7 @@ export class HeadFinder {
     svg.append('line').attr('class', 'diagonal').attr('x1', x(0)).attr('y1', y(0)).attr('x2', x(1)).attr('y2', y(1))
       .attr('stroke', '#bbb').attr('stroke-dasharray', '4 3');
     svg.append('text').attr('x', (M.l + W - M.r) / 2).attr('y', H - 8).attr('text-anchor', 'middle').text('what its map says: strongest probe score');
-    svg.append('text').attr('transform', `translate(12,${(M.t + H - M.b) / 2}) rotate(-90)`).attr('text-anchor', 'middle').text('what removing it does: Δ loss ÷ largest');
+    svg.append('text').attr('transform', `translate(12,${(M.t + H - M.b) / 2}) rotate(-90)`).attr('text-anchor', 'middle').text('what removing it does: Δ loss ÷ largest |Δ loss|');
     const g = svg.append('g').attr('class', 'points');
     for (const p of pts) {
       const pg = g.append('g').attr('class', 'point').attr('data-layer', p.layer).attr('data-head', p.head)
@@ -116,15 +116,17 @@ export class HeadFinder {
         .on('click', () => this.host.select(p.layer, p.head));
       pg.append('circle').attr('r', 5).attr('fill', p === far ? '#d9480f' : '#3b6fb6').attr('fill-opacity', 0.8);
       pg.append('text').attr('x', 7).attr('y', 4).attr('fill', '#333').text(`${p.layer}.${p.head}`);
-      pg.append('title').text(`layer ${p.layer} head ${p.head}: ${labelText(p.label)}; removing it: ${p.effect >= 0 ? '+' : '−'}${Math.abs(p.effect).toFixed(4)} nats per token (${Math.round(100 * p.share)} % of the largest)`);
+      pg.append('title').text(`layer ${p.layer} head ${p.head}: ${labelText(p.label)}; removing it: ${p.effect >= 0 ? '+' : '−'}${Math.abs(p.effect).toFixed(4)} nats per token (${p.share < 0 ? '−' : ''}${Math.abs(Math.round(100 * p.share))} % of the largest change)`);
     }
     const note = document.createElement('p');
     note.className = 'small muted';
     note.textContent = 'Each point is a head ("layer.head"); near the dashed diagonal, the map and the effect agree. Click a point to see the head.';
     box.replaceChildren(svg.node()!, note);
-    const says = far.label.score > far.share ? 'its map looks like it matters more than removing it shows' : 'removing it matters more than its map suggests';
+    const says = far.effect < 0 ? 'removing it helps the prediction, whatever its map shows'
+      : far.label.score > far.share ? 'its map looks like it matters more than removing it shows' : 'removing it matters more than its map suggests';
+    const pct = Math.round(100 * far.share);
     warn.replaceChildren(`The probes' warning: layer ${far.layer} head ${far.head} (${labelText(far.label)}) changes the loss by ` +
-      `${far.effect >= 0 ? '+' : '−'}${Math.abs(far.effect).toFixed(4)} nats per token when removed, ${Math.round(100 * far.share)} % of the largest effect: ${says}. ` +
+      `${far.effect >= 0 ? '+' : '−'}${Math.abs(far.effect).toFixed(4)} nats per token when removed, ${pct < 0 ? '−' : ''}${Math.abs(pct)} % of the largest change: ${says}. ` +
       'It is the point farthest from the diagonal. ');
     const show = document.createElement('button');
     show.type = 'button'; show.textContent = 'Show this head';

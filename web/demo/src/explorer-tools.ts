@@ -135,7 +135,7 @@ export class ExplorerTools {
     this.test.sync();
     this.finder.render();
     this.finder.decorate($('#chips'), $('#thumbs'), layer, !this.fused && !this.test.mapsAfter);
-    this.test.mark($('#thumbs'));
+    this.test.mark($('#thumbs'), !this.fused);
     if (!this.holdUrl) writeState({
       ...view, map: this.mode,
       remove: [...this.test.removed].map((k) => k.split('.').map(Number) as [number, number]),

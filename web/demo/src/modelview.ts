@@ -80,7 +80,8 @@ export class ModelView {
       this.shape = shape;
       this.painted = null;
       this.grid.replaceChildren();
-      this.grid.style.gridTemplateColumns = `auto repeat(${data.nHead}, minmax(0, 1fr))`;
+      // a few heads (rollout / flow's one fused map per layer) keep thumbnail size, not the full width
+      this.grid.style.gridTemplateColumns = `auto repeat(${data.nHead}, minmax(0, ${data.nHead < 4 ? '160px' : '1fr'}))`;
       const corner = document.createElement('span');
       this.grid.append(corner);
       for (let h = 0; h < data.nHead; h++) { const s = document.createElement('span'); s.className = 'small muted export-text'; s.style.textAlign = 'center'; s.textContent = (data.kvHeads ?? data.nHead) !== data.nHead ? `head ${h} · KV ${kvHeadOf(data, h)}` : `head ${h}`; this.grid.append(s); }

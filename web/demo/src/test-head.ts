@@ -196,10 +196,10 @@ export class HeadTest {
     box.replaceChildren(table, line);
   }
 
-  /** Marks the removed heads on the model view's thumbnails. */
-  mark(grid: HTMLElement): void {
+  /** Marks the removed heads on the model view's thumbnails (none when they show fused maps). */
+  mark(grid: HTMLElement, heads: boolean): void {
     grid.querySelectorAll<HTMLElement>('button.thumb').forEach((b) => {
-      const on = this.removed.has(`${b.dataset.layer}.${b.dataset.head}`);
+      const on = heads && this.removed.has(`${b.dataset.layer}.${b.dataset.head}`);
       b.classList.toggle('removed', on);
       b.dataset.removed = String(on);
     });
