@@ -105,6 +105,7 @@ test('test a head: removed heads and a blocked cell, before and after as printed
   assertMatches(heads, await expected({ headMask: mask }), 'heads 1.2, 1.3 removed');
   assert.ok(heads.kl > 0, 'removing two heads changes the distribution');
   assert.equal(await page.locator('#thumbs button.thumb.removed').count(), 2);
+  assert.match(await page.getAttribute('#thumbs button.thumb[data-layer="1"][data-head="3"]', 'aria-label'), /^layer 1 head 3: .*; removed by the test$/);
 
   // a cell of the enlarged map of layer 2 head 0 (chosen with "clicks remove" off, at user speed)
   await page.uncheck('#remove-mode');

@@ -202,6 +202,10 @@ export class HeadTest {
       const on = heads && this.removed.has(`${b.dataset.layer}.${b.dataset.head}`);
       b.classList.toggle('removed', on);
       b.dataset.removed = String(on);
+      // said to a screen reader and on hover too (the model view rewrites both on each render)
+      const label = (b.getAttribute('aria-label') ?? '').replace(/; removed by the test$/, '');
+      b.setAttribute('aria-label', on ? `${label}; removed by the test` : label);
+      b.title = b.title.replace(/ \(removed by the test\)$/, '') + (on ? ' (removed by the test)' : '');
     });
   }
 }
