@@ -214,6 +214,15 @@ test('raw / rollout / flow: the enlarged map is qkv\'s rollout and flow of the p
   const page = await open(hash({ prompt: PROMPT, view: 'model', layer: '3' }));
   const { attentions } = await model.forward(ids, { outputAttentions: true });
   const L = ids.length;
+  // flow chosen, then Cancel at once (one task): the page says so and goes back to raw maps
+  await page.evaluate(() => {
+    const s = document.querySelector('#map');
+    s.value = 'flow'; s.dispatchEvent(new Event('change'));
+    document.querySelector('#fwd-cancel').click();
+  });
+  await page.waitForFunction(() => document.querySelector('#map').value === 'raw');
+  assert.equal(await page.textContent('#gen-msg'), 'Cancelled: the flow was not computed; the maps are raw attention.');
+  assert.equal(await page.locator('#thumbs button.thumb').count(), 16, 'raw: every head');
   const cellValues = () => page.$$eval('#heatmap g.cell title', (ts) => ts.map((t) => { const v = t.textContent.split(': ').at(-1); return v === 'masked' ? 0 : Number(v); }));
   for (const [mode, want] of [['rollout', qkv.attentionRolloutSync(attentions)], ['flow', qkv.attentionFlowSync(attentions)]]) {
     await page.selectOption('#map', mode);
