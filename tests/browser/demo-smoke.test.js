@@ -1,8 +1,9 @@
 // The demo smoke test in any browser browsers.js drives (QKV_BROWSER=firefox in stage 65; the
 // full Chromium test is demo.test.js): the built site (build/demo/) served as `npm start` serves
 // it, every page loads with no console message, generating on the model page shows new text in
-// #output (its visible text, as a reader sees it) and draws the head view, and the benchmark page
-// finishes a small run. Screenshots: build/artifacts/demo-<browser>/.
+// #output (its visible text, as a reader sees it) and draws the head view, the explorer's tests
+// (a removed head's before/after, Find heads' scatter, rollout, the view restored from the URL)
+// work, and the benchmark page finishes a small run. Screenshots: build/artifacts/demo-<browser>/.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
@@ -62,6 +63,30 @@ test(`${BROWSER}: model page: Generate adds new text after the prompt and draws 
   const lines = Number(await page.evaluate(() => document.querySelector('#headview svg')?.getAttribute('data-visible-lines')));
   assert.ok(lines > 0, `head view draws ${lines} lines`);
   await page.screenshot(join(ART, 'model-generated-1280x800.png'));
+  assert.deepEqual(page.problems, [], 'model page: console errors/warnings');
+  await page.close();
+});
+
+test(`${BROWSER}: model page: removing a head prints before and after, Find heads draws the scatter, rollout fuses the heads, a reload restores the view`, async () => {
+  const page = await open('index.html#prompt=In+the+beginning+God+created+the+heaven&view=model&layer=1&remove=1.0');
+  // the URL's removed head: the test runs by itself once the prompt has run
+  await page.waitForSelector('body[data-test=done] #test-result:not([hidden]) tbody tr', { timeout: 60_000 });
+  assert.equal(await page.text('#test-what'), 'Removed: layer 1 head 0.');
+  assert.match(await page.text('#test-result .test-summary'), /^KL\(before ‖ after\) = \d+\.\d{4} nats · the prompt's loss \d+\.\d{3} → \d+\.\d{3} nats per token/);
+  assert.equal(await page.evaluate(() => document.querySelectorAll('#test-result tbody tr').length), 5);
+  await page.click('#find-heads');
+  await page.waitForSelector('body[data-probes=done] #scatter svg', { timeout: 60_000 });
+  assert.equal(await page.evaluate(() => document.querySelectorAll('#scatter .point').length), 16);
+  assert.match(await page.text('#caveat-head'), /^The probes' warning: layer \d head \d \((induction|previous token|sink) \d\.\d\d\)/);
+  await page.evaluate(() => { const s = document.querySelector('#map'); s.value = 'rollout'; s.dispatchEvent(new Event('change')); });
+  await page.waitFor(() => document.querySelectorAll('#thumbs button.thumb').length === 4);
+  await page.screenshot(join(ART, 'model-explorer-tests-1280x800.png'));
+  // reload: the rollout view of layer 1, the removed head's test again
+  await page.raw.reload(); // Playwright's and Puppeteer's page alike
+  await page.waitForSelector('body[data-ready=true][data-test=done] #test-result:not([hidden]) tbody tr', { timeout: 60_000 });
+  assert.equal(await page.evaluate(() => document.querySelector('#map').value), 'rollout');
+  assert.equal(await page.evaluate(() => document.querySelectorAll('#thumbs button.thumb').length), 4);
+  assert.match(await page.evaluate(() => document.querySelector('#heatmap svg text').textContent), /^layer 1 · head 0 · /);
   assert.deepEqual(page.problems, [], 'model page: console errors/warnings');
   await page.close();
 });

@@ -119,6 +119,13 @@ export interface DemoModel {
   generate(ids: number[], opts: GenOptions): AsyncGenerator<GenStep, void, undefined>;
   /** The checkpoint's chat template (an Instruct checkpoint: chat.ts), or null when it has none. */
   chat: ChatTemplate | null;
+  /**
+   * One forward pass over ids with qkv's interventions (headMask, knockout: docs/interventions.md):
+   * the logits of every position [L * vocab] (for the prompt's loss) and the attention weights.
+   */
+  intervene(ids: number[], iv: Interventions, progress?: RunProgress): Promise<{ logits: Float32Array; attn: Float32Array[][][] }>;
+  /** qkv's headProbes on this model (docs/interpret.md). */
+  probe(options: qkv.HeadProbeOptions): Promise<qkv.HeadProbeResult>;
   dispose(): void;
 }
 
@@ -134,6 +141,9 @@ export interface ChatTemplate {
   /** The ids that end the assistant's turn (the tokenizer's EOS, e.g. <|im_end|>). */
   stop: number[];
 }
+
+/** What a test of heads changes: qkv's forward options headMask ([layer][head], 0 = removed) and knockout. */
+export interface Interventions { headMask?: number[][]; knockout?: { layer: number; heads: number[]; block: [number, number][] }[] }
 
 export interface GenOptions { maxNewTokens: number; temperature: number; topK: number; seed: number }
 export interface GenStep { token: number; index: number; position: number; rows: Float32Array[][] }
@@ -406,6 +416,14 @@ function demoModel(m: DecoderModel, name: string, backend: string): DemoModel {
       }
     },
     chat: tok ? chatTemplateOf(tok) : null,
+    async intervene(ids, iv, progress = {}) {
+      const out = await m.forward(ids, { outputAttentions: true, logits: 'all', ...iv, ...progress });
+      const logits = Float32Array.from(out.logits.data as Float32Array);
+      const attn = splitAttentions((out.attentions ?? []).map((t) => ({ data: copy(t), shape: t.shape })));
+      out.logits.dispose?.(); out.attentions?.forEach((t) => t.dispose?.());
+      return { logits, attn };
+    },
+    probe: (options) => qkv.headProbes(m, options),
     dispose: () => m.dispose(),
   };
 }

@@ -12,6 +12,7 @@ import { HeadView } from './headview';
 import { renderHeatmap } from './heatmap';
 import type { AttnData } from './contract';
 import { startSimilarity } from './similarity';
+import { MAP_NOTE, rollout } from './map-mode';
 
 const BERT = './models/tiny-bert-kjv/';
 const BART = './models/tiny-numbers/';
@@ -74,7 +75,11 @@ async function analyse(): Promise<void> {
       tokens, ids, promptLength: ids.length, nLayer: m.layers, nHead: m.heads, attn: rowsOf(out.attentions!),
       headDim: Number(m.config.hidden_size ?? m.config.dim ?? 0) / m.heads, scale: 1, bidirectional: true,
     };
-    headView.render(data, viewState());
+    // raw, or the rollout up to this layer (heads fused: one map)
+    const rolled = $<HTMLSelectElement>('#enc-map').value === 'rollout';
+    headView.render(rolled ? rollout(data).data : data, viewState());
+    $('#enc-map-note').hidden = !rolled;
+    $('#enc-map-note').textContent = rolled ? MAP_NOTE.rollout : '';
     // what a reader checks: weight above the diagonal (keys after the query) is used
     let above = 0;
     for (const head of data.attn[enc.layer]) head.forEach((r, i) => { for (let j = i + 1; j < r.length; j++) above += r[j]; });
@@ -180,6 +185,7 @@ function wire(): void {
   for (const id of ['#mask-text', '#pair-a', '#pair-b']) $(id).addEventListener('input', later);
   $('#pair').addEventListener('change', () => { $('#pair-inputs').hidden = !$<HTMLInputElement>('#pair').checked; enc.query = -1; void analyse(); });
   $('#enc-layer').addEventListener('change', () => { enc.layer = Number($<HTMLSelectElement>('#enc-layer').value); void analyse(); });
+  $('#enc-map').addEventListener('change', () => void analyse());
   $('#s2s-go').addEventListener('click', () => void spell());
   $('#s2s-in').addEventListener('keydown', (e) => { if (e.key === 'Enter') void spell(); });
   for (const id of ['#s2s-layer', '#s2s-head']) $(id).addEventListener('change', () => void spell());

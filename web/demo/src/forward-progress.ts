@@ -44,16 +44,17 @@ export class ForwardProgress {
   }
 
   /**
-   * pass({ signal, onProgress }) over `tokens` tokens, with the bar captioned "`what`: 42 % (420
-   * of 1000 tokens)" while it runs. Rejects with a reason {@link stoppedBy} recognises when
+   * pass({ signal, onProgress }) over `tokens` tokens (or other `unit`s), with the bar captioned
+   * "`what`: 42 % (420 of 1000 tokens)" while it runs. Rejects with a reason {@link stoppedBy} recognises when
    * cancelled or replaced. body[data-forward] says 'running', 'done', 'cancelled' (for tests
    * and screen readers' hosts).
    */
-  async run<T>(what: string, tokens: number, pass: (p: RunProgress) => Promise<T>): Promise<T> {
+  async run<T>(what: string, tokens: number, pass: (p: RunProgress) => Promise<T>, unit = 'tokens'): Promise<T> {
     this.#running?.abort(REPLACED);
     const abort = (this.#running = new AbortController());
-    const show = tokens > SHOW_FROM_TOKENS;
-    const caption = (done: number, total: number) => `${what}: ${Math.floor((100 * done) / total)} % (${done} of ${total} tokens)`;
+    // a pass counted in other units (forward passes, rows of a flow) is always shown
+    const show = tokens > SHOW_FROM_TOKENS || unit !== 'tokens';
+    const caption = (done: number, total: number) => `${what}: ${Math.floor((100 * done) / total)} % (${done} of ${total} ${unit})`;
     if (show) {
       progress(this.#bar, 0, caption(0, tokens), this.#text);
       this.#row.hidden = false;

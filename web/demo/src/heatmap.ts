@@ -23,6 +23,8 @@ export interface HeatmapSpec {
   title?: string;
   highlightRow?: number;
   onCell?: (i: number, j: number) => void;
+  /** cells drawn with a red cross (the model page's blocked cells) */
+  marked?: (i: number, j: number) => boolean;
 }
 
 let patternId = 0;
@@ -85,6 +87,11 @@ export function renderHeatmap(container: HTMLElement, spec: HeatmapSpec): SVGSVG
       cellSel.filter((d) => !d.m).append('text').attr('x', cell / 2 - 0.5).attr('y', cell / 2 + 4).attr('text-anchor', 'middle')
         .attr('font-size', Math.min(12, cell / 3)).attr('fill', (d) => inkOn(d.w)).attr('pointer-events', 'none')
         .text((d) => (d.w >= 0.995 ? '1' : d.w < 0.005 ? '0' : d.w.toFixed(2).replace(/^0/, '')));
+    }
+    if (spec.marked) {
+      const c = cell - (cell > 8 ? 1 : 0);
+      cellSel.filter((d) => spec.marked!(d.i, d.j)).attr('data-marked', 'true').append('path').attr('d', `M2,2L${c - 2},${c - 2}M${c - 2},2L2,${c - 2}`)
+        .attr('stroke', '#d9480f').attr('stroke-width', 2).attr('pointer-events', 'none');
     }
     if (spec.onCell) cellSel.style('cursor', 'pointer').on('click', (_e, d) => spec.onCell!(d.i, d.j));
   }

@@ -5,15 +5,16 @@
 import './style.css';
 import { showRuntime } from './runtime-line';
 import { settled } from './isolation';
-import { $, download, headColor, message, progress, showToken, yieldToEvents } from './ui';
+import { $, headColor, message, progress, showToken, yieldToEvents } from './ui';
 import { loadModelFromUrl, qkv, type DemoModel } from './api';
-import { kvGroupsText, layerKindText, maxRowSumError, toJSON, windowOf, type AttnData } from './contract';
+import { layerKindText, maxRowSumError, type AttnData } from './contract';
+import { renderNotes } from './notes';
 import { allHeadStats, badgeClass, CAVEAT, type HeadStats } from './patterns';
 import { HeadView } from './headview';
 import { ModelView } from './modelview';
 import { renderNeuron } from './neuronview';
-import { elementToPng } from './export';
-import { DEFAULT_MODEL, HUB, fillModelSelect } from './models';
+import { wireExports } from './export-buttons';
+import { DEFAULT_MODEL, HUB, MODELS, fillModelSelect } from './models';
 import { Shown } from './shown';
 import { WORD_RULE } from './words';
 import { layerNote } from './layer-kinds';
@@ -21,6 +22,8 @@ import { ForwardProgress, stoppedBy } from './forward-progress';
 import { headline, type ModelOrigin } from './headline';
 import { loadHub, wireCheckpointPanels } from './checkpoint-panels';
 import { showChat, wireChat, type ChatRun } from './chat';
+import { ExplorerTools } from './explorer-tools';
+import { modelName, modelUrl, parseState, type ViewState } from './url-state';
 
 type Tab = 'head' | 'model' | 'neuron';
 
@@ -41,6 +44,8 @@ const st = {
   qkCancelled: null as AttnData | null,
   /** Bumped by every generation: a prompt analysis started before it must not draw after it. */
   epoch: 0,
+  /** the model's name in the URL (url-state.ts); undefined for a dropped checkpoint */
+  origin: undefined as string | undefined,
 };
 /** The debounced prompt analysis waiting to run (0 = none). */
 let promptTimer = 0;
@@ -50,11 +55,19 @@ const forward = new ForwardProgress();
 const pageHeadline = { title: $('#headline').textContent ?? '', lead: $('#lead').textContent ?? '' };
 
 const headView = new HeadView($('#headview'), (q) => { st.query = q; st.neuronKey = -1; renderControls(); headView.update(viewState()); });
-const modelView = new ModelView($('#thumbs'), $('#heatmap'), (s) => { st.sel = s; st.layer = s.layer; render(); });
-const viewState = () => ({ layer: st.layer, heads: st.heads, query: st.query });
-// what the views draw: st.data, or with the word toggle on the same attention merged into words
+const modelView = new ModelView($('#thumbs'), $('#heatmap'), (s) => { if (!tools.headClick(s)) { st.sel = s; st.layer = s.layer; render(); } });
+// test a head, find heads, raw / rollout / flow, the URL (explorer-tools.ts)
+const tools = new ExplorerTools({
+  model: () => st.model, data: () => st.data, stats: () => st.stats, busy: () => st.generating, forward, render: () => render(),
+  select: (layer, head) => { st.tab = 'model'; st.layer = layer; st.sel = { layer, head }; render(); },
+});
+// rollout / flow: one fused map per layer
+const viewState = () => ({ layer: st.layer, heads: tools.fused ? [true] : st.heads, query: st.query });
+// what the views draw: st.data (or tools' maps), or with the word toggle on the same attention merged into words
 const shown = new Shown();
-const view = () => (st.data && st.model ? shown.get(st.data, st.stats, st.model.tokenizer.tokenBytes) : null);
+const view = () => { const b = tools.shown(); return b && st.model ? shown.get(b.data, b.stats, st.model.tokenizer.tokenBytes) : null; };
+/** The URL's view, kept until the model named there has run on the prompt (then restored). */
+let restoring: ViewState | null = parseState(location.hash);
 
 $('#caveat').textContent = `How to read these maps: ${CAVEAT}`;
 
@@ -103,29 +116,12 @@ function renderControls(): void {
     badge.className = `badge ${s ? badgeClass(s.label) : ''}`;
     b.setAttribute('title', s ? `head ${h}: ${s.label}; mean row entropy ${s.entropy.toFixed(2)} bits` : `head ${h}`);
   });
-  renderNotes(d);
+  renderNotes(d, st.layer);
   document.querySelectorAll<HTMLElement>('.neuron-only').forEach((e) => { e.hidden = st.tab !== 'neuron'; });
   document.querySelectorAll<HTMLElement>('.head-only').forEach((e) => { e.hidden = st.tab !== 'head'; });
   $<HTMLSelectElement>('#model').disabled = st.generating;
   $<HTMLButtonElement>('#export-png').disabled = !d;
   $<HTMLButtonElement>('#export-json').disabled = !d;
-}
-
-/**
- * The model's grouped-query attention (which query heads share a key/value head) and the shown
- * layer's sliding window, in words, above the views.
- */
-function renderNotes(d: AttnData | undefined): void {
-  const gqa = $('#gqa'), win = $('#window-note');
-  const groups = d ? kvGroupsText(d) : '';
-  gqa.hidden = !groups;
-  gqa.textContent = groups ? `Grouped-query attention, ${d!.nHead} query heads over ${d!.kvHeads} key/value heads: ${groups}.` : '';
-  const w = d ? windowOf(d, st.layer) : 0;
-  win.dataset.window = String(w);
-  const note = d ? layerNote(d, st.layer) : '';
-  win.hidden = !note;
-  win.dataset.kind = w ? 'window' : note ? 'global' : '';
-  win.textContent = note;
 }
 
 /** maxRowSumError per AttnData (the check reads every weight). */
@@ -142,13 +138,17 @@ function render(): void {
     tab.tabIndex = st.tab === t ? 0 : -1;
   }
   if (!v || !d) return;
+  modelView.cells = tools.cells(!!v.words);
   if (st.tab === 'head') headView.render(d, viewState());
-  else if (st.tab === 'model') modelView.render(d, v.stats, st.sel);
+  else if (st.tab === 'model') modelView.render(d, v.stats, { layer: st.sel.layer, head: Math.min(st.sel.head, d.nHead - 1) });
   else renderNeuronView();
-  let err = rowError.get(d); // 12 x 12 heads x 1000^2 weights: summed once per text, not on every click
-  if (err === undefined) rowError.set(d, (err = maxRowSumError(d)));
+  tools.afterRender(st.layer, { model: st.origin, prompt: $<HTMLTextAreaElement>('#prompt').value, tab: st.tab, layer: st.layer, head: st.sel.head, words: shown.words },
+    (id) => st.model!.tokenizer.tokenText(id));
+  const raw = st.data!; // the row check reads the model's own maps (a removed head's rows are 0)
+  let err = rowError.get(raw); // 12 x 12 heads x 1000^2 weights: summed once per text, not on every click
+  if (err === undefined) rowError.set(raw, (err = maxRowSumError(raw)));
   const rc = $('#rowcheck');
-  rc.textContent = `${d.nLayer} layers × ${d.nHead} heads × ${d.tokens.length} ${v.words ? 'words' : 'tokens'}; every row sums to 1 (largest deviation ${err.toExponential(1)}).`;
+  rc.textContent = `${raw.nLayer} layers × ${raw.nHead} heads × ${d.tokens.length} ${v.words ? 'words' : 'tokens'}; every row sums to 1 (largest deviation ${err.toExponential(1)}).`;
   rc.dataset.maxRowError = String(err);
 }
 
@@ -247,6 +247,8 @@ async function useModel(model: DemoModel, origin: ModelOrigin): Promise<void> {
   showHeadline(model, origin);
   st.epoch++;
   st.model = model;
+  st.origin = origin.kind === 'site' ? modelName(origin.url) : origin.kind === 'hub' ? `hub:${$<HTMLInputElement>('#hub-url').value.trim()}` : undefined;
+  tools.reset();
   st.data = null;
   st.layer = 0; st.sel = { layer: 0, head: 0 }; st.query = -1; st.neuronKey = -1;
   st.heads = Array.from({ length: model.dims.heads }, () => true);
@@ -300,7 +302,20 @@ async function analysePrompt(): Promise<void> {
   if (epoch !== st.epoch || st.generating || m !== st.model) return;
   setData(ids, ids.length, attn!);
   renderOutput(ids, ids.length);
+  if (restoring) restoreView(restoring);
   render();
+}
+
+/** The URL's view once its model has run on the prompt: view, layer, head, words, map, the test. */
+function restoreView(s: ViewState): void {
+  restoring = null;
+  tools.holdUrl = false;
+  const m = st.model!;
+  if (s.tab) st.tab = s.tab;
+  if (s.layer !== undefined && s.layer < m.dims.layers) st.layer = s.layer;
+  st.sel = { layer: st.layer, head: s.head !== undefined && s.head < m.dims.heads ? s.head : 0 };
+  if (s.words) { shown.words = true; $<HTMLInputElement>('#words').checked = true; $('#word-rule').hidden = false; }
+  tools.restore(s);
 }
 
 async function generate(chat?: ChatRun): Promise<number[]> {
@@ -446,22 +461,7 @@ function wire(): void {
   $('#layer').addEventListener('change', () => { st.layer = Number($<HTMLSelectElement>('#layer').value); st.sel = { ...st.sel, layer: st.layer }; render(); });
   $('#head').addEventListener('change', () => { st.sel = { ...st.sel, head: Number($<HTMLSelectElement>('#head').value) }; st.neuronKey = -1; render(); });
   $('#query').addEventListener('change', () => { st.query = Number($<HTMLSelectElement>('#query').value); st.neuronKey = -1; render(); });
-  $('#export-png').addEventListener('click', async () => {
-    const target = st.tab === 'head' ? $('#headview') : st.tab === 'model' ? $('#view-model') : $('#neuron');
-    const title = `qkv · ${st.model?.name ?? ''} · ${st.tab} view · layer ${st.layer}${st.tab === 'head' ? '' : ` · head ${st.sel.head}`}`;
-    try {
-      const png = await elementToPng(target, title);
-      document.body.dataset.lastPngBytes = String(png.size);
-      download(png, `qkv-${st.tab}-view-layer${st.layer}.png`);
-    } catch (e) {
-      message($('#gen-msg'), `PNG export failed: ${(e as Error).message}`, 'error');
-    }
-  });
-  $('#export-json').addEventListener('click', () => {
-    if (!st.data || !st.model) return;
-    const json = toJSON(st.data, { model: st.model.name, config: st.model.config, engine: st.model.engine, text: st.model.tokenizer.decode(st.data.ids) });
-    download(new Blob([json], { type: 'application/json' }), 'qkv-attention.json');
-  });
+  wireExports(() => ({ tab: st.tab, layer: st.layer, head: st.sel.head, model: st.model, data: st.data }));
   let resize = 0;
   window.addEventListener('resize', () => { clearTimeout(resize); resize = window.setTimeout(render, 150); });
   wireCheckpointPanels({ generating: () => st.generating, hasModel: () => !!st.model, useModel });
@@ -473,8 +473,20 @@ async function start(): Promise<void> {
   render();
   await settled;
   const bar = $<HTMLProgressElement>('#load-bar'), text = $('#load-text');
+  // a link's model: a site model, or a Hub id (loaded by the Hub panel after the default one)
+  if (restoring?.prompt !== undefined) $<HTMLTextAreaElement>('#prompt').value = restoring.prompt;
+  const hub = restoring?.model?.startsWith('hub:') ? restoring.model.slice(4) : null;
+  const url = restoring?.model && !hub && MODELS.some((c) => c.url === modelUrl(restoring!.model!)) ? modelUrl(restoring.model) : DEFAULT_MODEL;
+  $<HTMLSelectElement>('#model').value = url;
   try {
-    await useModel(await loadModelFromUrl(DEFAULT_MODEL, (f, what) => progress(bar, f, what, text)), { kind: 'site', url: DEFAULT_MODEL });
+    const saved = restoring;
+    if (hub) { restoring = null; tools.holdUrl = true; } // the view is restored when the Hub model has run
+    await useModel(await loadModelFromUrl(url, (f, what) => progress(bar, f, what, text)), { kind: 'site', url });
+    if (hub) {
+      restoring = saved; $<HTMLInputElement>('#hub-url').value = hub;
+      // not loaded (failed, cancelled): the page keeps the default model and writes its own URL
+      void loadHub().finally(() => { if (restoring === saved) { restoring = null; tools.holdUrl = false; render(); } });
+    }
     progress(bar, 1, 'Model ready.', text);
     $('#load').hidden = true;
   } catch (e) {

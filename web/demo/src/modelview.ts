@@ -68,6 +68,9 @@ export class ModelView {
   /** the data whose thumbnails are painted (choosing a head does not repaint 144 of them) */
   private painted: AttnData | null = null;
 
+  /** clicks on the enlarged map's cells, and the cells to mark (the model page's blocked cells); null: none */
+  cells: { click: (s: Selected, q: number, k: number) => void; marked: (s: Selected, q: number, k: number) => boolean } | null = null;
+
   constructor(private grid: HTMLElement, private detail: HTMLElement, private onSelect: (s: Selected) => void) {}
 
   /** Builds the grid when the model shape changes; repaints thumbnails and labels otherwise. */
@@ -77,7 +80,8 @@ export class ModelView {
       this.shape = shape;
       this.painted = null;
       this.grid.replaceChildren();
-      this.grid.style.gridTemplateColumns = `auto repeat(${data.nHead}, minmax(0, 1fr))`;
+      // a few heads (rollout / flow's one fused map per layer) keep thumbnail size, not the full width
+      this.grid.style.gridTemplateColumns = `auto repeat(${data.nHead}, minmax(0, ${data.nHead < 4 ? '160px' : '1fr'}))`;
       const corner = document.createElement('span');
       this.grid.append(corner);
       for (let h = 0; h < data.nHead; h++) { const s = document.createElement('span'); s.className = 'small muted export-text'; s.style.textAlign = 'center'; s.textContent = (data.kvHeads ?? data.nHead) !== data.nHead ? `head ${h} · KV ${kvHeadOf(data, h)}` : `head ${h}`; this.grid.append(s); }
@@ -129,6 +133,8 @@ export class ModelView {
     renderHeatmap(this.detail, {
       rows: labels, cols: labels, value: (i, j) => rows[i][j] ?? 0, masked: (i, j) => hidden(data, sel.layer, i, j),
       numbers: true, rowSums: true, maxCell: 34, width: Math.min(760, this.detail.clientWidth || 700),
+      onCell: this.cells ? (i, j) => this.cells!.click(sel, i, j) : undefined,
+      marked: this.cells ? (i, j) => this.cells!.marked(sel, i, j) : undefined,
       title: `layer ${sel.layer} · head ${sel.head}${(data.kvHeads ?? data.nHead) !== data.nHead ? ` (KV head ${kvHeadOf(data, sel.head)})` : ''}` +
         `${layerKindText(data, sel.layer)} · ${s.label} · mean entropy ${s.entropy.toFixed(2)} bits`,
     });

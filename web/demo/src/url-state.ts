@@ -1,0 +1,79 @@
+// The explorer's view in the page's URL (after #), so that reloading restores it and a link
+// shared opens it: model, prompt, layer, head, view, map, words, and the test's removed heads
+// and blocked cells. Written with history.replaceState on every render (no history entries);
+// read once at start. Example:
+//   index.html#model=tiny-kjv-bpe&prompt=In+the+beginning&view=model&layer=1&head=2&map=raw&remove=1.2,0.3&block=1.0:4-0
+// model: a site model's folder name (web/models/), or hub:<what the Hub panel's box held> (an id
+// or a folder URL, loaded by that panel, with its progress and Cancel);
+// a dropped checkpoint cannot be named in a URL (the link then opens the default model).
+import { MAP_MODES, type MapMode } from './map-mode';
+import type { Block } from './test-head';
+
+export type Tab = 'head' | 'model' | 'neuron';
+export interface ViewState {
+  model?: string;
+  prompt?: string;
+  tab?: Tab;
+  layer?: number;
+  head?: number;
+  map?: MapMode;
+  words?: boolean;
+  remove?: [number, number][];
+  block?: Block[];
+}
+
+const int = (s: string | null): number | undefined => (s !== null && /^\d+$/.test(s) ? Number(s) : undefined);
+
+/** The state in a hash ('#model=...'); fields that do not parse are left out. */
+export function parseState(hash: string): ViewState {
+  const p = new URLSearchParams(hash.replace(/^#/, ''));
+  const s: ViewState = {};
+  const model = p.get('model');
+  // a site model's folder name, or hub: and what the Hub panel's box takes (an id, a folder URL)
+  if (model && (/^[\w.-]+$/.test(model) ? !model.includes('..') : /^hub:\S+$/.test(model))) s.model = model;
+  if (p.has('prompt')) s.prompt = p.get('prompt')!;
+  const tab = p.get('view');
+  if (tab === 'head' || tab === 'model' || tab === 'neuron') s.tab = tab;
+  s.layer = int(p.get('layer'));
+  s.head = int(p.get('head'));
+  const map = p.get('map') as MapMode;
+  if (MAP_MODES.includes(map)) s.map = map;
+  if (p.has('words')) s.words = p.get('words') === '1';
+  const remove = p.get('remove');
+  if (remove) s.remove = remove.split(',').map((x) => x.split('.').map(Number) as [number, number]).filter((x) => x.length === 2 && x.every(Number.isInteger));
+  const block = p.get('block');
+  if (block) {
+    s.block = block.split(',').flatMap((x) => {
+      const m = /^(\d+)\.(\d+):(\d+)-(\d+)$/.exec(x);
+      return m ? [{ layer: +m[1], head: +m[2], q: +m[3], k: +m[4] }] : [];
+    });
+  }
+  for (const k of Object.keys(s) as (keyof ViewState)[]) if (s[k] === undefined) delete s[k];
+  return s;
+}
+
+/** The hash for a state (without '#'), in a fixed order. */
+export function formatState(s: ViewState): string {
+  const p = new URLSearchParams();
+  if (s.model) p.set('model', s.model);
+  if (s.prompt !== undefined) p.set('prompt', s.prompt);
+  if (s.tab) p.set('view', s.tab);
+  if (s.layer !== undefined) p.set('layer', String(s.layer));
+  if (s.head !== undefined) p.set('head', String(s.head));
+  if (s.map) p.set('map', s.map);
+  if (s.words) p.set('words', '1');
+  if (s.remove?.length) p.set('remove', s.remove.map(([l, h]) => `${l}.${h}`).join(','));
+  if (s.block?.length) p.set('block', s.block.map((b) => `${b.layer}.${b.head}:${b.q}-${b.k}`).join(','));
+  return p.toString();
+}
+
+/** The URL's model field for a site model folder ('./models/tiny-kjv/' -> 'tiny-kjv') and back. */
+export const modelName = (url: string): string => url.replace(/\/$/, '').split('/').pop() ?? url;
+export const modelUrl = (name: string): string => `./models/${name}/`;
+
+/** Puts the state in the address bar when it changed (replaceState: no new history entry). */
+export function writeState(s: ViewState): void {
+  const hash = formatState(s);
+  if (location.hash.replace(/^#/, '') === hash) return;
+  history.replaceState(history.state, '', `${location.pathname}${location.search}#${hash}`);
+}
