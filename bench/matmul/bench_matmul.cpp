@@ -433,9 +433,12 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < results.size(); ++i) {
       const Result& r = results[i];
       std::fprintf(
-          f, "    {\"kernel\": \"%s\", \"type\": \"%s\", \"M\": %lld, \"%s\": %.3f, \"fraction_of_%s\": %.4f}%s\n",
-          r.kind.c_str(), r.type.c_str(), static_cast<long long>(r.M), r.kind != "gemm" ? "gbs" : "gflops", r.value,
-          r.kind != "gemm" ? "bandwidth" : "peak", r.fraction, i + 1 < results.size() ? "," : "");
+          f,
+          "    {\"kernel\": \"%s\", \"type\": \"%s\", \"what\": \"%s\", \"M\": %lld, \"%s\": %.3f, \"fraction_of_%s\": "
+          "%.4f}%s\n",
+          r.kind.c_str(), r.type.c_str(), r.what.c_str(), static_cast<long long>(r.M),
+          r.kind != "gemm" ? "gbs" : "gflops", r.value, r.kind != "gemm" ? "bandwidth" : "peak", r.fraction,
+          i + 1 < results.size() ? "," : "");
     }
     std::fprintf(f, "  ]\n}\n");
     std::fclose(f);
