@@ -24,9 +24,18 @@ class Pool {
     for (auto& t : workers_) t.join();
   }
 
+  // A job is published open; a helper joins it (one CAS on state_, which also gives it its
+  // worker number) only while it is open and short of helpers, then claims items until none are
+  // left. When the caller has run out of items it closes the job and waits only for the helpers
+  // that joined: each of those holds at most the item it claimed. A helper that wakes after the
+  // close finds the job closed and waits for the next one. Before, every helper named in a job
+  // had to check in, even one that came too late to get an item: on a machine busier than its
+  // cores a descheduled helper held the caller for a time slice per job, so 2 threads ran small
+  // products (a decode's) several times slower than 1 (bench/matmul, 2 threads at load ~25:
+  // in-cache GEMVs 0.04-0.3x one thread).
   void run(int64_t items, int threads, const std::function<void(int64_t, int)>& body) {
     std::lock_guard<std::mutex> one_job_at_a_time(job_mutex_);
-    int helpers = static_cast<int>(std::min<int64_t>({threads, items, int64_t(1) << kHelperBits})) - 1;  // fits job_
+    int helpers = static_cast<int>(std::min<int64_t>({threads, items, kMaxHelpers + 1})) - 1;
     while (static_cast<int>(workers_.size()) < helpers && !no_more_threads_) {
       const int id = static_cast<int>(workers_.size()) + 1;
       try {
@@ -42,17 +51,20 @@ class Pool {
       std::lock_guard<std::mutex> lock(mutex_);
       body_ = &body;
       items_ = items;
-      next_.store(0);
-      pending_.store(helpers, std::memory_order_relaxed);
+      next_.store(0, std::memory_order_relaxed);
       error_ = nullptr;
-      // publishes the job to polling helpers: its generation and helper count in one word
-      job_.store((++generation_ << kHelperBits) | uint64_t(helpers), std::memory_order_release);
+      wanted_.store(helpers, std::memory_order_relaxed);
+      // publishes the job (what precedes this store) to helpers: a new generation, open, none joined
+      state_.store(uint64_t(uint32_t(++generation_)) << kGenerationShift, std::memory_order_release);
     }
     wake_.notify_all();
     work(0);
-    if (!poll_until([this] { return pending_.load(std::memory_order_acquire) == 0; })) {
+    // every item is claimed: close the job, then wait for the helpers that joined it
+    const uint64_t closed = state_.fetch_or(kClosed, std::memory_order_acq_rel) | kClosed;
+    const auto finished = [this] { return active(state_.load(std::memory_order_acquire)) == 0; };
+    if (active(closed) != 0 && !poll_until(finished)) {
       std::unique_lock<std::mutex> lock(mutex_);
-      done_.wait(lock, [this] { return pending_.load(std::memory_order_acquire) == 0; });
+      done_.wait(lock, finished);
     }
     body_ = nullptr;
     if (error_) std::rethrow_exception(error_);
@@ -76,21 +88,25 @@ class Pool {
     return false;
   }
 
-  // Whether helper `id` takes part in `job` (a job_ word), having last taken part in generation
-  // `seen`. The generation and the helper count come from one load: read apart, a helper left
-  // out of one job could pair its generation with the next job's larger count, take part in
-  // the wrong job and decrement pending_ once too often (seen once, as a hang of the native
-  // tests under load: the count skipped 0 and the caller waited for ever).
-  static bool takes_part(uint64_t job, int id, uint64_t seen) {
-    return (job >> kHelperBits) != seen && uint64_t(id) <= (job & ((uint64_t(1) << kHelperBits) - 1));
-  }
+  // state_ = generation << 32 | closed << 31 | joined << 16 | active: the job's generation, whether
+  // the caller has closed it, how many helpers joined it (their worker numbers are 1, 2, ...), and
+  // how many of those are still in it. One word, so that a join sees the generation, the close and
+  // the count at once (read apart, a helper once paired one job's generation with the next job's
+  // helper count and decremented a count too often: the caller waited for ever).
+  static constexpr int kGenerationShift = 32;
+  static constexpr uint64_t kClosed = uint64_t(1) << 31;
+  static constexpr uint64_t kOneJoined = uint64_t(1) << 16, kOneActive = 1;
+  static constexpr int64_t kMaxHelpers = (int64_t(1) << 15) - 1;
+  static uint32_t generation_of(uint64_t state) { return uint32_t(state >> kGenerationShift); }
+  static int joined(uint64_t state) { return int((state >> 16) & 0x7FFF); }
+  static int active(uint64_t state) { return int(state & 0xFFFF); }
 
-  void loop(int id) {
-    uint64_t seen = 0;  // the generation of the last job this helper took part in
-    uint64_t job = 0;
+  void loop(int /*id*/) {
+    uint32_t seen = 0;  // the generation of the last job this helper saw
+    uint64_t state = 0;
     const auto ready = [&] {
-      job = job_.load(std::memory_order_acquire);
-      return stopping_.load(std::memory_order_relaxed) || takes_part(job, id, seen);
+      state = state_.load(std::memory_order_acquire);
+      return stopping_.load(std::memory_order_relaxed) || generation_of(state) != seen;
     };
     for (;;) {
       if (!poll_until(ready)) {
@@ -98,10 +114,22 @@ class Pool {
         wake_.wait(lock, ready);
       }
       if (stopping_.load(std::memory_order_relaxed)) return;
-      seen = job >> kHelperBits;
-      work(id);
-      if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-        std::lock_guard<std::mutex> lock(mutex_);  // the caller checks pending_ under this lock
+      seen = generation_of(state);
+      // join while the job is open and short of helpers (a failed CAS reloads state)
+      int worker = 0;
+      while (!(state & kClosed) && generation_of(state) == seen &&
+             joined(state) < wanted_.load(std::memory_order_relaxed)) {
+        if (state_.compare_exchange_weak(state, state + kOneJoined + kOneActive, std::memory_order_acq_rel,
+                                         std::memory_order_acquire)) {
+          worker = 1 + joined(state);
+          break;
+        }
+      }
+      if (worker == 0) continue;  // closed, or had its helpers, before this one came
+      work(worker);
+      const uint64_t before = state_.fetch_sub(kOneActive, std::memory_order_acq_rel);
+      if (active(before) == 1 && (before & kClosed)) {
+        std::lock_guard<std::mutex> lock(mutex_);  // the caller checks state_ under this lock
         done_.notify_one();
       }
     }
@@ -126,13 +154,13 @@ class Pool {
   std::condition_variable wake_, done_;
   std::vector<std::thread> workers_;
   bool no_more_threads_ = false;  // a thread failed to start: stop trying
+  // the job: written by the caller before it publishes state_, read by the helpers that join
   const std::function<void(int64_t, int)>* body_ = nullptr;
   int64_t items_ = 0;
-  std::atomic<int64_t> next_{0};
-  std::atomic<int> pending_{0};
-  static constexpr int kHelperBits = 16;  // job_ = generation << 16 | helpers
-  uint64_t generation_ = 0;               // the caller's count of jobs (under job_mutex_)
-  std::atomic<uint64_t> job_{0};
+  std::atomic<int64_t> next_{0};  // the next item to claim
+  std::atomic<int> wanted_{0};    // helpers the job takes at most
+  uint64_t generation_ = 0;       // the caller's count of jobs (under job_mutex_)
+  std::atomic<uint64_t> state_{0};
   std::atomic<bool> stopping_{false};
   std::exception_ptr error_;
 };

@@ -2,6 +2,8 @@
 // atomic counter; each item is computed by exactly one thread, so a kernel whose items are
 // independent gives the same bits in any thread count. Threads are started once and
 // reused (thread start-up is slow, in wasm especially); between jobs they poll briefly, then sleep.
+// A job waits only for the helpers that joined it while it had items left, never for one that
+// is slow to wake (descheduled on a busy machine): the caller then runs the items itself.
 #pragma once
 
 #include <cstdint>
