@@ -94,7 +94,7 @@ const median = (xs) => {
 /**
  * Times every runtime on every cell: a warm-up pass, then `rounds` rounds, each timing every
  * (cell, runtime) once (the runtimes' order rotating per round), a timing being max(1, 512 / (B L))
- * calls. clock() -> { wall, cpu } in ms (cpu may be NaN where it cannot be read).
+ * calls. clock() -> { wall, cpu } in ms, or a promise of it (cpu may be NaN where it cannot be read).
  * -> { cells: { 'L/B': { runtime: { ms, cpu_ms, min_ms, max_ms, runs } , cos: { runtime: min cosine to qkv } } } }
  */
 export async function measure(runtimes, words, { rounds, clock, lengths = LENGTHS, batches = BATCHES, log = () => {} }) {
@@ -115,9 +115,9 @@ export async function measure(runtimes, words, { rounds, clock, lengths = LENGTH
       const key = `${c.L}/${c.B}`;
       for (let k = 0; k < names.length; k++) {
         const n = names[(k + r) % names.length];
-        const a = clock();
+        const a = await clock();
         for (let i = 0; i < c.calls; i++) await runtimes[n](c.texts);
-        const b = clock();
+        const b = await clock();
         result[key][n].runs.push((b.wall - a.wall) / (c.calls * c.B));
         result[key][n].cpu_runs.push((b.cpu - a.cpu) / (c.calls * c.B));
       }
