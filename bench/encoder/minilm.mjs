@@ -1,7 +1,7 @@
 // Sentence embeddings on the all-MiniLM-L6-v2 shape in Node: qkv's model.embed against
 // onnxruntime-web (F32, and q8 as transformers.js ships it) on the same weights.
 //
-//   node bench/encoder/minilm.mjs [--rounds 3] [--threads 1,2] [--lengths 16,64,256] [--batches 1,32]
+//   node bench/encoder/minilm.mjs [--rounds 3] [--threads 1,2] [--lengths 16,64,256] [--batches 1,32] [--tag T]
 //
 // The model: bench/encoder/make_minilm.py writes build/bench-minilm/ on first use (the
 // sentence-transformers folder, its torch.onnx export and the q8 graph of bench/onnx_q8.py).
@@ -11,7 +11,7 @@
 // (process user + system, all threads); the spread (min..max of the rounds) is in the JSON.
 // Each cell also checks the runtimes agree: the lowest cosine between qkv's and ORT's embeddings
 // over the batch. The machine's wasm mul+add peak (bench/matmul, 1 thread) is measured in the
-// same run. Writes bench/results/encoder-minilm-node.json and prints a table.
+// same run. Writes bench/results/encoder-minilm-node.json (--tag T: encoder-minilm-node-T.json) and prints a table.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -117,9 +117,10 @@ function parent() {
     total_s: (performance.now() - t0) / 1000,
   };
   mkdirSync(path.join(ROOT, 'bench', 'results'), { recursive: true });
-  writeFileSync(path.join(ROOT, 'bench', 'results', 'encoder-minilm-node.json'), JSON.stringify(out, null, 2) + '\n');
+  const file = `encoder-minilm-node${arg('--tag', '') ? `-${arg('--tag')}` : ''}.json`;
+  writeFileSync(path.join(ROOT, 'bench', 'results', file), JSON.stringify(out, null, 2) + '\n');
   printTable(out, 'Node');
-  console.log('wrote bench/results/encoder-minilm-node.json');
+  console.log(`wrote bench/results/${file}`);
 }
 
 if (args[0] === '--child') await child(Number(args[1]));

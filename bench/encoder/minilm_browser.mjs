@@ -1,7 +1,7 @@
 // The MiniLM embedding benchmark (minilm.mjs) in headless Chromium: qkv's model.embed against
 // onnxruntime-web F32 and q8 on the same weights, in one page per thread count.
 //
-//   node bench/encoder/minilm_browser.mjs [--rounds 3] [--threads 1,2] [--variant simd] [--lengths 16,64,256] [--batches 1,32]
+//   node bench/encoder/minilm_browser.mjs [--rounds 3] [--threads 1,2] [--variant simd] [--lengths 16,64,256] [--batches 1,32] [--tag T]
 //
 // The model is build/bench-minilm/ (made on first use by make_minilm.py, as in Node). A local
 // server (tests/browser/harness.js) serves the repository with COOP/COEP, so the page is
@@ -9,7 +9,7 @@
 // Node; simd-relaxed is what 'auto' loads in Chromium) and its -threads twin. The page
 // (minilm_page.js) runs minilm_common.js's loop; its clock reads the renderer's CPU time over all
 // its threads from /proc (GET /cpu-ms), so both clocks are in the JSON. Writes
-// bench/results/encoder-minilm-chromium.json and prints the table.
+// bench/results/encoder-minilm-chromium.json (-<variant>.json for another --variant) and prints the table.
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -68,6 +68,7 @@ const out = {
   total_s: (performance.now() - t0) / 1000,
 };
 mkdirSync(path.join(ROOT, 'bench', 'results'), { recursive: true });
-writeFileSync(path.join(ROOT, 'bench', 'results', 'encoder-minilm-chromium.json'), JSON.stringify(out, null, 2) + '\n');
-printTable(out, 'Chromium');
-console.log('wrote bench/results/encoder-minilm-chromium.json');
+const file = `encoder-minilm-chromium${VARIANT === 'simd' ? '' : `-${VARIANT}`}${arg('--tag', '') ? `-${arg('--tag')}` : ''}.json`;
+writeFileSync(path.join(ROOT, 'bench', 'results', file), JSON.stringify(out, null, 2) + '\n');
+printTable(out, `Chromium, qkv ${VARIANT}`);
+console.log(`wrote bench/results/${file}`);
