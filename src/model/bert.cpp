@@ -152,6 +152,20 @@ WeightMatrix out_in(const float* p, int64_t in, int64_t out) {
   return m;
 }
 
+// An nn.Linear weight [out, in] at p rewritten in place as [in, out] (InOut), through scratch.
+// The GEMM copies the weights it reads into panels on every call; from InOut that copy is of
+// whole rows, from OutIn a 4 x 4 transpose per 16 values. The layers' matrices are read so once
+// per forward: at 16-64 tokens per sentence the copy was a fixed ~10 ms of a MiniLM forward
+// (bench/encoder/minilm.mjs), which the transpose here made cheaper.
+WeightMatrix in_out(float* p, int64_t in, int64_t out, std::vector<float>& scratch) {
+  scratch.assign(p, p + in * out);
+  for (int64_t n = 0; n < out; ++n)
+    for (int64_t k = 0; k < in; ++k) p[k * out + n] = scratch[size_t(n * in + k)];
+  WeightMatrix m = out_in(p, in, out);
+  m.layout = WeightLayout::InOut;
+  return m;
+}
+
 }  // namespace
 
 Encoder Encoder::load(std::string_view config_json, const uint8_t* bytes, size_t size) {
@@ -230,13 +244,16 @@ Encoder Encoder::load(std::string_view config_json, const uint8_t* bytes, size_t
   w.pos = d + pos;
   w.types = types == Gather::npos ? nullptr : d + types;
   w.emb_ln_w = d + eln_w, w.emb_ln_b = d + eln_b;
+  float* wd = enc.data_.data();  // the same buffer, written: the layers are transposed in place
+  std::vector<float> scratch;
   for (const LayerAt& a : at) {
     EncoderLayerWeights L;
-    L.q = out_in(d + a.q, E, E), L.k = out_in(d + a.k, E, E), L.v = out_in(d + a.v, E, E), L.o = out_in(d + a.o, E, E);
+    L.q = in_out(wd + a.q, E, E, scratch), L.k = in_out(wd + a.k, E, E, scratch);
+    L.v = in_out(wd + a.v, E, E, scratch), L.o = in_out(wd + a.o, E, E, scratch);
     L.q_b = d + a.qb, L.k_b = d + a.kb, L.v_b = d + a.vb, L.o_b = d + a.ob;
     L.ln1_w = d + a.ln1w, L.ln1_b = d + a.ln1b;
-    L.ffn1 = out_in(d + a.f1, E, I), L.ffn1_b = d + a.f1b;
-    L.ffn2 = out_in(d + a.f2, I, E), L.ffn2_b = d + a.f2b;
+    L.ffn1 = in_out(wd + a.f1, E, I, scratch), L.ffn1_b = d + a.f1b;
+    L.ffn2 = in_out(wd + a.f2, I, E, scratch), L.ffn2_b = d + a.f2b;
     L.ln2_w = d + a.ln2w, L.ln2_b = d + a.ln2b;
     w.layers.push_back(L);
   }

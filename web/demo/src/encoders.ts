@@ -2,7 +2,8 @@
 // the head view, a sentence-pair mode with segments A and B) and embeds sentences (their cosine
 // matrix, ./similarity.ts), and a tiny BART spells numbers
 // token by token with its three kinds of attention: encoder self, decoder self (causal) and
-// decoder -> encoder (cross), redrawn for every generated word.
+// decoder -> encoder (cross), redrawn for every generated word. The similarity panel can take an
+// encoder from the Hub or a dropped folder (./encoder-source.ts).
 import './style.css';
 import { showRuntime } from './runtime-line';
 import { settled } from './isolation';
@@ -11,8 +12,9 @@ import { $, message, showToken, yieldToEvents } from './ui';
 import { HeadView } from './headview';
 import { renderHeatmap } from './heatmap';
 import type { AttnData } from './contract';
-import { startSimilarity } from './similarity';
 import { MAP_NOTE, rollout } from './map-mode';
+import { startSimilarity, useSimilarityModel } from './similarity';
+import { wireEncoderSource } from './encoder-source';
 
 const BERT = './models/tiny-bert-kjv/';
 const BART = './models/tiny-numbers/';
@@ -100,7 +102,7 @@ async function startEncoder(): Promise<void> {
     $('#enc-layer').replaceChildren(...Array.from({ length: m.layers }, (_v, l) => new Option(String(l), String(l))));
     $('#bert-info').textContent = `tiny-bert-kjv: ${m.architecture}, ${m.layers} layers × ${m.heads} heads, WordPiece vocab ${m.config.vocab_size}.`;
     await analyse();
-    await startSimilarity(m);
+    await startSimilarity(m, 'tiny-bert-kjv (this page\'s)');
   } catch (e) {
     message($('#mask-msg'), `The encoder could not be loaded: ${(e as Error).message}`, 'error');
   }
@@ -189,6 +191,8 @@ function wire(): void {
   $('#s2s-go').addEventListener('click', () => void spell());
   $('#s2s-in').addEventListener('keydown', (e) => { if (e.key === 'Enter') void spell(); });
   for (const id of ['#s2s-layer', '#s2s-head']) $(id).addEventListener('change', () => void spell());
+  // a Hub or dropped encoder replaces the similarity panel's (the fill-mask panel keeps tiny-bert-kjv)
+  wireEncoderSource((m, label) => useSimilarityModel(m, label, bert ?? undefined));
 }
 
 async function start(): Promise<void> {
