@@ -37,7 +37,7 @@ namespace qkv::detail {
 namespace {
 
 #ifndef QKV_GEMM_Q8_ROWS
-#define QKV_GEMM_Q8_ROWS 2
+#define QKV_GEMM_Q8_ROWS 4
 #endif
 #ifndef QKV_GEMM_Q8_GROUPS
 #define QKV_GEMM_Q8_GROUPS 2
