@@ -35,7 +35,8 @@ qkv::WeightMatrix matrix(const std::string& type, bool out_in, int K, int N, uin
           ptr<const uint16_t>(scales)};
 }
 
-// y [M, N] = x [M, K] W + bias; kernel: "auto" (matmul), "gemv" (row by row) or "gemm"
+// y [M, N] = x [M, K] W + bias; kernel: "auto" (matmul), "gemv" (row by row), "gemm" (the matrix
+// product matmul() takes for M > 1: for Q8 the integer one) or "gemm-float" (the float one, any type)
 std::string matmul_run(const std::string& type, bool out_in, int M, int K, int N, uintptr_t data, uintptr_t scales,
                        uintptr_t x, uintptr_t bias, uintptr_t y, int threads, const std::string& kernel) {
   return guarded([&] {
@@ -45,7 +46,13 @@ std::string matmul_run(const std::string& type, bool out_in, int M, int K, int N
     if (kernel == "gemv") {
       for (int m = 0; m < M; ++m)
         qkv::detail::gemv(w, xs + int64_t(m) * K, ptr<const float>(bias), ys + int64_t(m) * N, threads);
-    } else if (kernel == "gemm") {
+    } else if (kernel == "gemm") {  // the prefill kernel matmul() takes for this type
+      if (w.type == qkv::WeightType::Q8) {
+        qkv::detail::gemm_q8(w, xs, M, ptr<const float>(bias), ys, threads);
+      } else {
+        qkv::detail::gemm(w, xs, M, ptr<const float>(bias), ys, threads);
+      }
+    } else if (kernel == "gemm-float") {  // 8-bit weights dequantized into the float GEMM
       qkv::detail::gemm(w, xs, M, ptr<const float>(bias), ys, threads);
     } else {
       qkv::matmul(w, xs, M, ptr<const float>(bias), ys, threads);

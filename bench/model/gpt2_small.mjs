@@ -1,6 +1,8 @@
 // GPT-2 small (124M, random weights of its shape: make_gpt2_small.mjs) in Node: qkv's wasm model
 // with its weights as F32, F16 and int8, against onnxruntime-web on the same weights with past
-// key/values (export_onnx_kv.py --last-logits), 1 and 2 threads, each runtime and setting in a
+// key/values (export_onnx_kv.py --last-logits), as F32 and as transformers.js's `q8` (the same
+// graph through quantize_onnx_q8.py: int8 per-tensor weights, DynamicQuantizeLinear + MatMulInteger,
+// what onnxruntime's quantize_dynamic writes), 1 and 2 threads, each runtime and setting in a
 // process of its own. Measured per process:
 //  - load: loadModel / InferenceSession.create, seconds, and the process's peak RSS after it;
 //  - prefill: a forward of 32 / 128 / 512 tokens to the last position's logits (what a
@@ -14,8 +16,11 @@
 // costs); 2 threads: wall time. Each figure is the best of a few runs (noise only slows).
 //
 //   node bench/model/gpt2_small.mjs [--dir build/gpt2-small] [--reps 3] [--tokens 24]
+//                                   [--runs qkv-int8-1,ort-q8-1,...] [--json model-gpt2-small-node.json]
 //
-// Writes bench/results/model-gpt2-small-node.json and prints a table.
+// --runs: a subset of the runs, named <runtime>-<weights>-<threads> (qkv-f32-1, qkv-f16-2,
+// qkv-int8-1, ort-f32-1, ort-q8-2, ...); targets whose runs are missing are left out.
+// Writes bench/results/<--json> (default model-gpt2-small-node.json) and prints a table.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -29,6 +34,9 @@ const DIR = path.resolve(ROOT, arg('--dir', 'build/gpt2-small'));
 const REPS = Number(arg('--reps', 3));
 const TOKENS = Number(arg('--tokens', 24));
 const ONNX = path.join(DIR, 'gpt2-small-kv-last.onnx');
+const ONNX_Q8 = path.join(DIR, 'gpt2-small-kv-last-q8.onnx');
+const RUNS = arg('--runs', '');
+const JSON_NAME = arg('--json', 'model-gpt2-small-node.json');
 const DIST = process.env.QKV_DIST ? path.resolve(process.env.QKV_DIST) : path.join(ROOT, 'dist');
 const PREFILL = [32, 128, 512];
 const CONTEXTS = [8, 512];
@@ -97,12 +105,12 @@ async function qkvChild(weights, threads) {
   return out;
 }
 
-async function ortChild(threads) {
+async function ortChild(threads, graph) {
   const ort = await import('onnxruntime-web');
   ort.env.wasm.numThreads = threads;
   ort.env.wasm.simd = true;
   const w0 = performance.now();
-  const sess = await ort.InferenceSession.create(ONNX, { executionProviders: ['wasm'], graphOptimizationLevel: 'all' });
+  const sess = await ort.InferenceSession.create(graph === 'q8' ? ONNX_Q8 : ONNX, { executionProviders: ['wasm'], graphOptimizationLevel: 'all' });
   const load_s = (performance.now() - w0) / 1000;
   const load_rss_mb = rssMB();
   const cfg = JSON.parse(readFileSync(path.join(DIR, 'f32', 'config.json'), 'utf8'));
@@ -110,7 +118,7 @@ async function ortChild(threads) {
   const D = E / H;
   const ids = (a) => new ort.Tensor('int64', BigInt64Array.from(a, BigInt), [1, a.length]);
   const empty = () => new ort.Tensor('float32', new Float32Array(0), [NL, 2, 1, H, 0, D]);
-  const out = { runtime: 'onnxruntime-web', threads, load_s, load_rss_mb, prefill_ms: {}, decode: {} };
+  const out = { runtime: 'onnxruntime-web', weights: graph, threads, load_s, load_rss_mb, prefill_ms: {}, decode: {} };
   await sess.run({ input_ids: ids(idsOf(32, V)), past: empty() });
   for (const L of PREFILL) {
     let b;
@@ -156,6 +164,9 @@ function prepare() {
     execFileSync('/usr/bin/python3', [path.join(ROOT, 'bench/model/export_onnx_kv.py'), '--model', path.join(DIR, 'f32'),
       '--out', ONNX, '--last-logits'], { stdio: 'inherit' });
   }
+  if (!existsSync(ONNX_Q8) || statSync(ONNX_Q8).mtimeMs < statSync(ONNX).mtimeMs) {
+    execFileSync('/usr/bin/python3', [path.join(ROOT, 'bench/model/quantize_onnx_q8.py'), ONNX, ONNX_Q8], { stdio: 'inherit' });
+  }
   // this machine's read bandwidth and mul+add peak, in wasm (bench/matmul/)
   execFileSync('bash', [path.join(ROOT, 'bench/matmul/run.sh'), '--build-only'], { stdio: 'inherit' });
   const r = spawnSync(process.execPath, [path.join(ROOT, 'build/bench-matmul/bench-simd.cjs'), '1', '-', 'limits'], { encoding: 'utf8' });
@@ -176,7 +187,7 @@ function child(spec) {
   }
   const res = JSON.parse(line.slice(7));
   res.process_s = (performance.now() - t0) / 1000;
-  console.error(`  ${spec.runtime} ${spec.weights ?? ''} ${spec.threads}t: ${res.process_s.toFixed(0)} s`);
+  console.error(`  ${spec.runtime} ${spec.weights} ${spec.threads}t: ${res.process_s.toFixed(0)} s`);
   return res;
 }
 
@@ -184,12 +195,13 @@ function parent() {
   const t0 = performance.now();
   const limits = prepare();
   const cfg = JSON.parse(readFileSync(path.join(DIR, 'f32', 'config.json'), 'utf8'));
-  const specs = [
-    ...['f32', 'f16', 'int8'].map((weights) => ({ runtime: 'qkv', weights, threads: 1 })),
-    { runtime: 'ort', threads: 1 },
-    ...['f32', 'f16', 'int8'].map((weights) => ({ runtime: 'qkv', weights, threads: 2 })),
-    { runtime: 'ort', threads: 2 },
-  ];
+  const all = [1, 2].flatMap((threads) => [
+    ...['f32', 'f16', 'int8'].map((weights) => ({ runtime: 'qkv', weights, threads })),
+    ...['f32', 'q8'].map((weights) => ({ runtime: 'ort', weights, threads })),
+  ]);
+  const wanted = RUNS ? RUNS.split(',') : null;
+  const specs = wanted ? all.filter((s) => wanted.includes(`${s.runtime}-${s.weights}-${s.threads}`)) : all;
+  if (wanted && specs.length !== wanted.length) throw new Error(`gpt2_small: --runs ${RUNS}: runs are ${all.map((s) => `${s.runtime}-${s.weights}-${s.threads}`).join(', ')}`);
   console.error(`gpt2_small: ${specs.length} runs, one process each`);
   const runs = specs.map(child);
   // bytes read per decoded token: the matmuls' matrices (wte is the LM head; wpe gives one row)
@@ -205,23 +217,36 @@ function parent() {
       r.decode_fraction_of_bandwidth[ctx] = r.decode[ctx] / limit;
     }
   }
-  const find = (rt, w, t) => runs.find((x) => x.runtime === rt && (w === undefined || x.weights === w) && x.threads === t);
-  const ort1 = find('onnxruntime-web', undefined, 1), ort2 = find('onnxruntime-web', undefined, 2);
+  const find = (rt, w, t) => runs.find((x) => x.runtime === rt && x.weights === w && x.threads === t);
+  const ort1 = find('onnxruntime-web', 'f32', 1), ortq8 = find('onnxruntime-web', 'q8', 1);
   const q = (w, t) => find('qkv', w, t);
+  // a target's figure, or undefined where one of its runs was not in this invocation
+  const got = (f) => {
+    try {
+      const v = f();
+      return Number.isFinite(v) ? v : undefined;
+    } catch {
+      return undefined;
+    }
+  };
   // matmul FLOPs of a prefill of L tokens (2 per multiply-add; the LM head for one position)
   const flops = (L) => 2 * L * NL * (E * 3 * E + E * E + 2 * E * 4 * E) + 2 * E * V + 4 * NL * E * (L * (L + 1)) / 2;
-  const targets = {
-    decode_f32_fraction_of_bandwidth: { target: 0.85, got: q('f32', 1).decode_fraction_of_bandwidth[8] },
-    decode_f32_vs_ort: { target: 1.1, got: q('f32', 1).decode[8] / ort1.decode[8] },
-    decode_f16_vs_f32: { target: 1.8, got: q('f16', 1).decode[8] / q('f32', 1).decode[8] },
-    decode_int8_vs_f32: { target: 3.0, got: q('int8', 1).decode[8] / q('f32', 1).decode[8] },
-    prefill_32_vs_ort: { target: 1.1, got: ort1.prefill_ms[32] / q('f32', 1).prefill_ms[32] },
-    prefill_128_vs_ort: { target: 1.1, got: ort1.prefill_ms[128] / q('f32', 1).prefill_ms[128] },
+  const targets = Object.fromEntries(Object.entries({
+    decode_f32_fraction_of_bandwidth: { target: 0.85, got: got(() => q('f32', 1).decode_fraction_of_bandwidth[8]) },
+    decode_f32_vs_ort: { target: 1.1, got: got(() => q('f32', 1).decode[8] / ort1.decode[8]) },
+    decode_f16_vs_f32: { target: 1.8, got: got(() => q('f16', 1).decode[8] / q('f32', 1).decode[8]) },
+    decode_int8_vs_f32: { target: 3.0, got: got(() => q('int8', 1).decode[8] / q('f32', 1).decode[8]) },
+    prefill_32_vs_ort: { target: 1.1, got: got(() => ort1.prefill_ms[32] / q('f32', 1).prefill_ms[32]) },
+    prefill_128_vs_ort: { target: 1.1, got: got(() => ort1.prefill_ms[128] / q('f32', 1).prefill_ms[128]) },
+    // issue 27: int8 prefill against onnxruntime-web's q8 on the same weights
+    int8_prefill_32_vs_ort_q8: { target: 1.1, got: got(() => ortq8.prefill_ms[32] / q('int8', 1).prefill_ms[32]) },
+    int8_prefill_128_vs_ort_q8: { target: 1.1, got: got(() => ortq8.prefill_ms[128] / q('int8', 1).prefill_ms[128]) },
+    int8_decode_vs_ort_q8: { target: 1.0, got: got(() => q('int8', 1).decode[8] / ortq8.decode[8]) },
     // threads against one thread on the same clock (wall)
-    decode_2t_vs_1t: { target: 1.6, got: q('f32', 2).decode_wall[8] / q('f32', 1).decode_wall[8] },
-    prefill_128_2t_vs_1t: { target: 1.8, got: q('f32', 1).prefill_ms_wall[128] / q('f32', 2).prefill_ms_wall[128] },
-    peak_rss_mb_limit: { target: (1.3 * statSync(path.join(DIR, 'f32', 'model.safetensors')).size) / 2 ** 20 + 200, got: q('f32', 1).end_rss_mb },
-  };
+    decode_2t_vs_1t: { target: 1.6, got: got(() => q('f32', 2).decode_wall[8] / q('f32', 1).decode_wall[8]) },
+    prefill_128_2t_vs_1t: { target: 1.8, got: got(() => q('f32', 1).prefill_ms_wall[128] / q('f32', 2).prefill_ms_wall[128]) },
+    peak_rss_mb_limit: { target: (1.3 * statSync(path.join(DIR, 'f32', 'model.safetensors')).size) / 2 ** 20 + 200, got: got(() => q('f32', 1).end_rss_mb) },
+  }).filter(([, t]) => t.got !== undefined));
   const out = {
     benchmark: 'model-gpt2-small',
     date: new Date().toISOString(),
@@ -232,18 +257,19 @@ function parent() {
     method: '1 thread: process CPU time (wall time too, in *_wall); 2 threads: wall time; 2t vs 1t on wall time; best of runs; one process per runtime and setting; ' +
       `prefill = forward to the last position's logits; decode = greedy, ${TOKENS} tokens after the prompt, steps only`,
     runs,
-    prefill_gflops_qkv_1t: Object.fromEntries(PREFILL.map((L) => [L, flops(L) / (q('f32', 1).prefill_ms[L] / 1000) / 1e9])),
+    prefill_gflops_1t: Object.fromEntries(runs.filter((r) => r.threads === 1).map((r) =>
+      [`${r.runtime} ${r.weights}`, Object.fromEntries(PREFILL.map((L) => [L, flops(L) / (r.prefill_ms[L] / 1000) / 1e9]))])),
     targets,
     total_s: (performance.now() - t0) / 1000,
   };
   mkdirSync(path.join(ROOT, 'bench', 'results'), { recursive: true });
-  const file = path.join(ROOT, 'bench', 'results', 'model-gpt2-small-node.json');
+  const file = path.join(ROOT, 'bench', 'results', JSON_NAME);
   writeFileSync(file, JSON.stringify(out, null, 2) + '\n');
 
   const rows = [];
   const fmt = (x, d = 1) => (x === undefined ? '' : x.toFixed(d));
   for (const r of runs) {
-    const name = r.runtime === 'qkv' ? `qkv ${r.weights}` : 'onnxruntime-web';
+    const name = `${r.runtime} ${r.weights}`;
     rows.push([`${name}, ${r.threads}t`, fmt(r.load_s, 2), fmt(r.load_rss_mb, 0), ...PREFILL.map((L) => fmt(r.prefill_ms[L], 0)),
       ...CONTEXTS.map((c) => fmt(r.decode[c], 1)), r.decode_fraction_of_bandwidth ? fmt(r.decode_fraction_of_bandwidth[8], 2) : '', fmt(r.end_rss_mb, 0)]);
   }
@@ -255,7 +281,9 @@ function parent() {
   console.log(line(head));
   console.log('|' + w.map((x) => '-'.repeat(x + 2)).join('|') + '|');
   for (const r of rows) console.log(line(r));
-  console.log(`qkv f32 1t prefill GFLOP/s: ${PREFILL.map((L) => `${L}: ${out.prefill_gflops_qkv_1t[L].toFixed(1)}`).join(', ')}`);
+  for (const [name, g] of Object.entries(out.prefill_gflops_1t)) {
+    console.log(`${name} 1t prefill matmul GFLOP/s: ${PREFILL.map((L) => `${L}: ${g[L].toFixed(1)}`).join(', ')}`);
+  }
   for (const [k, t] of Object.entries(targets)) {
     const ok = k.startsWith('peak') ? t.got <= t.target : t.got >= t.target;
     console.log(`target ${k}: ${k.startsWith('peak') ? '<=' : '>='} ${t.target.toFixed(2)}: ${t.got.toFixed(2)} ${ok ? 'MET' : 'NOT MET'}`);
@@ -265,7 +293,7 @@ function parent() {
 
 if (args[0] === '--child') {
   const spec = JSON.parse(args[1]);
-  const res = spec.runtime === 'qkv' ? await qkvChild(spec.weights, spec.threads) : await ortChild(spec.threads);
+  const res = spec.runtime === 'qkv' ? await qkvChild(spec.weights, spec.threads) : await ortChild(spec.threads, spec.weights);
   process.stdout.write('RESULT ' + JSON.stringify(res) + '\n');
   process.exit(0);  // ORT's and the pool's threads would keep the process alive
 } else {

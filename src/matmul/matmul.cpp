@@ -18,6 +18,15 @@ void check(const char* fn, const WeightMatrix& w, const float* x, int64_t M, con
   }
 }
 
+// M > 1: the integer product for 8-bit weights, the float one for the rest
+void prefill(const WeightMatrix& w, const float* x, int64_t M, const float* bias, float* y, int threads) {
+  if (w.type == WeightType::Q8) {
+    detail::gemm_q8(w, x, M, bias, y, threads);
+  } else {
+    detail::gemm(w, x, M, bias, y, threads);
+  }
+}
+
 }  // namespace
 
 void matmul(const WeightMatrix& w, const float* x, int64_t M, const float* bias, float* y, int threads) {
@@ -25,7 +34,7 @@ void matmul(const WeightMatrix& w, const float* x, int64_t M, const float* bias,
   if (M == 1) {
     detail::gemv(w, x, bias, y, threads);
   } else if (M > 1) {
-    detail::gemm(w, x, M, bias, y, threads);
+    prefill(w, x, M, bias, y, threads);
   }
   add_weight_fixes(w, x, M, y);  // F16 subnormals, which the kernels read as zero
 }
@@ -47,7 +56,7 @@ void matmul_many(const MatmulOutput* outputs, size_t count, const float* x, int6
   if (M == 1) {
     detail::gemv_many(outputs, count, x, threads);
   } else if (M > 1) {
-    for (size_t i = 0; i < count; ++i) detail::gemm(*outputs[i].w, x, M, outputs[i].bias, outputs[i].y, threads);
+    for (size_t i = 0; i < count; ++i) prefill(*outputs[i].w, x, M, outputs[i].bias, outputs[i].y, threads);
   }
   for (size_t i = 0; i < count; ++i) add_weight_fixes(*outputs[i].w, x, M, outputs[i].y);
 }

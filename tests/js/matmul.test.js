@@ -145,9 +145,10 @@ for (const variant of ['simd', 'simd-threads', 'scalar', ...relaxed]) {
               assert.equal(m.matmulRun(type, outIn, M, K, N, pData, pScales, pX, pB, pY, threads, kernel), '');
               return new Float32Array(heapU8(m).buffer.slice(pY, pY + 4 * M * N));
             };
-            for (const kernel of ['gemm', 'gemv']) {
+            for (const kernel of ['gemm', 'gemv', ...(type === 'Q8' ? ['gemm-float'] : [])]) {
               const y = run(kernel, 1);
-              const xRel = type === 'Q8' && kernel === 'gemv' ? 1 / 65534 : 0; // x quantized to int16 per block
+              // Q8 gemm and gemv: x quantized to int16 per row and block of 32 (error <= max|x| / 65534)
+              const xRel = type === 'Q8' && kernel !== 'gemm-float' ? 1 / 65534 : 0;
               for (let i = 0; i < M * N; i++) {
                 const row = Math.floor(i / N), n = i % N;
                 let xmax = 0;
