@@ -47,21 +47,42 @@ inline xsimd::batch<float, A> pick_min(xsimd::batch<float, A> v, xsimd::batch<fl
 }
 #endif
 
-// out[j] = fuse_h maps[h * stride + j], j < L
-template <class B>
-void fuse_heads(const float* maps, int64_t H, int64_t stride, int64_t L, HeadFusion fusion, float* out) {
+// one head's row into the fused row: the sum (mean), max or min so far
+template <HeadFusion F, class B>
+inline B combine(B v, B acc) {
+  if constexpr (F == HeadFusion::Mean) return acc + v;
+  if constexpr (F == HeadFusion::Max) return pick_max(v, acc);
+  return pick_min(v, acc);
+}
+
+// out[j] = fuse_h maps[h * stride + j], j < L; for the mean, the sum (the caller divides by H).
+// Four vectors of the row at a time, each with its own accumulator (four independent chains of
+// H steps), then one vector, then the tail.
+template <HeadFusion F, class B>
+void fuse_heads(const float* maps, int64_t H, int64_t stride, int64_t L, float* out) {
   constexpr int N = simd::Lanes<B>::value;
-  const B inv_h = simd::splat(1.f / float(H), B{});
   int64_t j = 0;
-  for (; j + N <= L; j += N) {
-    B acc = simd::load(maps + j, B{});
+  for (; j + 4 * N <= L; j += 4 * N) {
+    const float* p = maps + j;
+    B a0 = simd::load(p, B{}), a1 = simd::load(p + N, B{}), a2 = simd::load(p + 2 * N, B{}),
+      a3 = simd::load(p + 3 * N, B{});
     for (int64_t h = 1; h < H; ++h) {
-      const B v = simd::load(maps + h * stride + j, B{});
-      acc = fusion == HeadFusion::Mean ? acc + v : fusion == HeadFusion::Max ? pick_max(v, acc) : pick_min(v, acc);
+      p += stride;
+      a0 = combine<F>(simd::load(p, B{}), a0);
+      a1 = combine<F>(simd::load(p + N, B{}), a1);
+      a2 = combine<F>(simd::load(p + 2 * N, B{}), a2);
+      a3 = combine<F>(simd::load(p + 3 * N, B{}), a3);
     }
-    simd::store(out + j, fusion == HeadFusion::Mean ? acc * inv_h : acc);
+    simd::store(out + j, a0);
+    simd::store(out + j + N, a1);
+    simd::store(out + j + 2 * N, a2);
+    simd::store(out + j + 3 * N, a3);
   }
-  if constexpr (N > 1) fuse_heads<float>(maps + j, H, stride, L - j, fusion, out + j);
+  for (; j < L; ++j) {
+    float a = maps[j];
+    for (int64_t h = 1; h < H; ++h) a = combine<F>(maps[h * stride + j], a);
+    out[j] = a;
+  }
 }
 
 // the sum of p[0 .. n); false in `ok` when one of them is negative or not finite
@@ -155,22 +176,25 @@ FusedRows rollout_fuse_rows(const float* maps, int64_t H, int64_t rows, int64_t 
     const int64_t i = i0 + q;
     float* row = out + q * L;
     // fused row, then its checks and its sums on and below / above the diagonal
-    fuse_heads<V>(maps + q * L, H, stride, L, fusion, row);
+    if (fusion == HeadFusion::Mean) fuse_heads<HeadFusion::Mean, V>(maps + q * L, H, stride, L, row);
+    if (fusion == HeadFusion::Max) fuse_heads<HeadFusion::Max, V>(maps + q * L, H, stride, L, row);
+    if (fusion == HeadFusion::Min) fuse_heads<HeadFusion::Min, V>(maps + q * L, H, stride, L, row);
+    const float fused_scale = fusion == HeadFusion::Mean ? 1.f / float(H) : 1.f;
     bool ok = true;
-    const float below = checked_sum<V>(row, i + 1, ok);
-    const float above = checked_sum<V>(row + i + 1, L - i - 1, ok);
+    const float below = fused_scale * checked_sum<V>(row, i + 1, ok);
+    const float above = fused_scale * checked_sum<V>(row + i + 1, L - i - 1, ok);
     if (!ok) {
       int64_t j = 0;
       while (all_ok(row[j])) ++j;
       res.bad_row = i;
-      res.bad_value = row[j];
+      res.bad_value = row[j] * fused_scale;
       return res;
     }
     // A'_l[i] = (keep * fused + residual * e_i) / (keep * sum + residual); above the diagonal
     // a causal row is 0 and stays 0
     const float sum = keep * (below + above) + residual;
     const float inv = sum > 0.f ? 1.f / sum : 1.f;
-    scale<V>(row, L, keep * inv);
+    scale<V>(row, L, fused_scale * keep * inv);
     row[i] += residual * inv;
     if (above != 0.f) res.lower = false;
   }
