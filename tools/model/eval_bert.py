@@ -40,6 +40,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--model', default=os.path.join(ROOT, 'web', 'models', 'tiny-bert-kjv'))
     ap.add_argument('--json', help='also write the figures to this file')
+    ap.add_argument('--seeds', default='99',
+                    help='masking draws for the held-out accuracy, comma-separated (the first is the reported one; '
+                         'more give the spread between draws)')
     args = ap.parse_args()
     torch.set_num_threads(1)
     cfg = json.load(open(os.path.join(args.model, 'config.json')))
@@ -53,19 +56,31 @@ def main():
     verses = kjv_verses()
     held = verses[-(len(verses) // 20):]
     ids, types, lens = (torch.from_numpy(a) for a in make_pairs([wp.encode(v) for v in held], block, cls, sep))
-    x, y = mask_batch(ids, lens, torch.Generator().manual_seed(99), len(vocab), mask_id, len(wordpiece.SPECIAL), train=False)
     am = (torch.arange(block)[None] < lens[:, None]).long()
-    hits = torch.zeros(len(x), dtype=torch.long)
-    counts = torch.zeros(len(x), dtype=torch.long)
-    with torch.no_grad():
-        for i in range(0, len(x), 64):
-            logits, _ = model(x[i:i + 64], types[i:i + 64], am[i:i + 64])
-            sel = y[i:i + 64] != -100
-            ok = (logits.argmax(-1) == y[i:i + 64]) & sel
-            hits[i:i + 64], counts[i:i + 64] = ok.sum(1), sel.sum(1)
-    acc = hits.sum().item() / counts.sum().item()
+
+    def heldout_accuracy(seed):
+        x, y = mask_batch(ids, lens, torch.Generator().manual_seed(seed), len(vocab), mask_id, len(wordpiece.SPECIAL),
+                          train=False)
+        hits = torch.zeros(len(x), dtype=torch.long)
+        counts = torch.zeros(len(x), dtype=torch.long)
+        with torch.no_grad():
+            for i in range(0, len(x), 64):
+                logits, _ = model(x[i:i + 64], types[i:i + 64], am[i:i + 64])
+                sel = y[i:i + 64] != -100
+                ok = (logits.argmax(-1) == y[i:i + 64]) & sel
+                hits[i:i + 64], counts[i:i + 64] = ok.sum(1), sel.sum(1)
+        return hits.sum().item() / counts.sum().item(), counts.sum().item(), len(x)
+
+    seeds = [int(v) for v in args.seeds.split(',')]
+    draws = [heldout_accuracy(sd) for sd in seeds]
+    acc, masked, pairs = draws[0]
+    x = ids
     vsel = torch.linspace(0, len(x) - 1, min(512, len(x))).long()
-    print(f'held-out pairs {len(x)}, masked tokens {counts.sum().item()}: accuracy {acc:.4f}')
+    print(f'held-out pairs {pairs}, masked tokens {masked}: accuracy {acc:.4f}')
+    if len(draws) > 1:
+        accs = [a for a, _, _ in draws]
+        print(f'{len(draws)} masking draws (seeds {args.seeds}): accuracy {min(accs):.4f} .. {max(accs):.4f}, '
+              f'mean {sum(accs) / len(accs):.4f}')
     # the training log's set masks the 512 pairs on their own (another draw of the same rule)
     vx, vy = mask_batch(ids[vsel], lens[vsel], torch.Generator().manual_seed(99), len(vocab), mask_id,
                         len(wordpiece.SPECIAL), train=False)
@@ -75,8 +90,10 @@ def main():
     acc512 = (logits.argmax(-1)[sel] == vy[sel]).float().mean().item()
     print(f'the 512 pairs train_bert.py evaluates: accuracy {acc512:.4f} ({sel.sum().item()} masked)')
 
-    out = {'heldout_pairs': len(x), 'masked_tokens': counts.sum().item(), 'accuracy': round(acc, 4),
-           'accuracy_512': round(acc512, 4), 'prompts': []}
+    out = {'heldout_pairs': pairs, 'masked_tokens': masked, 'accuracy': round(acc, 4),
+           'accuracy_512': round(acc512, 4),
+           'draws': [{'seed': sd, 'accuracy': round(a, 4), 'masked_tokens': n} for sd, (a, n, _) in zip(seeds, draws)],
+           'prompts': []}
     for text in PROMPTS:
         left, right = text.split('[MASK]')
         seq = [cls] + wp.encode(left) + [mask_id] + wp.encode(right) + [sep]
