@@ -15,8 +15,9 @@ WeightFormat parse_weight_format(std::string_view name) {
   if (name == "f32") return WeightFormat::F32;
   if (name == "f16") return WeightFormat::F16;
   if (name == "int8") return WeightFormat::Int8;
-  throw std::invalid_argument("Model::load: weights must be 'auto', 'f32', 'f16' or 'int8', got '" + std::string(name) +
-                              "'");
+  if (name == "int4") return WeightFormat::Int4;
+  throw std::invalid_argument("Model::load: weights must be 'auto', 'f32', 'f16', 'int8' or 'int4', got '" +
+                              std::string(name) + "'");
 }
 
 const char* weight_format_name(WeightFormat f) {
@@ -29,13 +30,15 @@ const char* weight_format_name(WeightFormat f) {
       return "f16";
     case WeightFormat::Int8:
       return "int8";
+    case WeightFormat::Int4:
+      return "int4";
   }
   return "?";
 }
 
 namespace {
 
-// What a matrix stored as `from` becomes: Int8 quantizes only the matmuls' matrices.
+// What a matrix stored as `from` becomes: Int8 and Int4 quantize only the matmuls' matrices.
 WeightType target_type(WeightFormat format, WeightType from, bool matmul) {
   switch (format) {
     case WeightFormat::Auto:
@@ -46,6 +49,8 @@ WeightType target_type(WeightFormat format, WeightType from, bool matmul) {
       return WeightType::F16;
     case WeightFormat::Int8:
       return matmul ? WeightType::Q8 : from;
+    case WeightFormat::Int4:
+      return matmul ? WeightType::Q4 : from;
   }
   return from;
 }
@@ -137,14 +142,20 @@ void WeightLoader::convert(const MatrixPlan& m, uint8_t* out) const {
       }
       return;
     }
-    case WeightType::Q8: {
-      // quantize_q8 reads an aligned source: the file's bytes, or a copy when they are not aligned
+    case WeightType::Q8:
+    case WeightType::Q4: {
+      // the quantizers read an aligned source: the file's bytes, or a copy when they are not aligned
       std::vector<uint8_t> copy;
       if (!s.aligned()) copy.assign(s.bytes, s.bytes + s.count * s.element_size());
       const WeightMatrix view{s.type, m.layout, m.K, m.N, s.aligned() ? s.bytes : copy.data(), nullptr};
-      const Q8Layout q = Q8Layout::of(m.K, m.N);
       try {
-        quantize_q8(view, reinterpret_cast<int8_t*>(out), reinterpret_cast<uint16_t*>(out + q.data_bytes()));
+        if (m.to == WeightType::Q8) {
+          const Q8Layout q = Q8Layout::of(m.K, m.N);
+          quantize_q8(view, reinterpret_cast<int8_t*>(out), reinterpret_cast<uint16_t*>(out + q.data_bytes()));
+        } else {
+          const Q4Layout q = Q4Layout::of(m.K, m.N);
+          quantize_q4(view, out, reinterpret_cast<uint16_t*>(out + q.data_bytes()));
+        }
       } catch (const std::invalid_argument& e) {
         fail(s.name, e.what());
       }
@@ -183,6 +194,8 @@ WeightBuffers WeightLoader::load(MallocBytes file, size_t size) {
     *m.dst = WeightMatrix{m.to, m.layout, m.K, m.N, at, nullptr};
     if (m.to == WeightType::Q8)
       m.dst->scales = reinterpret_cast<const uint16_t*>(at + Q8Layout::of(m.K, m.N).data_bytes());
+    if (m.to == WeightType::Q4)
+      m.dst->scales = reinterpret_cast<const uint16_t*>(at + Q4Layout::of(m.K, m.N).data_bytes());
     if (m.to == WeightType::F16) {
       // finite (the kernels' widening does not special-case inf and NaN); subnormals moved to
       // the matrix's fixes, in the file's buffer or the converted one, both ours

@@ -3,7 +3,7 @@
 // is found by name and checked against the shape the config needs (F32, F16 or BF16) before
 // anything is allocated. Then the matrices are read in place from the file's buffer when every
 // one stays in its stored dtype and is aligned for it; else all of them are converted (to F32,
-// F16, BF16 or Q8) into one new buffer and the file is freed. F16 matrices are readied for the
+// F16, BF16, Q8 or Q4) into one new buffer and the file is freed. F16 matrices are readied for the
 // kernels either way (finite, subnormals moved to the matrix's fixes: matmul/weights.hpp, prepare_f16_weights).
 // 1-D parameters are read in place (aligned float32 in a kept file) or widened to float32.
 #pragma once
@@ -24,12 +24,12 @@ namespace safetensors {
 class File;
 }
 
-// How the matrices are held: as stored in the file, or converted on load. Int8 applies to the
+// How the matrices are held: as stored in the file, or converted on load. Int8 / Int4 apply to the
 // matrices the matmuls read; a table that is only gathered from (GPT-2's wpe, an untied
 // embed_tokens) keeps its stored dtype there. 1-D parameters (biases, norms) are always float32.
-enum class WeightFormat { Auto, F32, F16, Int8 };
+enum class WeightFormat { Auto, F32, F16, Int8, Int4 };
 
-// "auto" | "f32" | "f16" | "int8"; throws std::invalid_argument naming the value otherwise.
+// "auto" | "f32" | "f16" | "int8" | "int4"; throws std::invalid_argument naming the value otherwise.
 WeightFormat parse_weight_format(std::string_view name);
 const char* weight_format_name(WeightFormat f);
 
@@ -77,7 +77,7 @@ class WeightLoader {
   // safetensors::File reads) is kept in the result when the matrices are read in place from it.
   WeightBuffers load(MallocBytes file, size_t size);
 
-  // After load(): the dtype of the matrices the matmuls read ("F32", "F16", "BF16", "Q8"), or
+  // After load(): the dtype of the matrices the matmuls read ("F32", "F16", "BF16", "Q8", "Q4"), or
   // "mixed" when one of them differs from the LM head's.
   const char* matmul_type(const WeightMatrix& lm_head) const;
 
