@@ -59,7 +59,9 @@ void q4_sets(const uint8_t* data, const uint16_t* scales, int64_t blocks, int64_
     QKV_UNROLL
     for (int j = 0; j < 4; ++j) acc[g][j] = F4(0.0f);
   }
+#ifdef QKV_Q4_MASKS
   const __m128i mask = _mm_set1_epi16(15);
+#endif
   for (int64_t b = 0; b < blocks; ++b) {
     const int16_t* xb = xp + b * 16 * 8;
     const F4 dx(sx[b]);
@@ -72,9 +74,15 @@ void q4_sets(const uint8_t* data, const uint16_t* scales, int64_t blocks, int64_
       for (int p = 0; p < 16; ++p) {
         const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + p * 16));
         const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(xb + p * 8));
+#ifdef QKV_Q4_MASKS
         s0 = _mm_add_epi32(s0, _mm_madd_epi16(_mm_and_si128(v, mask), x));
         s1 = _mm_add_epi32(s1, _mm_madd_epi16(_mm_and_si128(_mm_srli_epi16(v, 4), mask), x));
         s2 = _mm_add_epi32(s2, _mm_madd_epi16(_mm_and_si128(_mm_srli_epi16(v, 8), mask), x));
+#else
+        s0 = _mm_add_epi32(s0, _mm_madd_epi16(_mm_srli_epi16(_mm_slli_epi16(v, 12), 12), x));
+        s1 = _mm_add_epi32(s1, _mm_madd_epi16(_mm_srli_epi16(_mm_slli_epi16(v, 8), 12), x));
+        s2 = _mm_add_epi32(s2, _mm_madd_epi16(_mm_srli_epi16(_mm_slli_epi16(v, 4), 12), x));
+#endif
         s3 = _mm_add_epi32(s3, _mm_madd_epi16(_mm_srli_epi16(v, 12), x));
       }
       const uint16_t* d = scales + (g * stride * blocks + b) * 16;
