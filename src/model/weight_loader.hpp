@@ -44,13 +44,15 @@ struct WeightBytes {
   size_t file = 0;       // the safetensors buffer, when the weights are read in place from it (else freed: 0)
   size_t matrices = 0;   // the matrices and embedding tables as held (in the file or the converted buffer)
   size_t vectors = 0;    // 1-D parameters widened to float32 (the rest are read in place)
-  size_t converted = 0;  // the buffer converted matrices live in (0 when read in place)
+  size_t converted = 0;  // the buffer converted matrices live in (0 when read in place; the file's
+                         // size when converted into the file's own buffer)
 };
 
 // The buffers a loaded model's weights point into.
 struct WeightBuffers {
   MallocBytes file;            // the safetensors bytes, kept while tensors are read from them in place
-  MallocBytes converted;       // the converted matrices, at 16-byte aligned offsets (null when in place)
+  MallocBytes converted;       // the converted matrices, at 16-byte aligned offsets (null when in place;
+                               // the file's own buffer when they fit where their sources were)
   std::vector<float> vectors;  // 1-D parameters widened to float32
   WeightBytes bytes;
   // F16 weights below 2^-14 in magnitude, stored as zero (prepare_f16_weights): 12 bytes each,
@@ -109,7 +111,15 @@ class WeightLoader {
 
   Source find(const std::string& name, const std::vector<int64_t>& want) const;
   [[noreturn]] void fail(const std::string& tensor, const std::string& msg) const;
-  void convert(const MatrixPlan& m, uint8_t* out) const;
+  // Writes m as m.to at out. overlapping: out <= m.src.bytes may overlap the source (and the
+  // sources after it): read in order, at most a strip of 64 columns ahead of what is written
+  // (the quantized scales are held aside until the matrix is done; a [K, N] source is copied).
+  void convert(const MatrixPlan& m, uint8_t* out, bool overlapping = false) const;
+  void quantize_in_place(const MatrixPlan& m, uint8_t* out) const;
+  // The file's buffer can hold every matrix converted, each written at or before its source's
+  // start in file order (the converted form no larger), filled into *order (plan indices).
+  bool fits_in_file(const uint8_t* file, std::vector<size_t>* order) const;
+  void widen_vectors(WeightBuffers& out, bool in_place) const;
 
   const safetensors::File& file_;
   std::string model_, prefix_;
