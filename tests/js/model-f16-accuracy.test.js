@@ -21,8 +21,12 @@ const qkv = await api();
 // logits far more than a trained one's (tiny-kjv: 1.2e-4). The bounds leave ~2x of room; a
 // broken int8 path is off by nats.
 const INT8_MAX_KL = 0.05, INT8_MIN_AGREE = 0.8;
-// int4 (Q4: 1/16 of a block's largest |w| per weight, ~16x int8's error): measured below
-const INT4_MAX_KL = 100, INT4_MIN_AGREE = 0;
+// int4 (Q4): 1/16 of a block's largest |w| per weight against int8's 1/254, so ~16x the logit
+// error and up to ~(254/16)^2 = 252x the KL. Measured 2026-12-02: gpt2-f16 mean KL 0.65 nats
+// (105x int8's), top-1 40%; mistral-f16 1.9 nats (87x), 25%: these chaotic random networks
+// amplify weight error far more than a trained one does (docs/models.md). Held to: worse than
+// int8 (it really is 4-bit) and within the format's 252x of int8's KL.
+const INT4_KL_OVER_INT8 = 252;
 
 function f32(file) {
   const b = readFileSync(file);
@@ -84,7 +88,7 @@ async function run(c, weights) {
 }
 
 for (const c of M.cases) {
-  test(`${c.dir}: every weights option against float64 PyTorch (F16 within 2x of F32's error; int8 by KL)`, async () => {
+  test(`${c.dir}: every weights option against float64 PyTorch (F16 within 2x of F32's error; int8, int4 by KL)`, async () => {
     const refLogits = f32(path.join(DIR, c.dir, 'logits.bin'));
     const refAtt = f32(path.join(DIR, c.dir, 'attentions.bin'));
     const V = c.logits_shape[1];
@@ -114,7 +118,6 @@ for (const c of M.cases) {
     assert.ok(agree >= INT8_MIN_AGREE, `int8 top-1 agreement ${agree}`);
     const q4 = nextTokenAgreement(got.int4.raw, refLogits, V);
     console.log(`${c.dir}: int4 mean KL ${q4.kl.toExponential(2)} nats, top-1 agreement ${(100 * q4.agree).toFixed(1)}%`);
-    assert.ok(q4.kl < INT4_MAX_KL, `int4 mean KL ${q4.kl}`);
-    assert.ok(q4.agree >= INT4_MIN_AGREE, `int4 top-1 agreement ${q4.agree}`);
+    assert.ok(q4.kl > kl && q4.kl < INT4_KL_OVER_INT8 * kl, `int4 mean KL ${q4.kl} vs int8's ${kl}`);
   });
 }
