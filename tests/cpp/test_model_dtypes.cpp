@@ -261,7 +261,7 @@ TEST_CASE("gpt2 dtypes: where the bytes are, per load option") {
     const size_t q8 = Q8Layout::of(E, V).bytes() + NL * (Q8Layout::of(E, 3 * E).bytes() + Q8Layout::of(E, E).bytes() +
                                                          Q8Layout::of(E, I).bytes() + Q8Layout::of(I, E).bytes());
     CHECK(b.matrices == q8 + P * E * 4);
-    CHECK(b.converted == f32.size());  // in the file's own buffer
+    CHECK(b.converted == f32.size());                            // in the file's own buffer
     CHECK(std::string(m.weight_store().matrix_type()) == "Q8");  // the matmuls' (wpe: F32)
   }
   CHECK(std::string(weight_format_name(parse_weight_format("int8"))) == "int8");
