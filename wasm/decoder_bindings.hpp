@@ -32,7 +32,7 @@ struct Decoder {
   Scratch scratch;
   explicit Decoder(Model m) : model(std::move(m)), session(model) {}
 
-  // Takes ownership of `bytes` (from modelFileAlloc); weights: "auto" | "f32" | "f16" | "int8".
+  // Takes ownership of `bytes` (from modelFileAlloc); weights: "auto" | "f32" | "f16" | "int8" | "int4".
   static Decoder* create(const std::string& config_json, uintptr_t bytes, double size, const std::string& weights) {
     MallocBytes file(ptr<uint8_t>(bytes));
     Decoder* d = nullptr;

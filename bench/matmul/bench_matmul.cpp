@@ -226,6 +226,13 @@ Stored make(qkv::WeightType type, int64_t K, int64_t N, std::mt19937& rng,
     qkv::WeightMatrix src{qkv::WeightType::F32, layout, K, N, f.data(), nullptr};
     qkv::quantize_q8(src, reinterpret_cast<int8_t*>(s.bytes.data()), s.scales.data());
     s.w.scales = s.scales.data();
+  } else if (type == qkv::WeightType::Q4) {
+    const qkv::Q4Layout q = qkv::Q4Layout::of(K, N);
+    s.bytes.resize(q.data_bytes());
+    s.scales.resize(q.scale_count());
+    qkv::WeightMatrix src{qkv::WeightType::F32, layout, K, N, f.data(), nullptr};
+    qkv::quantize_q4(src, s.bytes.data(), s.scales.data());
+    s.w.scales = s.scales.data();
   } else {
     s.bytes.resize(f.size() * 2);
     auto* h = reinterpret_cast<uint16_t*>(s.bytes.data());
@@ -282,7 +289,7 @@ int main(int argc, char** argv) {
   std::mt19937 rng(1);
 
   const qkv::WeightType types[] = {qkv::WeightType::F32, qkv::WeightType::F16, qkv::WeightType::BF16,
-                                   qkv::WeightType::Q8};
+                                   qkv::WeightType::Q8, qkv::WeightType::Q4};
   for (qkv::WeightType type : types) {
     const char* tn = qkv::weight_type_name(type);
     if (argc > 4 && std::string(argv[4]).find(tn) == std::string::npos) continue;  // only these types
@@ -339,6 +346,7 @@ int main(int argc, char** argv) {
                   double(bytes) /
                       double(type == qkv::WeightType::F32  ? 4
                              : type == qkv::WeightType::Q8 ? 1.0625
+                             : type == qkv::WeightType::Q4 ? 0.5625
                                                            : 2) /
                       best / 1e9);
     if (mode != "gemm") {

@@ -1,5 +1,5 @@
 // GPT-2 small (124M, random weights of its shape: make_gpt2_small.mjs) in Node: qkv's wasm model
-// with its weights as F32, F16 and int8, against onnxruntime-web on the same weights with past
+// with its weights as F32, F16, int8 and int4, against onnxruntime-web on the same weights with past
 // key/values (export_onnx_kv.py --last-logits), as F32 and as transformers.js's `q8` (the same
 // graph through quantize_onnx_q8.py: int8 per-tensor weights, DynamicQuantizeLinear + MatMulInteger,
 // what onnxruntime's quantize_dynamic writes), 1 and 2 threads, each runtime and setting in a
@@ -196,7 +196,7 @@ function parent() {
   const limits = prepare();
   const cfg = JSON.parse(readFileSync(path.join(DIR, 'f32', 'config.json'), 'utf8'));
   const all = [1, 2].flatMap((threads) => [
-    ...['f32', 'f16', 'int8'].map((weights) => ({ runtime: 'qkv', weights, threads })),
+    ...['f32', 'f16', 'int8', 'int4'].map((weights) => ({ runtime: 'qkv', weights, threads })),
     ...['f32', 'q8'].map((weights) => ({ runtime: 'ort', weights, threads })),
   ]);
   const wanted = RUNS ? RUNS.split(',') : null;
@@ -236,6 +236,8 @@ function parent() {
     decode_f32_vs_ort: { target: 1.1, got: got(() => q('f32', 1).decode[8] / ort1.decode[8]) },
     decode_f16_vs_f32: { target: 1.8, got: got(() => q('f16', 1).decode[8] / q('f32', 1).decode[8]) },
     decode_int8_vs_f32: { target: 3.0, got: got(() => q('int8', 1).decode[8] / q('f32', 1).decode[8]) },
+    decode_int4_vs_int8: { target: 1.7, got: got(() => q('int4', 1).decode[8] / q('int8', 1).decode[8]) },
+    prefill_128_int4_vs_int8: { target: 1.0, got: got(() => q('int8', 1).prefill_ms[128] / q('int4', 1).prefill_ms[128]) },
     prefill_32_vs_ort: { target: 1.1, got: got(() => ort1.prefill_ms[32] / q('f32', 1).prefill_ms[32]) },
     prefill_128_vs_ort: { target: 1.1, got: got(() => ort1.prefill_ms[128] / q('f32', 1).prefill_ms[128]) },
     // issue 27: int8 prefill against onnxruntime-web's q8 on the same weights

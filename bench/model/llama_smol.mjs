@@ -1,7 +1,7 @@
 // Llama-family benchmark in Node: a SmolLM2-135M-shaped model (30 layers, 9 heads, 3 kv heads,
 // hidden 576, intermediate 1536, vocab 49152, tied embeddings) with generated random weights
 // (no download): load time, peak RSS, prefill of 128 tokens, greedy decode tokens/s, for
-// weights 'auto' (the F32 file read in place), 'f16' and 'int8', on 1 and 2 threads.
+// weights 'auto' (the F32 file read in place), 'f16', 'int8' and 'int4', on 1 and 2 threads.
 // --shape qwen3-0.6b: Qwen3-0.6B's shape instead (28 layers, 16 heads, 8 kv heads, head_dim
 // 128, hidden 1024, intermediate 3072, vocab 151936, q/k norms, tied) in BF16 as Qwen ships it
 // (1.2 GB: F32's 2.4 GB would not fit the 2 GB wasm heap). With --dtype f32 it is written in F32
@@ -10,7 +10,7 @@
 // copy of it would not fit beside the machine's other work.
 //
 //   node bench/model/llama_smol.mjs [--shape smollm2-135m|qwen3-0.6b] [--dtype bf16|f32] [--layers N] [--decode 32] [--prompt 16] [--reps 3]
-//                                   [--threads 1,2] [--weights auto,f16,int8] [--no-peer] [--out bench/results/llama-smol-node.json]
+//                                   [--threads 1,2] [--weights auto,f16,int8,int4] [--no-peer] [--out bench/results/llama-smol-node.json]
 //
 // Decode is timed after a --prompt-token prompt (the attention then reads prompt .. prompt + decode
 // cached positions); --out names the JSON written (a run with other options need not replace the
@@ -38,7 +38,7 @@ const arg = (name, fallback) => {
 const DECODE = Number(arg('--decode', 32));
 const REPS = Number(arg('--reps', 3));
 const THREADS = arg('--threads', '1,2').split(',').map(Number);
-const WEIGHTS = arg('--weights', 'auto,f16,int8').split(',');
+const WEIGHTS = arg('--weights', 'auto,f16,int8,int4').split(',');
 const PREFILL = 128;
 const PROMPT = Number(arg('--prompt', 16));
 const SHAPE = arg('--shape', 'smollm2-135m');

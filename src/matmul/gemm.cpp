@@ -29,6 +29,7 @@
 #include <cstring>
 #include <vector>
 
+#include "matmul/gemm_q4.hpp"
 #include "matmul/halves.hpp"
 #include "matmul/matmul.hpp"
 #include "simd.hpp"  // and simd_madd.hpp
@@ -144,7 +145,8 @@ void column_outin(const WeightMatrix& w, int64_t j, int64_t k0, int64_t k1, floa
       return;
     }
     case WeightType::Q8:
-      return;  // not a float layout (pack_q8)
+    case WeightType::Q4:
+      return;  // not a float layout (pack_q8, pack_q4)
   }
 }
 
@@ -278,6 +280,7 @@ void pack_w(const WeightMatrix& w, int64_t k0, int64_t k1, int64_t j0, int64_t j
     std::fill(last, last + kc * kNR, 0.0f);
   }
   if (w.type == WeightType::Q8) return pack_q8(w, k0, k1, j0, j1, panels);
+  if (w.type == WeightType::Q4) return pack_q4(w, k0, k1, j0, j1, panels, kNR);
   if (w.layout == WeightLayout::InOut && w.type == WeightType::F32) {
     // 8 rows at a time: 8 reads in flight (one row at a time left the memory system half idle,
     // which at M = 32 cost ~12% of the whole product)

@@ -277,6 +277,8 @@ void prepare(const WeightMatrix& w, const float* x, GemvInput& in) {
   const int64_t K = w.K;
   if (w.type == WeightType::Q8) {
     prepare_q8(x, K, in);
+  } else if (w.type == WeightType::Q4) {
+    prepare_q4(x, K, in);
   } else if (w.type != WeightType::F32) {
     const float s = w.type == WeightType::F16 ? halves::kF16Half : 1.0f;
     if (w.layout == WeightLayout::InOut) {
@@ -306,6 +308,8 @@ void gemv_columns(const WeightMatrix& w, const GemvInput& in, const float* bias,
                    : gemv_outin<WeightType::BF16>(w, in, bias, y, n0, n1);
     case WeightType::Q8:
       return gemv_q8(w, in, bias, y, n0 / 4, (n1 + 3) / 4);
+    case WeightType::Q4:
+      return gemv_q4(w, in, bias, y, n0, n1);
   }
 }
 
@@ -345,7 +349,7 @@ void gemv_many(const MatmulOutput* outputs, size_t count, const float* x, int th
     const WeightMatrix& w = *outputs[i].w;
     for (size_t j = 0; j < i && !input[i]; ++j) {
       const WeightMatrix& v = *outputs[j].w;
-      const bool layout_free = w.type == WeightType::F32 || w.type == WeightType::Q8;
+      const bool layout_free = w.type == WeightType::F32 || w.type == WeightType::Q8 || w.type == WeightType::Q4;
       if (v.type == w.type && (layout_free || v.layout == w.layout)) input[i] = input[j];
     }
     if (!input[i]) {

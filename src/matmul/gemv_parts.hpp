@@ -1,5 +1,5 @@
 // What the matrix-vector kernels share (gemv.cpp: F32 and 16-bit weights, and the dispatch;
-// gemv_q8.cpp: 8-bit weights): x as each weight type reads it, and how a column range is cut
+// gemv_q8.cpp: 8-bit weights; gemv_q4.cpp: 4-bit): x as each weight type reads it, and how a column range is cut
 // into far-apart streams. Internal to src/matmul.
 #pragma once
 
@@ -19,6 +19,7 @@ struct GemvInput {
   std::vector<float> block_scale;       // Q8: [Kp/32] x ~= block_scale[b] * xq
   std::vector<float> block_scale_wide;  // Q8: [Kp/32] block_scale * 2^112 (see q8_groups)
   bool wide_finite = true;              // Q8: block_scale_wide has no inf (|x| < ~2^31)
+  std::vector<int32_t> block_sum8;      // Q4: [Kp/32] 8 * the block's sum of xq (the nibbles' offset)
 };
 
 // Rows per part for `streams` parts of `count` rows of `row_bytes` each (gemv_outin; gemv_q8 with
@@ -36,5 +37,11 @@ void prepare_q8(const float* x, int64_t K, GemvInput& in);
 
 // y[4 g0 .. 4 g1) (clipped to N) = bias + x W for the Q8 groups [g0, g1) (x prepared by prepare_q8).
 void gemv_q8(const WeightMatrix& w, const GemvInput& in, const float* bias, float* y, int64_t g0, int64_t g1);
+
+// x [K] -> what prepare_q8 makes, and in.block_sum8.
+void prepare_q4(const float* x, int64_t K, GemvInput& in);
+
+// y[n0, n1) = bias + x W for Q4 weights (x prepared by prepare_q4).
+void gemv_q4(const WeightMatrix& w, const GemvInput& in, const float* bias, float* y, int64_t n0, int64_t n1);
 
 }  // namespace qkv::detail

@@ -21,11 +21,14 @@ const char* weight_type_name(WeightType t) {
       return "BF16";
     case WeightType::Q8:
       return "Q8";
+    case WeightType::Q4:
+      return "Q4";
   }
   return "?";
 }
 
 Q8Layout Q8Layout::of(int64_t K, int64_t N) { return {(N + 3) / 4, (K + 31) / 32}; }
+Q4Layout Q4Layout::of(int64_t K, int64_t N) { return {(N + 15) / 16, (K + 31) / 32}; }
 
 size_t WeightMatrix::bytes() const {
   switch (type) {
@@ -36,6 +39,8 @@ size_t WeightMatrix::bytes() const {
       return size_t(K) * size_t(N) * 2;
     case WeightType::Q8:
       return Q8Layout::of(K, N).bytes();
+    case WeightType::Q4:
+      return Q4Layout::of(K, N).bytes();
   }
   return 0;
 }
@@ -54,6 +59,16 @@ size_t q8_offset(const Q8Layout& q, int64_t k, int64_t n) {
 }
 size_t q8_scale_index(const Q8Layout& q, int64_t k, int64_t n) {
   return size_t((n / 4 * q.blocks + k / 32) * 4 + n % 4);
+}
+
+// Q4: the byte holding W[k, n]'s nibble, the nibble's shift in it, and its block's scale index.
+size_t q4_byte(const Q4Layout& q, int64_t k, int64_t n, int* shift) {
+  const int64_t s = n / 16, j = (n % 16) / 4, c = n % 4, b = k / 32, p = (k % 32) / 2, lane = c * 2 + k % 2;
+  *shift = int(j % 2) * 4;  // nibbles 0, 1 in the lane's low byte, 2, 3 in its high byte
+  return size_t(((s * q.blocks + b) * 16 + p) * 16 + lane * 2 + j / 2);
+}
+size_t q4_scale_index(const Q4Layout& q, int64_t k, int64_t n) {
+  return size_t((n / 16 * q.blocks + k / 32) * 16 + n % 16);
 }
 
 bool fix_before(const WeightFix& a, const WeightFix& b) { return a.n != b.n ? a.n < b.n : a.k < b.k; }
@@ -79,6 +94,12 @@ float weight_at(const WeightMatrix& w, int64_t k, int64_t n) {
       const Q8Layout q = Q8Layout::of(w.K, w.N);
       return halves::f16_to_f32(w.scales[q8_scale_index(q, k, n)]) *
              float(static_cast<const int8_t*>(w.data)[q8_offset(q, k, n)]);
+    }
+    case WeightType::Q4: {
+      const Q4Layout q = Q4Layout::of(w.K, w.N);
+      int shift = 0;
+      const uint8_t byte = static_cast<const uint8_t*>(w.data)[q4_byte(q, k, n, &shift)];
+      return halves::f16_to_f32(w.scales[q4_scale_index(q, k, n)]) * float(int((byte >> shift) & 15) - 8);
     }
   }
   return 0.0f;
@@ -169,7 +190,68 @@ void quantize_q8_as(const WeightMatrix& src, int8_t* data, uint16_t* scales) {
   }
 }
 
+// One Q4 block: 32 values of one column -> its scale and the 32 nibbles, or'ed into the set's
+// zeroed data (`set`: the block's 256 bytes) for column c16 (0..15) of the set.
+void quantize_block_q4(const float* v, uint8_t* set, int c16, uint16_t* scale) {
+  float m = 0.0f;  // the value of largest magnitude (the first of several)
+  for (int i = 0; i < 32; ++i) {
+    if (!std::isfinite(v[i])) throw std::invalid_argument("quantize_q4: a weight is " + std::to_string(v[i]));
+    if (std::fabs(v[i]) > std::fabs(m)) m = v[i];
+  }
+  constexpr float kMinNormalHalf = 6.103515625e-05f;  // 2^-14
+  const float want = m / -8.0f;
+  *scale = halves::f32_to_f16(m == 0.0f ? 0.0f : std::copysign(std::max(std::fabs(want), kMinNormalHalf), want));
+  if ((*scale & 0x7C00u) == 0x7C00u) {
+    throw std::invalid_argument("quantize_q4: a block's largest weight " + std::to_string(std::fabs(m)) +
+                                " is beyond what a 4-bit block with a half scale holds (|w| <= 5.2e5)");
+  }
+  const float d = halves::f16_to_f32(*scale);  // the scale as stored: q = nearest(v / d)
+  const float inv = d != 0.0f ? 1.0f / d : 0.0f;
+  const int j = c16 / 4, c = c16 % 4;
+  for (int i = 0; i < 32; ++i) {
+    const float r = std::min(7.0f, std::max(-8.0f, std::nearbyint(v[i] * inv)));
+    const int u = int(r) + 8, p = i / 2, lane = c * 2 + i % 2;
+    set[p * 16 + lane * 2 + j / 2] |= uint8_t(u << ((j % 2) * 4));
+  }
+}
+
+template <WeightType T>
+void quantize_q4_as(const WeightMatrix& src, uint8_t* data, uint16_t* scales) {
+  const Q4Layout q = Q4Layout::of(src.K, src.N);
+  const int64_t Kp = q.blocks * 32;
+  constexpr int64_t kStrip = 64;  // columns gathered at a time: 4 sets
+  std::vector<float> strip(size_t(kStrip * Kp));
+  std::fill(data, data + q.data_bytes(), uint8_t(0));
+  for (int64_t n0 = 0; n0 < q.sets * 16; n0 += kStrip) {
+    const int64_t count = std::min(kStrip, src.N - n0);  // real columns in the strip (the rest: zeros)
+    std::fill(strip.begin(), strip.end(), 0.0f);
+    if (count > 0) gather_columns<T>(src, n0, count, Kp, strip.data());
+    for (int64_t s = n0 / 16; s < std::min(q.sets, (n0 + kStrip) / 16); ++s) {
+      for (int64_t b = 0; b < q.blocks; ++b) {
+        for (int c = 0; c < 16; ++c) {
+          const float* v = strip.data() + (s * 16 + c - n0) * Kp + b * 32;
+          quantize_block_q4(v, data + (s * q.blocks + b) * 256, c, scales + (s * q.blocks + b) * 16 + c);
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
+
+void quantize_q4(const WeightMatrix& src, uint8_t* data, uint16_t* scales) {
+  switch (src.type) {
+    case WeightType::F32:
+      return quantize_q4_as<WeightType::F32>(src, data, scales);
+    case WeightType::F16:
+      return quantize_q4_as<WeightType::F16>(src, data, scales);
+    case WeightType::BF16:
+      return quantize_q4_as<WeightType::BF16>(src, data, scales);
+    case WeightType::Q8:
+    case WeightType::Q4:
+      throw std::invalid_argument(std::string("quantize_q4: the source is already ") + weight_type_name(src.type));
+  }
+}
 
 void quantize_q8(const WeightMatrix& src, int8_t* data, uint16_t* scales) {
   switch (src.type) {
@@ -180,7 +262,8 @@ void quantize_q8(const WeightMatrix& src, int8_t* data, uint16_t* scales) {
     case WeightType::BF16:
       return quantize_q8_as<WeightType::BF16>(src, data, scales);
     case WeightType::Q8:
-      throw std::invalid_argument("quantize_q8: the source is already Q8");
+    case WeightType::Q4:
+      throw std::invalid_argument(std::string("quantize_q8: the source is already ") + weight_type_name(src.type));
   }
 }
 

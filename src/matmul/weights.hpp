@@ -1,5 +1,5 @@
 // A linear layer's weight matrix as the matmul kernels read it: in the dtype it came in
-// (F32, F16, BF16), in place, in either layout, or quantized to 8 bits (Q8) on load.
+// (F32, F16, BF16), in place, in either layout, or quantized to 8 bits (Q8) or 4 bits (Q4) on load.
 // Nothing here owns memory: a WeightMatrix points into a buffer someone else holds.
 #pragma once
 
@@ -11,9 +11,9 @@
 
 namespace qkv {
 
-enum class WeightType { F32, F16, BF16, Q8 };
+enum class WeightType { F32, F16, BF16, Q8, Q4 };
 
-const char* weight_type_name(WeightType t);  // "F32", "F16", "BF16", "Q8"
+const char* weight_type_name(WeightType t);  // "F32", "F16", "BF16", "Q8", "Q4"
 
 // Q8, 8-bit weights like ggml's q8_0: each output column n is cut into blocks of 32 along K;
 // a block keeps 32 int8 values q and one IEEE half scale d, W[k, n] ~= d * q, symmetric,
@@ -38,6 +38,33 @@ struct Q8Layout {
   size_t bytes() const { return data_bytes() + 2 * scale_count(); }
 };
 
+// Q4, 4-bit weights like ggml's q4_0: each output column n is cut into blocks of 32 along K;
+// a block keeps 32 values q in -8..7 (stored as the nibble u = q + 8) and one IEEE half scale
+// d, W[k, n] ~= d * q. As ggml: m = the block's weight of largest magnitude (the first, if
+// several), d = m / -8 rounded to a half (so d has the opposite sign of m and m becomes q = -8),
+// q = nearest(w / d) (ties to even, against d as stored) clamped to [-8, 7]; |d| >= 2^-14 (as Q8,
+// no subnormal scale) or d = 0 for an all-zero block. Error per weight: |w - d q| <= |d| / 2,
+// except a weight of m's opposite sign beyond 7.5 |d| (q = 8 clamped to 7): <= |d|.
+// 0.5625 bytes per weight. K is padded with zeros to Kp (a multiple of 32), N to Np (a
+// multiple of 16). Laid out for the SIMD kernels, 16 columns (4 groups of 4) side by side:
+//
+//   data   [Np/16 sets][Kp/32 blocks][16 k-pairs][8 int16 lanes] (uint16 bits, little-endian)
+//   scales [Np/16 sets][Kp/32 blocks][16 columns] IEEE half (uint16 bits)
+//
+// In k-pair p's 16 bytes, int16 lane L = 2 c + parity holds, in its nibble j (bits 4j..4j+3),
+// u for column 4 j + c of the set at k = 2 p + parity. Masking and shifting one 16-byte load
+// gives 4 vectors (j = 0..3), each Q8's k-pair vector of one group of 4 columns (u as int16,
+// lanes (c, parity)); all 4 meet the same (x[2p], x[2p+1]) x 4 in i32x4.dot_i16x8_s, so one x
+// load serves 32 weights.
+struct Q4Layout {
+  int64_t sets = 0;    // Np / 16
+  int64_t blocks = 0;  // Kp / 32
+  static Q4Layout of(int64_t K, int64_t N);
+  size_t data_bytes() const { return size_t(sets) * size_t(blocks) * 256; }
+  size_t scale_count() const { return size_t(sets) * size_t(blocks) * 16; }
+  size_t bytes() const { return data_bytes() + 2 * scale_count(); }
+};
+
 // A weight the F16 kernels read as zero (a subnormal half: see prepare_f16_weights) and that
 // matmul() and read_column() add back after the product, exactly: W[k, n] = value.
 struct WeightFix {
@@ -49,13 +76,13 @@ struct WeightFix {
 //  F32 / F16 / BF16: `data` holds K * N little-endian elements, [K, N] (InOut) or [N, K] (OutIn),
 //    2-byte aligned (4 for F32). F16 weights must be finite: the kernels widen them with integer
 //    shifts that do not special-case inf and NaN (see prepare_f16_weights).
-//  Q8: `data` and `scales` as Q8Layout above (`layout` is ignored).
+//  Q8 / Q4: `data` and `scales` as Q8Layout / Q4Layout above (`layout` is ignored).
 struct WeightMatrix {
   WeightType type = WeightType::F32;
   WeightLayout layout = WeightLayout::InOut;
   int64_t K = 0, N = 0;
   const void* data = nullptr;
-  const uint16_t* scales = nullptr;  // Q8: the block scales (halves), as Q8Layout says
+  const uint16_t* scales = nullptr;  // Q8 / Q4: the block scales (halves), as Q8Layout / Q4Layout say
   const WeightFix* fixes = nullptr;  // F16: the weights stored as zero, sorted by (n, k)
   size_t fix_count = 0;
 
@@ -74,6 +101,11 @@ void read_column(const WeightMatrix& w, int64_t n, float* out);
 // stored. Throws std::invalid_argument for a weight that is not finite or a block whose
 // scale does not fit in a half (|W| > 127 * 65504 ~= 8.3e6).
 void quantize_q8(const WeightMatrix& src, int8_t* data, uint16_t* scales);
+
+// Quantizes a F32 / F16 / BF16 matrix of either layout to Q4 (data: Q4Layout::data_bytes(),
+// scales: scale_count() halves), by the rule above. Throws std::invalid_argument for a weight
+// that is not finite or a block whose scale does not fit in a half (|W| > 8 * 65504 ~= 5.2e5).
+void quantize_q4(const WeightMatrix& src, uint8_t* data, uint16_t* scales);
 
 // Readies the F16 matrix w (its data, which must be writable) for the kernels, in place: throws
 // std::invalid_argument("<what>: F16 weights hold inf|NaN at element i (of n)") for a value that

@@ -15,8 +15,9 @@ WeightFormat parse_weight_format(std::string_view name) {
   if (name == "f32") return WeightFormat::F32;
   if (name == "f16") return WeightFormat::F16;
   if (name == "int8") return WeightFormat::Int8;
-  throw std::invalid_argument("Model::load: weights must be 'auto', 'f32', 'f16' or 'int8', got '" + std::string(name) +
-                              "'");
+  if (name == "int4") return WeightFormat::Int4;
+  throw std::invalid_argument("Model::load: weights must be 'auto', 'f32', 'f16', 'int8' or 'int4', got '" +
+                              std::string(name) + "'");
 }
 
 const char* weight_format_name(WeightFormat f) {
@@ -29,13 +30,15 @@ const char* weight_format_name(WeightFormat f) {
       return "f16";
     case WeightFormat::Int8:
       return "int8";
+    case WeightFormat::Int4:
+      return "int4";
   }
   return "?";
 }
 
 namespace {
 
-// What a matrix stored as `from` becomes: Int8 quantizes only the matmuls' matrices.
+// What a matrix stored as `from` becomes: Int8 and Int4 quantize only the matmuls' matrices.
 WeightType target_type(WeightFormat format, WeightType from, bool matmul) {
   switch (format) {
     case WeightFormat::Auto:
@@ -46,6 +49,8 @@ WeightType target_type(WeightFormat format, WeightType from, bool matmul) {
       return WeightType::F16;
     case WeightFormat::Int8:
       return matmul ? WeightType::Q8 : from;
+    case WeightFormat::Int4:
+      return matmul ? WeightType::Q4 : from;
   }
   return from;
 }
@@ -112,12 +117,13 @@ void WeightLoader::vector(const std::string& name, int64_t n, const float** dst)
 }
 
 // Writes the matrix as m.to at `out` (m.to's size of K x N bytes).
-void WeightLoader::convert(const MatrixPlan& m, uint8_t* out) const {
+void WeightLoader::convert(const MatrixPlan& m, uint8_t* out, bool overlapping) const {
   const Source& s = m.src;
   if (m.to == s.type) {
-    std::memcpy(out, s.bytes, s.count * s.element_size());
+    std::memmove(out, s.bytes, s.count * s.element_size());
     return;
   }
+  if (overlapping && (m.to == WeightType::Q8 || m.to == WeightType::Q4)) return quantize_in_place(m, out);
   switch (m.to) {
     case WeightType::F32: {
       float* o = reinterpret_cast<float*>(out);
@@ -137,14 +143,20 @@ void WeightLoader::convert(const MatrixPlan& m, uint8_t* out) const {
       }
       return;
     }
-    case WeightType::Q8: {
-      // quantize_q8 reads an aligned source: the file's bytes, or a copy when they are not aligned
+    case WeightType::Q8:
+    case WeightType::Q4: {
+      // the quantizers read an aligned source: the file's bytes, or a copy when they are not aligned
       std::vector<uint8_t> copy;
       if (!s.aligned()) copy.assign(s.bytes, s.bytes + s.count * s.element_size());
       const WeightMatrix view{s.type, m.layout, m.K, m.N, s.aligned() ? s.bytes : copy.data(), nullptr};
-      const Q8Layout q = Q8Layout::of(m.K, m.N);
       try {
-        quantize_q8(view, reinterpret_cast<int8_t*>(out), reinterpret_cast<uint16_t*>(out + q.data_bytes()));
+        if (m.to == WeightType::Q8) {
+          const Q8Layout q = Q8Layout::of(m.K, m.N);
+          quantize_q8(view, reinterpret_cast<int8_t*>(out), reinterpret_cast<uint16_t*>(out + q.data_bytes()));
+        } else {
+          const Q4Layout q = Q4Layout::of(m.K, m.N);
+          quantize_q4(view, out, reinterpret_cast<uint16_t*>(out + q.data_bytes()));
+        }
       } catch (const std::invalid_argument& e) {
         fail(s.name, e.what());
       }
@@ -153,12 +165,91 @@ void WeightLoader::convert(const MatrixPlan& m, uint8_t* out) const {
   }
 }
 
+// Quantizes m into `out`, which may overlap its source from below (convert's `overlapping`): an
+// [N, K] matrix 64 columns (64 rows of the source) at a time, each strip read whole before its
+// data is written, the scales held aside until the end; a [K, N] one from a copy.
+void WeightLoader::quantize_in_place(const MatrixPlan& m, uint8_t* out) const {
+  const Source& s = m.src;
+  const bool q8 = m.to == WeightType::Q8;
+  const size_t data_bytes = q8 ? Q8Layout::of(m.K, m.N).data_bytes() : Q4Layout::of(m.K, m.N).data_bytes();
+  const auto quantize = [&](const WeightMatrix& src, uint8_t* data, uint16_t* scales) {
+    try {
+      q8 ? quantize_q8(src, reinterpret_cast<int8_t*>(data), scales) : quantize_q4(src, data, scales);
+    } catch (const std::invalid_argument& e) {
+      fail(s.name, e.what());
+    }
+  };
+  std::vector<uint8_t> copy;
+  if (m.layout == WeightLayout::InOut) {
+    copy.assign(s.bytes, s.bytes + s.count * s.element_size());
+    return quantize({s.type, m.layout, m.K, m.N, copy.data(), nullptr}, out,
+                    reinterpret_cast<uint16_t*>(out + data_bytes));
+  }
+  constexpr int64_t kStrip = 64;  // columns: 16 Q8 groups, 4 Q4 sets
+  const int64_t blocks = (m.K + 31) / 32;
+  const size_t column_scales = size_t(blocks);  // scales per column
+  std::vector<uint16_t> scales(q8 ? Q8Layout::of(m.K, m.N).scale_count() : Q4Layout::of(m.K, m.N).scale_count());
+  std::vector<uint8_t> data;
+  std::vector<uint16_t> strip_scales;
+  for (int64_t n0 = 0; n0 < m.N; n0 += kStrip) {
+    const int64_t count = std::min(kStrip, m.N - n0);
+    const uint8_t* p = s.bytes + size_t(n0 * m.K) * s.element_size();
+    if (reinterpret_cast<uintptr_t>(p) % s.element_size()) {
+      copy.assign(p, p + size_t(count * m.K) * s.element_size());
+      p = copy.data();
+    }
+    const size_t strip_bytes = q8 ? Q8Layout::of(m.K, count).data_bytes() : Q4Layout::of(m.K, count).data_bytes();
+    data.resize(strip_bytes);
+    strip_scales.resize(q8 ? Q8Layout::of(m.K, count).scale_count() : Q4Layout::of(m.K, count).scale_count());
+    quantize({s.type, WeightLayout::OutIn, m.K, count, p, nullptr}, data.data(), strip_scales.data());
+    // the strip's groups (sets) are consecutive in the whole matrix's layout, as are their scales
+    const size_t column_bytes = q8 ? size_t(blocks) * 32 : size_t(blocks) * 16;
+    std::memcpy(out + size_t(n0) * column_bytes, data.data(), strip_bytes);
+    std::copy(strip_scales.begin(), strip_scales.end(), scales.begin() + std::ptrdiff_t(size_t(n0) * column_scales));
+  }
+  std::memcpy(out + data_bytes, scales.data(), scales.size() * 2);
+}
+
+bool WeightLoader::fits_in_file(const uint8_t* file, std::vector<size_t>* order) const {
+  order->resize(matrices_.size());
+  for (size_t i = 0; i < order->size(); ++i) (*order)[i] = i;
+  std::sort(order->begin(), order->end(),
+            [&](size_t a, size_t b) { return matrices_[a].src.bytes < matrices_[b].src.bytes; });
+  const uint8_t* first = nullptr;  // where the converted matrices start: the first tensor read
+  for (const MatrixPlan& m : matrices_) first = !first || m.src.bytes < first ? m.src.bytes : first;
+  for (const VectorPlan& v : vectors_) first = !first || v.src.bytes < first ? v.src.bytes : first;
+  if (!first) return false;
+  size_t cursor = size_t(first - file) / 16 * 16;  // (the header's last bytes, parsed already, may go)
+  for (size_t i : *order) {
+    const MatrixPlan& m = matrices_[i];
+    const size_t at = align16(cursor), from = size_t(m.src.bytes - file);
+    const size_t bytes = WeightMatrix{m.to, m.layout, m.K, m.N}.bytes();
+    if (at > from || bytes > m.src.count * m.src.element_size()) return false;
+    if (m.to != m.src.type && m.to != WeightType::Q8 && m.to != WeightType::Q4 &&
+        WeightMatrix{m.to, m.layout, 1, 1}.bytes() > m.src.element_size())
+      return false;  // an element-wise conversion must not grow
+    // a quantized strip's data must not pass the next strip's source: per column, no more bytes
+    const size_t column_bytes = size_t((m.K + 31) / 32) * (m.to == WeightType::Q8 ? 32 : 16);
+    if ((m.to == WeightType::Q8 || m.to == WeightType::Q4) && column_bytes > size_t(m.K) * m.src.element_size())
+      return false;
+    cursor = at + bytes;
+  }
+  return true;
+}
+
 WeightBuffers WeightLoader::load(MallocBytes file, size_t size) {
   WeightBuffers out;
   // In place when every matrix stays as stored (and is aligned for its type); else all of them
   // go into one new buffer and the file is freed.
   bool in_place = true;
   for (const MatrixPlan& m : matrices_) in_place = in_place && m.to == m.src.type && m.src.aligned();
+  // Else, when every matrix's converted form fits where its source was, the file's own buffer
+  // takes them, in file order, each written at or before its source's start: nothing but one
+  // matrix's scratch (a copied [K, N] source, or a strip) beside the file, so loading an F32
+  // file as 'int8', 'int4' or 'f16' peaks no higher than as 'f32' (issue 27). The 1-D
+  // parameters are widened out of it first.
+  std::vector<size_t> order;
+  const bool into_file = !in_place && file && fits_in_file(file.get(), &order);
   size_t converted = 0;
   std::vector<uint16_t> transpose_scratch;  // see below
   struct FixRange {
@@ -166,7 +257,22 @@ WeightBuffers WeightLoader::load(MallocBytes file, size_t size) {
     size_t first, count;
   };
   std::vector<FixRange> fixed;  // F16 matrices' ranges of out.fixes, pointed at once it stops growing
-  if (!in_place) {
+  if (into_file) {
+    widen_vectors(out, false);
+    size_t cursor =
+        size_t(std::min_element(matrices_.begin(), matrices_.end(),
+                                [](const MatrixPlan& a, const MatrixPlan& b) { return a.src.bytes < b.src.bytes; })
+                   ->src.bytes -
+               file.get());
+    for (const VectorPlan& v : vectors_) cursor = std::min(cursor, size_t(v.src.bytes - file.get()));
+    cursor = cursor / 16 * 16;  // as fits_in_file placed them
+    for (size_t i : order) {
+      MatrixPlan& m = matrices_[i];
+      m.offset = align16(cursor);
+      cursor = m.offset + WeightMatrix{m.to, m.layout, m.K, m.N}.bytes();
+    }
+    converted = size;
+  } else if (!in_place) {
     for (MatrixPlan& m : matrices_) {
       m.offset = converted;
       converted += align16(WeightMatrix{m.to, m.layout, m.K, m.N}.bytes());
@@ -177,12 +283,21 @@ WeightBuffers WeightLoader::load(MallocBytes file, size_t size) {
                               weight_format_name(format_));
     }
   }
-  for (MatrixPlan& m : matrices_) {
-    uint8_t* at = in_place ? const_cast<uint8_t*>(m.src.bytes) : out.converted.get() + m.offset;
-    if (!in_place) convert(m, at);
+  if (!into_file) {
+    order.resize(matrices_.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  }
+  for (size_t i : order) {
+    MatrixPlan& m = matrices_[i];
+    uint8_t* at = in_place    ? const_cast<uint8_t*>(m.src.bytes)
+                  : into_file ? file.get() + m.offset
+                              : out.converted.get() + m.offset;
+    if (!in_place) convert(m, at, into_file);
     *m.dst = WeightMatrix{m.to, m.layout, m.K, m.N, at, nullptr};
     if (m.to == WeightType::Q8)
       m.dst->scales = reinterpret_cast<const uint16_t*>(at + Q8Layout::of(m.K, m.N).data_bytes());
+    if (m.to == WeightType::Q4)
+      m.dst->scales = reinterpret_cast<const uint16_t*>(at + Q4Layout::of(m.K, m.N).data_bytes());
     if (m.to == WeightType::F16) {
       // finite (the kernels' widening does not special-case inf and NaN); subnormals moved to
       // the matrix's fixes, in the file's buffer or the converted one, both ours
@@ -209,7 +324,20 @@ WeightBuffers WeightLoader::load(MallocBytes file, size_t size) {
     f.matrix->fix_count = f.count;
   }
 
-  // 1-D parameters: float32 in place when the file is kept and they are aligned float32; else widened
+  if (!into_file) widen_vectors(out, in_place);
+  out.bytes.converted = converted;
+  if (into_file) {
+    out.converted = std::move(file);  // the converted matrices, where the file was
+  } else if (in_place) {
+    out.file = std::move(file);
+    out.bytes.file = size;
+  }  // else `file` is freed on return: nothing reads it any more
+  return out;
+}
+
+// 1-D parameters: float32 in place when the file is kept (`in_place`) and they are aligned
+// float32; else widened into out.vectors.
+void WeightLoader::widen_vectors(WeightBuffers& out, bool in_place) const {
   const auto read_in_place = [&](const Source& s) { return in_place && s.type == WeightType::F32 && s.aligned(); };
   size_t widened = 0;
   for (const VectorPlan& v : vectors_) widened += read_in_place(v.src) ? 0 : v.src.count;
@@ -225,12 +353,6 @@ WeightBuffers WeightLoader::load(MallocBytes file, size_t size) {
     at += v.src.count;
   }
   out.bytes.vectors = widened * 4;
-  out.bytes.converted = converted;
-  if (in_place) {
-    out.file = std::move(file);
-    out.bytes.file = size;
-  }  // else `file` is freed on return: nothing reads it any more
-  return out;
 }
 
 const char* WeightLoader::matmul_type(const WeightMatrix& lm_head) const {

@@ -3,7 +3,7 @@
 // is found by name and checked against the shape the config needs (F32, F16 or BF16) before
 // anything is allocated. Then the matrices are read in place from the file's buffer when every
 // one stays in its stored dtype and is aligned for it; else all of them are converted (to F32,
-// F16, BF16 or Q8) into one new buffer and the file is freed. F16 matrices are readied for the
+// F16, BF16, Q8 or Q4) into one new buffer and the file is freed. F16 matrices are readied for the
 // kernels either way (finite, subnormals moved to the matrix's fixes: matmul/weights.hpp, prepare_f16_weights).
 // 1-D parameters are read in place (aligned float32 in a kept file) or widened to float32.
 #pragma once
@@ -24,12 +24,12 @@ namespace safetensors {
 class File;
 }
 
-// How the matrices are held: as stored in the file, or converted on load. Int8 applies to the
+// How the matrices are held: as stored in the file, or converted on load. Int8 / Int4 apply to the
 // matrices the matmuls read; a table that is only gathered from (GPT-2's wpe, an untied
 // embed_tokens) keeps its stored dtype there. 1-D parameters (biases, norms) are always float32.
-enum class WeightFormat { Auto, F32, F16, Int8 };
+enum class WeightFormat { Auto, F32, F16, Int8, Int4 };
 
-// "auto" | "f32" | "f16" | "int8"; throws std::invalid_argument naming the value otherwise.
+// "auto" | "f32" | "f16" | "int8" | "int4"; throws std::invalid_argument naming the value otherwise.
 WeightFormat parse_weight_format(std::string_view name);
 const char* weight_format_name(WeightFormat f);
 
@@ -44,13 +44,15 @@ struct WeightBytes {
   size_t file = 0;       // the safetensors buffer, when the weights are read in place from it (else freed: 0)
   size_t matrices = 0;   // the matrices and embedding tables as held (in the file or the converted buffer)
   size_t vectors = 0;    // 1-D parameters widened to float32 (the rest are read in place)
-  size_t converted = 0;  // the buffer converted matrices live in (0 when read in place)
+  size_t converted = 0;  // the buffer converted matrices live in (0 when read in place; the file's
+                         // size when converted into the file's own buffer)
 };
 
 // The buffers a loaded model's weights point into.
 struct WeightBuffers {
   MallocBytes file;            // the safetensors bytes, kept while tensors are read from them in place
-  MallocBytes converted;       // the converted matrices, at 16-byte aligned offsets (null when in place)
+  MallocBytes converted;       // the converted matrices, at 16-byte aligned offsets (null when in place;
+                               // the file's own buffer when they fit where their sources were)
   std::vector<float> vectors;  // 1-D parameters widened to float32
   WeightBytes bytes;
   // F16 weights below 2^-14 in magnitude, stored as zero (prepare_f16_weights): 12 bytes each,
@@ -77,7 +79,7 @@ class WeightLoader {
   // safetensors::File reads) is kept in the result when the matrices are read in place from it.
   WeightBuffers load(MallocBytes file, size_t size);
 
-  // After load(): the dtype of the matrices the matmuls read ("F32", "F16", "BF16", "Q8"), or
+  // After load(): the dtype of the matrices the matmuls read ("F32", "F16", "BF16", "Q8", "Q4"), or
   // "mixed" when one of them differs from the LM head's.
   const char* matmul_type(const WeightMatrix& lm_head) const;
 
@@ -109,7 +111,15 @@ class WeightLoader {
 
   Source find(const std::string& name, const std::vector<int64_t>& want) const;
   [[noreturn]] void fail(const std::string& tensor, const std::string& msg) const;
-  void convert(const MatrixPlan& m, uint8_t* out) const;
+  // Writes m as m.to at out. overlapping: out <= m.src.bytes may overlap the source (and the
+  // sources after it): read in order, at most a strip of 64 columns ahead of what is written
+  // (the quantized scales are held aside until the matrix is done; a [K, N] source is copied).
+  void convert(const MatrixPlan& m, uint8_t* out, bool overlapping = false) const;
+  void quantize_in_place(const MatrixPlan& m, uint8_t* out) const;
+  // The file's buffer can hold every matrix converted, each written at or before its source's
+  // start in file order (the converted form no larger), filled into *order (plan indices).
+  bool fits_in_file(const uint8_t* file, std::vector<size_t>* order) const;
+  void widen_vectors(WeightBuffers& out, bool in_place) const;
 
   const safetensors::File& file_;
   std::string model_, prefix_;

@@ -24,6 +24,7 @@ struct Stored {
   std::vector<float> f32;      // K * N values as generated (storage order)
   std::vector<uint16_t> half;  // F16 / BF16 storage
   std::vector<int8_t> q8;
+  std::vector<uint8_t> q4;
   std::vector<uint16_t> scales;
   WeightMatrix w;
 };
@@ -44,6 +45,14 @@ Stored make_weights(WeightType type, WeightLayout layout, int64_t K, int64_t N, 
   } else if (type == WeightType::F16 || type == WeightType::BF16) {
     for (float v : s.f32) s.half.push_back(type == WeightType::F16 ? halves::f32_to_f16(v) : halves::f32_to_bf16(v));
     s.w.data = s.half.data();
+  } else if (type == WeightType::Q4) {
+    WeightMatrix src{WeightType::F32, layout, K, N, s.f32.data(), nullptr};
+    const Q4Layout q = Q4Layout::of(K, N);
+    s.q4.resize(q.data_bytes());
+    s.scales.resize(q.scale_count());
+    quantize_q4(src, s.q4.data(), s.scales.data());
+    s.w.data = s.q4.data();
+    s.w.scales = s.scales.data();
   } else {
     WeightMatrix src{WeightType::F32, layout, K, N, s.f32.data(), nullptr};
     const Q8Layout q = Q8Layout::of(K, N);
@@ -96,7 +105,8 @@ TEST_CASE("matmul: every weight type and layout vs plain loops, odd sizes, both 
   // 256-row and 768-column blocking boundaries
   const Shape shapes[] = {{1, 1, 1},   {1, 5, 3},    {2, 7, 13},    {3, 33, 29},   {4, 64, 24},    {5, 31, 9},
                           {7, 67, 50}, {1, 300, 97}, {13, 257, 37}, {6, 513, 800}, {1, 130, 1001}, {2, 40, 2}};
-  for (WeightType type : {WeightType::F32, WeightType::F16, WeightType::BF16, WeightType::Q8}) {
+  for (WeightType type : {WeightType::F32, WeightType::F16, WeightType::BF16, WeightType::Q8, WeightType::Q4}) {
+    const bool quantized = type == WeightType::Q8 || type == WeightType::Q4;
     for (WeightLayout layout : {WeightLayout::InOut, WeightLayout::OutIn}) {
       for (const Shape& s : shapes) {
         CAPTURE(weight_type_name(type));
@@ -122,8 +132,7 @@ TEST_CASE("matmul: every weight type and layout vs plain loops, odd sizes, both 
         // the matrix-vector product (decode), row by row; Q8 quantizes x to int16 per block
         std::vector<float> y2(want.size(), NAN);
         for (int64_t m = 0; m < s.M; ++m) detail::gemv(w, x.data() + m * s.K, bias.data(), y2.data() + m * s.N, 1);
-        check_close(y2, want, x, w, bias, s.M, 2e-6 * std::sqrt(double(s.K)) + 1e-6,
-                    type == WeightType::Q8 ? 1.0 / 65534 : 0.0);
+        check_close(y2, want, x, w, bias, s.M, 2e-6 * std::sqrt(double(s.K)) + 1e-6, quantized ? 1.0 / 65534 : 0.0);
         for (int threads : {2, 3}) {
           std::vector<float> yt(want.size(), NAN);
           for (int64_t m = 0; m < s.M; ++m)
@@ -133,13 +142,13 @@ TEST_CASE("matmul: every weight type and layout vs plain loops, odd sizes, both 
         // Conv1D float weights: decoding a row gives the bits the matrix product gives it (both
         // add a column's products in k order after its bias; src/matmul compiles with
         // -ffp-contract=off, so no build fuses some multiply-adds and not others: CMakeLists.txt)
-        if (type != WeightType::Q8 && layout == WeightLayout::InOut) CHECK(y2 == y1);
+        if (!quantized && layout == WeightLayout::InOut) CHECK(y2 == y1);
         // matmul() picks one of the two; without bias
         std::vector<float> y3(want.size()), want0(want.size());
         matmul(w, x.data(), s.M, nullptr, y3.data(), 2);
         matmul_reference(w, x.data(), s.M, nullptr, want0.data());
         check_close(y3, want0, x, w, std::vector<float>(size_t(s.N), 0.0f), s.M, 2e-6 * std::sqrt(double(s.K)) + 1e-6,
-                    type == WeightType::Q8 ? 1.0 / 65534 : 0.0);
+                    type == WeightType::Q8 || (quantized && s.M == 1) ? 1.0 / 65534 : 0.0);
         if (type == WeightType::Q8) {  // the integer matrix product (matmul's for M > 1), any M
           std::vector<float> y4(want.size(), NAN);
           detail::gemm_q8(w, x.data(), s.M, bias.data(), y4.data(), 1);
@@ -206,7 +215,7 @@ TEST_CASE("matmul: F16 subnormals moved to fixes keep the product exact (matmul,
 
 TEST_CASE("matmul: the threaded kernels with the work floor off give the same bits (large enough to split)") {
   std::mt19937 rng(7);
-  for (WeightType type : {WeightType::F32, WeightType::F16, WeightType::Q8}) {
+  for (WeightType type : {WeightType::F32, WeightType::F16, WeightType::Q8, WeightType::Q4}) {
     for (WeightLayout layout : {WeightLayout::InOut, WeightLayout::OutIn}) {  // OutIn: columns far apart
       CAPTURE(weight_type_name(type));
       CAPTURE(layout_name(layout));
@@ -286,7 +295,8 @@ TEST_CASE("gemv OutIn: parts whose streams would start 4 KiB apart are shortened
   struct Shape {
     int64_t K, N;
   };
-  for (WeightType type : {WeightType::F32, WeightType::F16, WeightType::BF16, WeightType::Q8}) {
+  for (WeightType type : {WeightType::F32, WeightType::F16, WeightType::BF16, WeightType::Q8, WeightType::Q4}) {
+    const bool quantized = type == WeightType::Q8 || type == WeightType::Q4;
     const int64_t elem = type == WeightType::F32 ? 4 : 2;
     const Shape shapes[] = {{64, 128}, {64, 512}, {64, 515}, {576, 1536}, {4096 / elem, 48}, {33, 1024}};
     for (const Shape& s : shapes) {
@@ -298,14 +308,13 @@ TEST_CASE("gemv OutIn: parts whose streams would start 4 KiB apart are shortened
       std::vector<float> want(static_cast<size_t>(s.N)), y(static_cast<size_t>(s.N), NAN);
       matmul_reference(st.w, x.data(), 1, bias.data(), want.data());
       detail::gemv(st.w, x.data(), bias.data(), y.data(), 1);
-      check_close(y, want, x, st.w, bias, 1, 2e-6 * std::sqrt(double(s.K)) + 1e-6,
-                  type == WeightType::Q8 ? 1.0 / 65534 : 0.0);
+      check_close(y, want, x, st.w, bias, 1, 2e-6 * std::sqrt(double(s.K)) + 1e-6, quantized ? 1.0 / 65534 : 0.0);
       for (int threads : {2, 3}) {
         std::vector<float> yt(static_cast<size_t>(s.N), NAN);
         detail::gemv(st.w, x.data(), bias.data(), yt.data(), threads);
         CHECK(yt == y);
       }
-      if (type == WeightType::Q8) continue;  // groups of 4 columns: no column alone
+      if (quantized) continue;  // groups of 4 (16) columns: no column alone
       bool same = true;
       for (int64_t n = 0; n < s.N; ++n) {
         WeightMatrix one = st.w;  // row n of storage: column n alone
@@ -345,7 +354,8 @@ TEST_CASE("matmul_many: the bits of separate matmul calls, any thread count, mix
   const WeightType mixes[][3] = {{WeightType::F32, WeightType::F32, WeightType::F32},
                                  {WeightType::Q8, WeightType::Q8, WeightType::Q8},
                                  {WeightType::F16, WeightType::BF16, WeightType::F16},
-                                 {WeightType::Q8, WeightType::F32, WeightType::F16}};
+                                 {WeightType::Q8, WeightType::F32, WeightType::F16},
+                                 {WeightType::Q4, WeightType::Q8, WeightType::Q4}};
   for (WeightLayout layout : {WeightLayout::InOut, WeightLayout::OutIn}) {
     for (const auto& types : mixes) {
       for (int64_t M : {1, 3}) {

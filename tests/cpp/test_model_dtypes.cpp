@@ -1,4 +1,4 @@
-// The model with its weights held as F16, BF16 and 8-bit (Q8) against the F32 path and the
+// The model with its weights held as F16, BF16, 8-bit (Q8) and 4-bit (Q4) against the F32 path and the
 // committed PyTorch reference (tests/data/model/), KV-cache decoding against full recompute
 // per dtype, the load options and where the bytes go, and the errors of converting.
 //
@@ -7,7 +7,8 @@
 // from PyTorch's: they follow the weights' rounding (F16: 2^-11 relative, BF16: 2^-8, Q8:
 // 1/254 of each 32-block's largest |w|), with ~2-3x margin over what was measured here
 // (tiny-kjv / random GPT-2, max abs: F16 0.011 / 0.006, BF16 0.089 / 0.053, int8 0.25 / 0.13;
-// mean KL: F16 4e-7 / 9e-7, BF16 3e-5 / 5e-5, int8 2.2e-4 / 3.0e-4 nats).
+// mean KL: F16 4e-7 / 9e-7, BF16 3e-5 / 5e-5, int8 2.2e-4 / 3.0e-4 nats; int4, Q4's 1/16 of a
+// block's largest |w|: max abs 3.6-3.8 / 1.8-2.0, mean KL 0.034-0.036 / 0.075-0.077 nats).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -87,10 +88,11 @@ struct Variant {
   const char* name;
   const char* file;  // "F32" (the committed file), "F16", "BF16": how the file stores the weights
   WeightFormat format;
-  const char* held;  // the matrices' dtype after loading
-  float tol_torch;   // max abs logits error vs PyTorch (and vs our F32 path)
-  double tol_kl;     // mean KL(PyTorch || ours) of the next-token distributions, nats
-  float tol_last;    // Logits::Last (the matrix-vector kernel) vs the last row of Logits::All
+  const char* held;    // the matrices' dtype after loading
+  float tol_torch;     // max abs logits error vs PyTorch (and vs our F32 path)
+  double tol_kl;       // mean KL(PyTorch || ours) of the next-token distributions, nats
+  float tol_last;      // Logits::Last (the matrix-vector kernel) vs the last row of Logits::All
+  int agree_pct = 90;  // argmax agrees with PyTorch's at >= this % of positions
 };
 
 // int8's Logits::Last also quantizes the activations to int16 per block (matmul.hpp)
@@ -102,6 +104,10 @@ const Variant kVariants[] = {
     {"F16 file, f32", "F16", WeightFormat::F32, "F32", 0.03f, 3e-6, 1e-4f},
     {"F32 file, int8", "F32", WeightFormat::Int8, "Q8", 0.6f, 1e-3, 1e-3f},
     {"F16 file, int8", "F16", WeightFormat::Int8, "Q8", 0.6f, 1e-3, 1e-3f},
+    // int4: 1/16 of a block's largest |w| per weight, ~16x int8's error (~250x its KL); these random
+    // models' flat distributions make the top-1 agreement low (measured 0.63-0.91, KL 0.034-0.077)
+    {"F32 file, int4", "F32", WeightFormat::Int4, "Q4", 8.0f, 0.2, 1e-3f, 50},
+    {"BF16 file, int4", "BF16", WeightFormat::Int4, "Q4", 8.0f, 0.2, 1e-3f, 50},
 };
 
 // KL(p || q) of softmax(a), softmax(b) over n logits, in nats
@@ -162,7 +168,7 @@ void check_dtypes(const std::string& manifest_name) {
     CHECK(worst_torch <= v.tol_torch);
     CHECK(worst_f32 <= v.tol_torch);
     CHECK(mean_kl <= v.tol_kl);
-    CHECK(agree >= positions * 9 / 10);
+    CHECK(agree * 100 >= positions * v.agree_pct);
   }
 }
 
@@ -240,10 +246,11 @@ TEST_CASE("gpt2 dtypes: where the bytes are, per load option") {
     }
     CHECK(m.weight_store().weights().h[0].mlp_c_fc.K == int64_t(E));
     CHECK(m.weight_store().weights().h[0].mlp_c_fc.N == int64_t(I));
-    CHECK(b.file == 0);  // freed after conversion
+    CHECK(b.file == 0);  // no longer read as a file
     CHECK(b.matrices == matrix_elements * 2);
-    CHECK(b.converted >= b.matrices);
-    CHECK(b.converted <= b.matrices + 16 * (2 + 4 * NL));
+    // converted in the file's own buffer, tensor by tensor (each no larger than its source): no
+    // second buffer beside the file while loading (issue 27's load peaks)
+    CHECK(b.converted == f32.size());
     CHECK(b.vectors == vector_elements * 4);
   }
   {
@@ -254,11 +261,25 @@ TEST_CASE("gpt2 dtypes: where the bytes are, per load option") {
     const size_t q8 = Q8Layout::of(E, V).bytes() + NL * (Q8Layout::of(E, 3 * E).bytes() + Q8Layout::of(E, E).bytes() +
                                                          Q8Layout::of(E, I).bytes() + Q8Layout::of(I, E).bytes());
     CHECK(b.matrices == q8 + P * E * 4);
+    CHECK(b.converted == f32.size());                            // in the file's own buffer
     CHECK(std::string(m.weight_store().matrix_type()) == "Q8");  // the matmuls' (wpe: F32)
   }
   CHECK(std::string(weight_format_name(parse_weight_format("int8"))) == "int8");
+  {
+    GPT2 m = GPT2::load(tc.json(), f32.data(), f32.size(), WeightFormat::Int4);
+    const WeightBytes b = m.weight_store().bytes();
+    CHECK(b.file == 0);
+    // Q4: half a byte + a half per 32 (K padded to 32, N to 16); wpe stays F32
+    const size_t q4 = Q4Layout::of(E, V).bytes() + NL * (Q4Layout::of(E, 3 * E).bytes() + Q4Layout::of(E, E).bytes() +
+                                                         Q4Layout::of(E, I).bytes() + Q4Layout::of(I, E).bytes());
+    CHECK(b.matrices == q4 + P * E * 4);
+    CHECK(b.converted == f32.size());
+    CHECK(std::string(m.weight_store().matrix_type()) == "Q4");
+  }
+  CHECK(std::string(weight_format_name(parse_weight_format("int4"))) == "int4");
   CHECK_THROWS_WITH_AS(parse_weight_format("q4"),
-                       "Model::load: weights must be 'auto', 'f32', 'f16' or 'int8', got 'q4'", std::invalid_argument);
+                       "Model::load: weights must be 'auto', 'f32', 'f16', 'int8' or 'int4', got 'q4'",
+                       std::invalid_argument);
 }
 
 TEST_CASE("gpt2 dtypes: unaligned tensors in the file are copied, not read unaligned") {

@@ -193,7 +193,7 @@ test('a truncated or damaged download gives the same errors as the file would', 
 });
 
 test('loadModel options are checked before anything is read', async () => {
-  await assert.rejects(qkv.loadModel(DIR, { weights: 'int4' }), /loadModel: options\.weights must be 'auto', 'f32', 'f16', 'int8', got "int4"/);
+  await assert.rejects(qkv.loadModel(DIR, { weights: 'q4' }), /loadModel: options\.weights must be 'auto', 'f32', 'f16', 'int8', 'int4', got "q4"/);
   await assert.rejects(qkv.loadModel(DIR, { onProgress: 5 }), /loadModel: options\.onProgress must be a function, got 5/);
   await assert.rejects(qkv.loadModel(DIR, { signal: {} }), /loadModel: options\.signal must be an AbortSignal/);
   await assert.rejects(qkv.loadModel(DIR, { weigths: 'f16' }), /loadModel: unknown option 'weigths'/);

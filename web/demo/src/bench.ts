@@ -10,6 +10,7 @@ import * as Plot from '@observablehq/plot';
 import { $, download, fmt, message, progress, yieldToEvents } from './ui';
 import { qkv } from './api';
 import { randn, rng } from './math';
+import { setupDecode } from './bench-decode';
 
 interface Backend {
   id: string;
@@ -259,6 +260,7 @@ async function main(): Promise<void> {
   $('#stop').addEventListener('click', () => { stop = true; });
   $('#save').addEventListener('click', () => download(new Blob([JSON.stringify({ env: envInfo, points }, null, 1)], { type: 'application/json' }), 'qkv-bench.json'));
   for (const id of ['#heads', '#dim']) $(id).addEventListener('change', renderMemory);
+  setupDecode();
   let resize = 0;
   window.addEventListener('resize', () => { clearTimeout(resize); resize = window.setTimeout(() => { renderMemory(); renderResults(); }, 150); });
   const auto = new URLSearchParams(location.search).get('run');

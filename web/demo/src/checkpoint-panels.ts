@@ -82,7 +82,8 @@ export async function loadHub(): Promise<void> {
     message(msg, 'Give a Hub id (owner/name, or owner/name@revision) or a folder URL.', 'error');
     return;
   }
-  const weights = $<HTMLSelectElement>('#hub-weights').value as 'int8' | 'auto';
+  const weights = $<HTMLSelectElement>('#hub-weights').value as 'int8' | 'int4' | 'auto';
+  const weightsWords = { int8: '8-bit', int4: '4-bit', auto: 'as stored' };
   const abort = (hubAbort = new AbortController());
   const buttons = (busy: boolean) => {
     $<HTMLButtonElement>('#hub-load').disabled = busy;
@@ -101,7 +102,7 @@ export async function loadHub(): Promise<void> {
       downloaded++;
       progress(bar, f, `downloading ${p.file}: ${mib(p.loaded)} MiB${p.total ? ` of ${mib(p.total)} MiB` : ''}`, text);
     } else {
-      progress(bar, f, `${p.file} into qkv (${weights === 'int8' ? '8-bit' : 'as stored'}): ${mib(p.loaded)} MiB`, text);
+      progress(bar, f, `${p.file} into qkv (${weightsWords[weights]}): ${mib(p.loaded)} MiB`, text);
     }
   };
   progress(bar, null, `${hubName(source)}: config.json…`, text);

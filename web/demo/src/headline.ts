@@ -7,7 +7,7 @@ import { mixTag } from './layer-kinds';
 /** Where a model came from: a folder of this site, a Hub (or any folder URL), dropped files. */
 export type ModelOrigin =
   | { kind: 'site'; url: string }
-  | { kind: 'hub'; url: string; name: string; weights: 'int8' | 'auto' }
+  | { kind: 'hub'; url: string; name: string; weights: 'int8' | 'int4' | 'auto' }
   | { kind: 'dropped'; files: string[] };
 
 export interface HeadlineModel {
@@ -39,7 +39,7 @@ export function headline(m: HeadlineModel, origin: ModelOrigin, page: { title: s
   let from: string;
   if (origin.kind === 'hub') {
     const hf = /^https:\/\/huggingface\.co\//.test(origin.url);
-    from = `Downloaded from ${hf ? 'the Hugging Face Hub' : 'a Hub folder'} (${origin.url}) and loaded ${origin.weights === 'int8' ? 'with 8-bit weights' : 'with its weights as stored'}`;
+    from = `Downloaded from ${hf ? 'the Hugging Face Hub' : 'a Hub folder'} (${origin.url}) and loaded ${origin.weights === 'int8' ? 'with 8-bit weights' : origin.weights === 'int4' ? 'with 4-bit weights' : 'with its weights as stored'}`;
   } else if (origin.kind === 'dropped') {
     from = `Dropped into this page (${origin.files.join(', ')}): read from your disk, nothing was uploaded`;
   } else {

@@ -62,11 +62,11 @@ export interface ModelMemoryUsage {
   wasmHeap: number;
   /** The matrices and embedding tables as held, in `dtype` (they live in `file` or `converted`). */
   weights: number;
-  /** The matmuls' weight type: 'F32', 'F16', 'BF16', 'Q8' (the 'int8' option) or 'mixed'. */
+  /** The matmuls' weight type: 'F32', 'F16', 'BF16', 'Q8' (the 'int8' option), 'Q4' ('int4') or 'mixed'. */
   dtype: string;
   /** The safetensors file's buffer, kept when the weights are read from it in place; else 0. */
   file: number;
-  /** The buffer the weights were converted into ('f32', 'f16', 'int8' on another dtype); else 0. */
+  /** The buffer the weights were converted into ('f32', 'f16', 'int8', 'int4' on another dtype); else 0. */
   converted: number;
   /** 1-D parameters (biases, layer norms) widened to float32 (the rest are read in place). */
   vectors: number;

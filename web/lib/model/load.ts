@@ -58,7 +58,7 @@ function makeTokenizer(config: GPT2Config, raw: RawFiles, optional: boolean): To
 }
 
 /** How the weights are held: as stored in the file, or converted on load. */
-export type WeightsOption = 'auto' | 'f32' | 'f16' | 'int8';
+export type WeightsOption = 'auto' | 'f32' | 'f16' | 'int8' | 'int4';
 
 /**
  * Progress of a load: bytes of `file` read so far, of `total` (undefined when not known in
@@ -79,7 +79,10 @@ export interface LoadOptions {
    * 'auto' (default): the matrices as the file stores them (F32, F16 or BF16; 16-bit weights
    * stay 16-bit and are widened inside the kernels); 'f32' / 'f16': converted on load; 'int8':
    * quantized on load to 8 bits per weight in blocks of 32 with a 16-bit float scale (like
-   * ggml's q8_0): about a quarter of F32's memory and of the bytes read per generated token.
+   * ggml's q8_0): about a quarter of F32's memory and of the bytes read per generated token;
+   * 'int4': 4 bits per weight in blocks of 32 with a 16-bit float scale (like ggml's q4_0,
+   * 0.5625 bytes per weight): about a seventh of F32's memory, at a visible cost in accuracy
+   * (docs/models.md states both).
    */
   weights?: WeightsOption;
   /** Called as model.safetensors (or a shard) arrives, after each chunk; for a Hub id, as each file downloads too. */
@@ -90,7 +93,7 @@ export interface LoadOptions {
   signal?: AbortSignal;
 }
 
-const WEIGHTS: readonly WeightsOption[] = ['auto', 'f32', 'f16', 'int8'];
+const WEIGHTS: readonly WeightsOption[] = ['auto', 'f32', 'f16', 'int8', 'int4'];
 
 /**
  * Streams model.safetensors into a wasm buffer from modelFileAlloc; returns it and its size.
@@ -194,7 +197,7 @@ async function loadEncoder(
  * cache layout in Node; hub/, docs/hub.md) — or the files themselves: `{ config, weights,
  * vocab?, merges?, tokenizer?, tokenizerConfig?, vocabTxt?, chatTemplate? }` (weights: an
  * ArrayBuffer, a typed array or a Blob / File).
- * `options`: `weights` ('auto' | 'f32' | 'f16' | 'int8'), `onProgress`, `signal`, `revision`
+ * `options`: `weights` ('auto' | 'f32' | 'f16' | 'int8' | 'int4'), `onProgress`, `signal`, `revision`
  * (a Hub id's branch, tag or commit) ({@link LoadOptions}).
  * Every tensor is checked against the file and the config; damage is an Error naming the
  * tensor and the numbers.

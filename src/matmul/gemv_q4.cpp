@@ -1,0 +1,181 @@
+// The matrix-vector product over 4-bit weights (Q4, weights.hpp): x quantized to int16 per
+// block of 32 as for Q8 (prepare_q8), the weights' nibbles masked out of one 16-byte load into
+// 4 vectors of int16 (4 groups of 4 columns), each meeting the same x k-pair in an int16 dot
+// product (pmaddwd / i32x4.dot_i16x8_s): each column's partial sum in its own lane. The nibbles
+// are u = q + 8 (0..15): the int32 sum of u * xq over a block, less 8 * sum(xq), is the sum of
+// q * xq, exactly. Sets of 16 columns side by side, far apart (gemv.cpp's file comment).
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "matmul/gemv_parts.hpp"
+#include "matmul/halves.hpp"
+#include "simd.hpp"
+
+#ifndef QKV_NO_SIMD
+#include <smmintrin.h>  // SSE4.1: Emscripten lowers these to SIMD128
+#endif
+
+// Sets side by side (streams in flight); QKV_Q4_SETS overrides it (for measurements)
+#ifndef QKV_Q4_SETS
+#define QKV_Q4_SETS 4
+#endif
+
+namespace qkv::detail {
+
+void prepare_q4(const float* x, int64_t K, GemvInput& in) {
+  prepare_q8(x, K, in);
+  const int64_t blocks = (K + 31) / 32;
+  in.block_sum8.resize(size_t(blocks));
+  for (int64_t b = 0; b < blocks; ++b) {
+    int32_t sum = 0;  // |xq| <= 32767: 32 of them fit
+    const int16_t* xb = in.pairs.data() + b * 16 * 8;
+    for (int p = 0; p < 16; ++p) sum += int32_t(xb[p * 8]) + int32_t(xb[p * 8 + 1]);
+    in.block_sum8[size_t(b)] = 8 * sum;
+  }
+}
+
+namespace {
+
+#ifndef QKV_NO_SIMD
+using halves::F4;
+
+// 4 IEEE halves at p (any sign) -> their floats times 2^-112 (halves.hpp's field placement)
+inline F4 halves_low(const uint16_t* p) {
+  const __m128i h = _mm_unpacklo_epi16(_mm_setzero_si128(), _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+  return F4(_mm_castsi128_ps(_mm_and_si128(_mm_srai_epi32(h, 3), _mm_set1_epi32(int32_t(0x8FFFFFFFu)))));
+}
+
+// out[g][16] = x W for G sets of 16 columns, set g at data + g * stride sets (G streams in
+// flight). Per block and set: 16 k-pairs, one 16-byte load each, nibble j of every int16 lane
+// (u of column 4 j + c at k = 2p + parity) masked into its own vector, 4 int32 sums (exact);
+// then acc += (sum - 8 sum(xq)) * (d * 2^-112) * (dx * 2^112), as q8_groups folds the scales.
+template <int G>
+void q4_sets(const uint8_t* data, const uint16_t* scales, int64_t blocks, int64_t stride, const int16_t* xp,
+             const float* sx, const int32_t* sum8, float* out) {
+  F4 acc[G][4];
+  QKV_UNROLL
+  for (int g = 0; g < G; ++g) {
+    QKV_UNROLL
+    for (int j = 0; j < 4; ++j) acc[g][j] = F4(0.0f);
+  }
+  const __m128i mask = _mm_set1_epi16(0x000F), mask1 = _mm_set1_epi16(0x00F0);
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int16_t* xb = xp + b * 16 * 8;
+    const F4 dx(sx[b]);
+    const __m128i corr = _mm_set1_epi32(sum8[b]);
+    QKV_UNROLL
+    for (int g = 0; g < G; ++g) {
+      const uint8_t* w = data + (g * stride * blocks + b) * 256;
+      __m128i s0 = _mm_setzero_si128(), s1 = s0, s2 = s0, s3 = s0;
+      QKV_UNROLL
+      for (int p = 0; p < 16; ++p) {
+        const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + p * 16));
+        const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(xb + p * 8));
+        // nibbles 0 and 1 masked (nibble 1 left in place: 16 u, its sum 16 x that of u xq, < 2^28,
+        // undone after), 2 and 3 shifted out: 5 ops for 4 vectors. Measured against 7 shifts (wasm, 1
+        // thread, Q4 only, alternating builds, load 16): GPT-2 layers from memory 12.0 / 11.9 against
+        // 9.5 / 11.1 Gweights/s, 576 x 576 in cache 7.20 / 7.22 against 6.43 / 6.83 GB/s
+        s0 = _mm_add_epi32(s0, _mm_madd_epi16(_mm_and_si128(v, mask), x));
+        s1 = _mm_add_epi32(s1, _mm_madd_epi16(_mm_and_si128(v, mask1), x));
+        s2 = _mm_add_epi32(s2, _mm_madd_epi16(_mm_srli_epi16(_mm_slli_epi16(v, 4), 12), x));
+        s3 = _mm_add_epi32(s3, _mm_madd_epi16(_mm_srli_epi16(v, 12), x));
+      }
+      const uint16_t* d = scales + (g * stride * blocks + b) * 16;
+      // 16 (S1 - 8 sum(xq)) is exact in float (|S1 - 8 sum| < 2^23), and so is its 1/16
+      const __m128i s[4] = {s0, s1, s2, s3};
+      const __m128i c[4] = {corr, _mm_slli_epi32(corr, 4), corr, corr};
+      const F4 unscale[4] = {F4(1.0f), F4(0.0625f), F4(1.0f), F4(1.0f)};
+      QKV_UNROLL
+      for (int j = 0; j < 4; ++j) {
+        const F4 sum = F4(_mm_cvtepi32_ps(_mm_sub_epi32(s[j], c[j]))) * unscale[j];
+        acc[g][j] += sum * (halves_low(d + 4 * j) * dx);
+      }
+    }
+  }
+  QKV_UNROLL
+  for (int g = 0; g < G; ++g) {
+    QKV_UNROLL
+    for (int j = 0; j < 4; ++j) acc[g][j].store_unaligned(out + g * 16 + j * 4);
+  }
+}
+#endif
+
+// The plain loop over Q4 sets [s0, s1) into out (16 floats per set): the scalar build's kernel,
+// and the SIMD build's for an x beyond the folded scales' range. The same operations per column
+// as q4_sets: exact int32 sums, then (sum - 8 sum(xq)) * (d * dx).
+__attribute__((noinline)) void q4_sets_plain(const WeightMatrix& w, const GemvInput& in, int64_t s0, int64_t s1,
+                                             float* out) {
+  const Q4Layout q = Q4Layout::of(w.K, w.N);
+  const uint8_t* data = static_cast<const uint8_t*>(w.data);
+  for (int64_t i = 0; i < s1 - s0; ++i) {
+    for (int c = 0; c < 16; ++c) out[i * 16 + c] = 0.0f;
+    for (int64_t b = 0; b < q.blocks; ++b) {
+      const uint8_t* wb = data + ((s0 + i) * q.blocks + b) * 256;
+      const uint16_t* d = w.scales + ((s0 + i) * q.blocks + b) * 16;
+      for (int c16 = 0; c16 < 16; ++c16) {
+        const int j = c16 / 4, c = c16 % 4;
+        int32_t sum = 0;
+        for (int p = 0; p < 16; ++p) {
+          for (int parity = 0; parity < 2; ++parity) {
+            const int lane = c * 2 + parity;
+            const int u = (wb[p * 16 + lane * 2 + j / 2] >> ((j % 2) * 4)) & 15;
+            sum += u * int32_t(in.pairs[size_t((b * 16 + p) * 8 + lane)]);
+          }
+        }
+        sum -= in.block_sum8[size_t(b)];
+        out[i * 16 + c16] += float(sum) * (halves::f16_to_f32(d[c16]) * in.block_scale[size_t(b)]);
+      }
+    }
+  }
+}
+
+// y[n] = out[c] + bias for the set starting at column n0s, within [n0, n1)
+inline void store_set(const float* out, int64_t n0s, int64_t n0, int64_t n1, const float* bias, float* y) {
+  const int64_t a = std::max(n0, n0s), e = std::min(n1, n0s + 16);
+  for (int64_t n = a; n < e; ++n) y[n] = out[n - n0s] + (bias ? bias[n] : 0.0f);
+}
+
+}  // namespace
+
+// y[n0, n1) = bias + x W (W Q4; n1 <= N). Computes the whole sets the range touches (a thread's
+// range starts on an 8-column boundary: half a set) and writes only its own columns.
+__attribute__((noinline)) void gemv_q4(const WeightMatrix& w, const GemvInput& in, const float* bias, float* y,
+                                       int64_t n0, int64_t n1) {
+  int64_t s0 = n0 / 16;
+  const int64_t s1 = (n1 + 15) / 16;
+  constexpr int64_t kSets = QKV_Q4_SETS;
+#ifndef QKV_NO_SIMD
+  const Q4Layout q = Q4Layout::of(w.K, w.N);
+  const uint8_t* data = static_cast<const uint8_t*>(w.data);
+  const int16_t* xp = in.pairs.data();
+  const float* sx = in.block_scale_wide.data();
+  const int32_t* sum8 = in.block_sum8.data();
+  // sets far apart, as gemv_q8 takes its groups: the range cut into kSets parts, step j takes set j of each
+  while (in.wide_finite && s1 - s0 >= kSets) {
+    const int64_t part = part_stride(s1 - s0, q.blocks * 256, int(kSets));
+    for (int64_t j = 0; j < part; ++j) {
+      float out[kSets * 16];
+      const int64_t s = s0 + j;
+      q4_sets<kSets>(data + s * q.blocks * 256, w.scales + s * q.blocks * 16, q.blocks, part, xp, sx, sum8, out);
+      for (int64_t i = 0; i < kSets; ++i) store_set(out + i * 16, (s + i * part) * 16, n0, n1, bias, y);
+    }
+    s0 += kSets * part;
+  }
+#endif
+  for (int64_t s = s0; s < s1; ++s) {
+    float out[16];
+#ifndef QKV_NO_SIMD
+    if (in.wide_finite) {
+      q4_sets<1>(data + s * q.blocks * 256, w.scales + s * q.blocks * 16, q.blocks, 1, xp, sx, sum8, out);
+    } else {
+      q4_sets_plain(w, in, s, s + 1, out);
+    }
+#else
+    q4_sets_plain(w, in, s, s + 1, out);
+#endif
+    store_set(out, s * 16, n0, n1, bias, y);
+  }
+}
+
+}  // namespace qkv::detail
