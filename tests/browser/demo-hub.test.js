@@ -65,7 +65,7 @@ test('Hub checkpoint: downloads with progress, loads 8-bit, generates; a reload 
   assert.equal(await page.inputValue('#hub-url'), ID);
   // the weight choices, each with the memory it takes (issue 27: 4-bit beside 8-bit and as stored)
   assert.deepEqual(await page.$$eval('#hub-weights option', (os) => os.map((o) => o.textContent)),
-    ['8-bit (about 0.2 GB in memory)', '4-bit (about 0.1 GB in memory, less accurate)', 'as stored (F32, 0.5 GB)']);
+    ['8-bit (~0.2 GB in memory)', '4-bit (~0.1 GB, less accurate)', 'as stored (F32, 0.5 GB)']);
   const heading = async (p) => [await p.textContent('h1'), await p.textContent('#lead')];
   const [tinyTitle, tinyLead] = await heading(page);
   assert.equal(tinyTitle, 'A tiny GPT, and what its heads attend to');
