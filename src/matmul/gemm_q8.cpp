@@ -26,6 +26,7 @@
 
 #include "matmul/halves.hpp"
 #include "matmul/matmul.hpp"
+#include "matmul/x_int16.hpp"
 #include "simd.hpp"
 #include "thread_pool.hpp"
 
@@ -72,20 +73,11 @@ void quantize_rows(const float* x, int64_t M, int64_t K, QuantizedRows& out) {
       const float inv = d > 0.0f ? 1.0f / d : 0.0f;
       int16_t* q = out.q.data() + m * Kp + b * 32;
 #ifndef QKV_NO_SIMD
-      // as prepare_q8: clamp, then round to nearest (ties to even) by adding 1.5 * 2^23
-      const __m128 vinv = _mm_set1_ps(inv), limit = _mm_set1_ps(32767.0f), magic = _mm_set1_ps(12582912.0f);
-      const __m128i magic_bits = _mm_castps_si128(magic);
-      for (int i = 0; i < 32; i += 8) {
-        __m128i v[2];
-        for (int h = 0; h < 2; ++h) {
-          __m128 t = _mm_mul_ps(_mm_loadu_ps(xb + i + 4 * h), vinv);
-          t = _mm_max_ps(_mm_min_ps(t, limit), _mm_sub_ps(_mm_setzero_ps(), limit));
-          v[h] = _mm_sub_epi32(_mm_castps_si128(_mm_add_ps(t, magic)), magic_bits);
-        }
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(q + i), _mm_packs_epi32(v[0], v[1]));
-      }
+      // as prepare_q8 (x_int16.hpp)
+      const __m128 vinv = _mm_set1_ps(inv);
+      for (int i = 0; i < 32; i += 8) _mm_storeu_si128(reinterpret_cast<__m128i*>(q + i), round_to_i16x8(xb + i, vinv));
 #else
-      for (int i = 0; i < 32; ++i) q[i] = int16_t(std::max(-32767.0f, std::min(32767.0f, std::nearbyint(xb[i] * inv))));
+      for (int i = 0; i < 32; ++i) q[i] = round_to_i16(xb[i], inv);
 #endif
       out.scale[size_t(m * blocks + b)] = d;
       out.wide[size_t(m * blocks + b)] = d * halves::kF16Scale;

@@ -7,6 +7,7 @@
 
 #include "matmul/gemv_parts.hpp"
 #include "matmul/halves.hpp"
+#include "matmul/x_int16.hpp"
 #include "simd.hpp"
 
 #ifndef QKV_NO_SIMD
@@ -39,18 +40,8 @@ void prepare_q8(const float* x, int64_t K, GemvInput& in) {
     m = _mm_max_ps(m, _mm_shuffle_ps(m, m, _MM_SHUFFLE(2, 3, 0, 1)));
     const float d = _mm_cvtss_f32(m) / 32767.0f;
     const __m128 inv = _mm_set1_ps(d > 0.0f ? 1.0f / d : 0.0f);
-    // xq = x * inv clamped to +-32767, rounded to the nearest integer (ties to even) by adding
-    // 1.5 * 2^23, whose float has ulp 1: the integer is then the low mantissa bits
-    const __m128 limit = _mm_set1_ps(32767.0f), magic = _mm_set1_ps(12582912.0f);
-    const __m128i magic_bits = _mm_castps_si128(magic);
     for (int i = 0; i < 32; i += 8) {
-      __m128i v[2];
-      for (int h = 0; h < 2; ++h) {
-        __m128 t = _mm_mul_ps(_mm_loadu_ps(xb + i + 4 * h), inv);
-        t = _mm_max_ps(_mm_min_ps(t, limit), _mm_sub_ps(_mm_setzero_ps(), limit));
-        v[h] = _mm_sub_epi32(_mm_castps_si128(_mm_add_ps(t, magic)), magic_bits);
-      }
-      const __m128i xq = _mm_packs_epi32(v[0], v[1]);  // xq[i .. i+8) as int16: k-pairs i/2 .. i/2+4
+      const __m128i xq = round_to_i16x8(xb + i, inv);  // xq[i .. i+8) as int16: k-pairs i/2 .. i/2+4
       _mm_storeu_si128(reinterpret_cast<__m128i*>(out + (i / 2 + 0) * 8), _mm_shuffle_epi32(xq, 0x00));
       _mm_storeu_si128(reinterpret_cast<__m128i*>(out + (i / 2 + 1) * 8), _mm_shuffle_epi32(xq, 0x55));
       _mm_storeu_si128(reinterpret_cast<__m128i*>(out + (i / 2 + 2) * 8), _mm_shuffle_epi32(xq, 0xAA));
@@ -62,7 +53,7 @@ void prepare_q8(const float* x, int64_t K, GemvInput& in) {
     const float d = amax / 32767.0f;
     const float inv = d > 0.0f ? 1.0f / d : 0.0f;
     for (int i = 0; i < 32; ++i) {
-      const int16_t v = int16_t(std::max(-32767.0f, std::min(32767.0f, std::nearbyint(xb[i] * inv))));
+      const int16_t v = round_to_i16(xb[i], inv);
       for (int c = 0; c < 4; ++c) out[(i / 2) * 8 + c * 2 + i % 2] = v;
     }
 #endif

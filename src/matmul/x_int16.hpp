@@ -1,0 +1,36 @@
+// The activations' int16 rounding shared by the 8-bit kernels (gemv_q8.cpp's prepare_q8,
+// gemm_q8.cpp): x * inv clamped to +-32767, rounded to the nearest integer (ties to even), the
+// scale inv = 32767 / max|x| of x's block chosen by the caller.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#ifndef QKV_NO_SIMD
+#include <smmintrin.h>  // SSE4.1: Emscripten lowers these to SIMD128
+#endif
+
+namespace qkv::detail {
+
+inline int16_t round_to_i16(float x, float inv) {
+  return int16_t(std::max(-32767.0f, std::min(32767.0f, std::nearbyint(x * inv))));
+}
+
+#ifndef QKV_NO_SIMD
+// x[0 .. 8) as int16, in order. Rounds by adding 1.5 * 2^23, whose float has ulp 1: the integer
+// is then the low mantissa bits.
+inline __m128i round_to_i16x8(const float* x, __m128 inv) {
+  const __m128 limit = _mm_set1_ps(32767.0f), magic = _mm_set1_ps(12582912.0f);
+  const __m128i magic_bits = _mm_castps_si128(magic);
+  __m128i v[2];
+  for (int h = 0; h < 2; ++h) {
+    __m128 t = _mm_mul_ps(_mm_loadu_ps(x + 4 * h), inv);
+    t = _mm_max_ps(_mm_min_ps(t, limit), _mm_sub_ps(_mm_setzero_ps(), limit));
+    v[h] = _mm_sub_epi32(_mm_castps_si128(_mm_add_ps(t, magic)), magic_bits);
+  }
+  return _mm_packs_epi32(v[0], v[1]);
+}
+#endif
+
+}  // namespace qkv::detail
