@@ -26,10 +26,10 @@ struct EncoderModel {
   explicit EncoderModel(qkv::Encoder e) : encoder(std::move(e)) {}
 };
 
-EncoderModel* encoder_create(const std::string& config_json, uintptr_t bytes, double size) {
+EncoderModel* encoder_create(const std::string& config_json, uintptr_t bytes, double size, bool int8) {
   EncoderModel* m = nullptr;
   encoder_last_error = guarded([&] {
-    m = new EncoderModel(qkv::Encoder::load(config_json, ptr<const uint8_t>(bytes), static_cast<size_t>(size)));
+    m = new EncoderModel(qkv::Encoder::load(config_json, ptr<const uint8_t>(bytes), static_cast<size_t>(size), int8));
   });
   return m;
 }

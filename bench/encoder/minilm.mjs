@@ -1,13 +1,15 @@
 // Sentence embeddings on the all-MiniLM-L6-v2 shape in Node: qkv's model.embed against
 // onnxruntime-web (F32, and q8 as transformers.js ships it) on the same weights.
 //
-//   node bench/encoder/minilm.mjs [--rounds 3] [--threads 1,2] [--lengths 16,64,256] [--batches 1,32] [--tag T]
+//   node bench/encoder/minilm.mjs [--rounds 3] [--threads 1,2] [--lengths 16,64,256] [--batches 1,32] [--no-int8] [--tag T]
 //
 // The model: bench/encoder/make_minilm.py writes build/bench-minilm/ on first use (the
 // sentence-transformers folder, its torch.onnx export and the q8 graph of bench/onnx_q8.py).
 // One child process per thread count (1: the simd build and ORT numThreads 1; 2: simd-threads
 // and numThreads 2) loads all three runtimes and interleaves them (minilm_common.js: the cells,
-// the peer's pooling, the loop). ms per sentence, the median of the rounds, on wall and CPU time
+// the peer's pooling, the loop), and qkv a second time with weights: 'int8' (the same checkpoint
+// quantized on load, blocks of 32: its prefill is the integer GEMM, gemm_q8.cpp), beside ORT q8,
+// the peer of the same precision (--no-int8 leaves it out). ms per sentence, the median of the rounds, on wall and CPU time
 // (process user + system, all threads); the spread (min..max of the rounds) is in the JSON.
 // Each cell also checks the runtimes agree: the lowest cosine between qkv's and ORT's embeddings
 // over the batch. The machine's wasm mul+add peak (bench/matmul, 1 thread) is measured in the
@@ -35,6 +37,7 @@ async function child(threads) {
   qkv.env.variant = threads > 1 ? 'simd-threads' : 'simd';
   qkv.env.numThreads = threads;
   const model = await qkv.loadModel(MODEL);
+  const model8 = args.includes('--no-int8') ? null : await qkv.loadModel(MODEL, { weights: 'int8' });
   const ort = await import('onnxruntime-web');
   ort.env.wasm.numThreads = threads;
   ort.env.wasm.simd = true;
@@ -45,6 +48,7 @@ async function child(threads) {
   const tokenize = (t) => model.tokenizer.encode(t);
   const runtimes = {
     qkv: async (texts) => (await model.embed(texts)).data,
+    ...(model8 ? { 'qkv-int8': async (texts) => (await model8.embed(texts)).data } : {}),
     'ort-f32': ortRunner(ort, f32, tokenize, E),
     'ort-q8': ortRunner(ort, q8, tokenize, E),
   };
@@ -64,6 +68,7 @@ async function child(threads) {
   });
   const result = { threads, variant: qkv.env.loadedVariant, ort_threads: ort.env.wasm.numThreads, cells };
   model.dispose();
+  model8?.dispose();
   process.stdout.write('RESULT ' + JSON.stringify(result) + '\n', () => process.exit(0));   // ORT's workers would keep it alive
 }
 
@@ -111,7 +116,7 @@ function parent() {
       'intermediate 1536, vocab 30522 = bert-base-uncased\'s), random weights; minilm.onnx (torch.onnx, opset 14) and minilm-q8.onnx (bench/onnx_q8.py)',
     onnxruntime_web: ortVersion,
     method: 'ms per sentence; qkv = model.embed(texts) (tokenize + forward + mean pool + normalize); ORT = session.run on pre-tokenized ids ' +
-      '+ mean pool + normalize in JS; one process per thread count, runtimes interleaved; warm-up pass, then the median of ' +
+      '+ mean pool + normalize in JS; qkv-int8 = the same with loadModel(..., { weights: \'int8\' }); one process per thread count, runtimes interleaved; warm-up pass, then the median of ' +
       `${ROUNDS} rounds, each max(1, 512 / (B L)) calls; wall and process CPU time; cos = lowest cosine to qkv over the batch`,
     runs,
     total_s: (performance.now() - t0) / 1000,

@@ -11,14 +11,17 @@ export function printTable(out, where) {
     `${out.machine.cpu}, ${out.machine.cores} cores, load ${la.before.map((x) => x.toFixed(1)).join(' ')} -> ${la.after.map((x) => x.toFixed(1)).join(' ')}` +
     (lim ? `; wasm mul+add peak ${lim.mul_add_peak_gflops.toFixed(1)} GFLOP/s, read ${lim.read_bandwidth_gbs.toFixed(1)} GB/s (1 thread)` : ''));
   const hasCpu = out.runs.some((r) => Object.values(r.cells).some((c) => Number.isFinite(c.qkv.cpu_ms)));
-  console.log(`| threads | L | B | qkv ms/sent | ORT F32 | ORT q8 | F32/qkv | q8/qkv |${hasCpu ? ' F32/qkv cpu | q8/qkv cpu |' : ''} cos F32 | cos q8 |`);
-  console.log(`|---:|---:|---:|---:|---:|---:|---:|---:|${hasCpu ? '---:|---:|' : ''}---:|---:|`);
+  const int8 = out.runs.some((r) => Object.values(r.cells).some((c) => c['qkv-int8']));
+  console.log(`| threads | L | B | qkv ms/sent | ORT F32 | ORT q8 | F32/qkv | q8/qkv |${hasCpu ? ' F32/qkv cpu | q8/qkv cpu |' : ''} cos F32 | cos q8 |` +
+    (int8 ? ' qkv int8 ms/sent | F32/qkv-int8 | q8/qkv-int8 | cos int8 |' : ''));
+  console.log(`|---:|---:|---:|---:|---:|---:|---:|---:|${hasCpu ? '---:|---:|' : ''}---:|---:|${int8 ? '---:|---:|---:|---:|' : ''}`);
   for (const r of out.runs) {
     for (const c of Object.values(r.cells)) {
       const q = c.qkv, a = c['ort-f32'], b = c['ort-q8'];
       console.log(`| ${r.threads} | ${c.L} | ${c.B} | ${f(q.ms, 3)} | ${f(a.ms, 3)} | ${f(b.ms, 3)} | ${f(a.ms / q.ms)}x | ${f(b.ms / q.ms)}x |` +
         (hasCpu ? ` ${f(a.cpu_ms / q.cpu_ms)}x | ${f(b.cpu_ms / q.cpu_ms)}x |` : '') +
-        ` ${f(c.cos['ort-f32'], 6)} | ${f(c.cos['ort-q8'], 4)} |`);
+        ` ${f(c.cos['ort-f32'], 6)} | ${f(c.cos['ort-q8'], 4)} |` +
+        (c['qkv-int8'] ? ` ${f(c['qkv-int8'].ms, 3)} | ${f(a.ms / c['qkv-int8'].ms)}x | ${f(b.ms / c['qkv-int8'].ms)}x | ${f(c.cos['qkv-int8'], 4)} |` : ''));
     }
   }
   for (const r of out.runs) {
@@ -26,6 +29,10 @@ export function printTable(out, where) {
     for (const c of at64) {
       const x = c['ort-f32'].ms / c.qkv.ms;
       console.log(`target (${r.threads} thread${r.threads > 1 ? 's' : ''}, 64 tokens, batch ${c.B}): qkv >= 2x ORT F32: ${x.toFixed(2)}x ${x >= 2 ? 'MET' : 'NOT MET'}`);
+      if (c['qkv-int8']) {
+        console.log(`  (int8, 64 tokens, batch ${c.B}: qkv int8 is ${(c['ort-f32'].ms / c['qkv-int8'].ms).toFixed(2)}x ORT F32 and ` +
+          `${(c['ort-q8'].ms / c['qkv-int8'].ms).toFixed(2)}x ORT q8, the peer of its precision)`);
+      }
     }
   }
 }

@@ -1,6 +1,7 @@
 #include "model/bert.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -168,7 +169,7 @@ WeightMatrix in_out(float* p, int64_t in, int64_t out, std::vector<float>& scrat
 
 }  // namespace
 
-Encoder Encoder::load(std::string_view config_json, const uint8_t* bytes, size_t size) {
+Encoder Encoder::load(std::string_view config_json, const uint8_t* bytes, size_t size, bool int8) {
   Encoder enc;
   enc.config_ = EncoderConfig::from_json(config_json);
   const EncoderConfig& c = enc.config_;
@@ -256,6 +257,34 @@ Encoder Encoder::load(std::string_view config_json, const uint8_t* bytes, size_t
     L.ffn2 = in_out(wd + a.f2, I, E, scratch), L.ffn2_b = d + a.f2b;
     L.ln2_w = d + a.ln2w, L.ln2_b = d + a.ln2b;
     w.layers.push_back(L);
+  }
+  if (int8) {  // each layer's q, k, v, o, ffn1, ffn2 -> Q8, into two buffers sized first
+    const auto mats = [](EncoderLayerWeights& L) {
+      return std::array<WeightMatrix*, 6>{&L.q, &L.k, &L.v, &L.o, &L.ffn1, &L.ffn2};
+    };
+    size_t bytes_q = 0, scales = 0;
+    for (EncoderLayerWeights& L : w.layers) {
+      for (WeightMatrix* m : mats(L)) {
+        const Q8Layout q = Q8Layout::of(m->K, m->N);
+        bytes_q += q.data_bytes(), scales += q.scale_count();
+      }
+    }
+    enc.q8_data_.resize(bytes_q);
+    enc.q8_scales_.resize(scales);
+    size_t at_q = 0, at_s = 0;
+    for (EncoderLayerWeights& L : w.layers) {
+      for (WeightMatrix* m : mats(L)) {
+        const Q8Layout q = Q8Layout::of(m->K, m->N);
+        quantize_q8(*m, enc.q8_data_.data() + at_q, enc.q8_scales_.data() + at_s);
+        WeightMatrix qm;
+        qm.type = WeightType::Q8;
+        qm.K = m->K, qm.N = m->N;
+        qm.data = enc.q8_data_.data() + at_q;
+        qm.scales = enc.q8_scales_.data() + at_s;
+        *m = qm;
+        at_q += q.data_bytes(), at_s += q.scale_count();
+      }
+    }
   }
   if (hd != Gather::npos) {  // decoder_b stays nullptr without a head (has_mlm_head)
     w.head_dense = out_in(d + hd, E, E), w.head_dense_b = d + hdb;

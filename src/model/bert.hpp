@@ -95,9 +95,11 @@ struct EncoderScratch {
 class Encoder {
  public:
   // config.json text + safetensors bytes. F32 / F16 / BF16 tensors are converted once to one
-  // float32 buffer the model keeps (the bytes are only read during the call). Throws
+  // float32 buffer the model keeps (the bytes are only read during the call). int8: the layers'
+  // six matrices are then quantized to Q8 (matmul/weights.hpp; the GEMM multiplies integers,
+  // gemm_q8.cpp); embeddings, norms, biases and the MLM head stay float32. Throws
   // std::invalid_argument naming a missing tensor or one whose shape does not match the config.
-  static Encoder load(std::string_view config_json, const uint8_t* safetensors_bytes, size_t size);
+  static Encoder load(std::string_view config_json, const uint8_t* safetensors_bytes, size_t size, bool int8 = false);
   Encoder(Encoder&&) = default;  // the weights point into data_, whose buffer moves with it
   Encoder(const Encoder&) = delete;
   Encoder& operator=(const Encoder&) = delete;
@@ -124,6 +126,9 @@ class Encoder {
   Encoder() = default;
   EncoderConfig config_;
   std::vector<float> data_;  // every tensor, float32, in file order
+  // int8: the layers' matrices as Q8, one after another (data_ keeps their float32 copies unread)
+  std::vector<int8_t> q8_data_;
+  std::vector<uint16_t> q8_scales_;
   EncoderWeights w_;
   int threads_ = 1;
 };

@@ -119,7 +119,7 @@ TEST_CASE("rollout_fuse_rows: the first negative or non-finite fused weight is r
 TEST_CASE("rollout_product: dense and lower-triangular products equal the plain loop") {
   std::mt19937 rng(9);
   std::uniform_real_distribution<float> u(0.f, 1.f);
-  for (const int64_t L : {1, 2, 3, 15, 16, 17, 33, 64, 65, 130}) {
+  for (const int64_t L : {1, 2, 3, 15, 16, 17, 33, 64, 65, 130, 257, 300}) {
     for (const bool lower : {false, true}) {
       std::vector<float> A(size_t(L * L)), B(size_t(L * L));
       for (int64_t i = 0; i < L; ++i)

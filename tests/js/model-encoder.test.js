@@ -138,7 +138,7 @@ describe('bad input', () => {
     await assert.rejects(qkv.loadModel({ config: { ...config, num_hidden_layers: 3 }, weights, vocabTxt }),
       /missing tensor "bert\.encoder\.layer\.2\.attention\.self\.query\.weight"/);
     await assert.rejects(qkv.loadModel({ config: { ...config, hidden_act: 'relu' }, weights, vocabTxt }), /"hidden_act" must be "gelu"/);
-    await assert.rejects(qkv.loadModel(path.join(ENC, 'random-bert'), { weights: 'int8' }), /options\.weights 'int8' is not supported for model_type "bert" \(only 'auto' and 'f32'\)/);
+    await assert.rejects(qkv.loadModel(path.join(ENC, 'random-bert'), { weights: 'f16' }), /options\.weights 'f16' is not supported for model_type "bert" \(only 'auto', 'f32' and 'int8'\)/);
     const m32 = await qkv.loadModel({ config, weights: new Blob([weights]), vocabTxt }, { weights: 'f32' });   // a Blob streams too
     assert.equal(m32.architecture, 'bert');
     m32.dispose();

@@ -29,9 +29,9 @@ import torch.nn.functional as F
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
-from train_tiny import kjv_text, save_safetensors, warn_if_reference_blas  # noqa: E402
+from train_tiny import kjv_text, load_safetensors, save_safetensors, warn_if_reference_blas  # noqa: E402
 import wordpiece  # noqa: E402
-from bert_torch import BertForMaskedLM, bert_config, hf_state_dict  # noqa: E402
+from bert_torch import BertForMaskedLM, bert_config, from_hf_state_dict, hf_state_dict  # noqa: E402
 
 HEADING = re.compile(r'^(\d )?[A-Z][A-Za-z ]+ \d+$')     # "Genesis 1", "1 Samuel 3"
 
@@ -177,6 +177,9 @@ def main():
                     help="start layer 0's heads attending to the tokens at -1, +1, -2, +2 (see neighbour_init), the "
                          'other residual branches at zero and the decoder bias at log unigram frequencies')
     ap.add_argument('--resume', action='store_true', help='continue from --ckpt (model, optimizer, RNG, clock)')
+    ap.add_argument('--init-from', default=None,
+                    help='start from an exported model folder (its weights; a fresh optimizer; its log and '
+                         'segments carried on), e.g. web/models/tiny-bert-kjv when the --ckpt is gone')
     ap.add_argument('--eval-every', type=int, default=250)
     ap.add_argument('--eval-pairs', type=int, default=512)
     ap.add_argument('--time-steps', type=int, default=0)
@@ -304,7 +307,22 @@ def main():
         print(f'{(time.time() - t1) / args.time_steps:.3f} s/step (batch {args.batch} x <= {args.block})')
         return
 
-    log, start, spent = [], 0, 0.0
+    log, start, spent, offset = [], 0, 0.0, 0           # offset: seconds trained before this run (logged)
+    prior = None                                               # the --init-from model's config
+    seg0 = 0                                                   # the step this segment's schedule starts at
+    if args.init_from:
+        with open(os.path.join(args.init_from, 'config.json')) as f:
+            prior = json.load(f)
+        with open(os.path.join(args.init_from, 'vocab.txt')) as f:
+            if f.read().splitlines() != vocab:
+                raise SystemExit('train_bert: --init-from: the model has another vocabulary')
+        tensors, _ = load_safetensors(os.path.join(args.init_from, 'model.safetensors'))
+        src = from_hf_state_dict(prior, {k: v.float() for k, v in tensors.items()})
+        model.load_state_dict(src.state_dict())
+        q = prior['qkv']
+        log, start, offset = list(q['log']), q['train_steps'], q['train_seconds']
+        seg0 = start
+        print(f'initialised from {args.init_from} (step {start}); fresh optimizer', flush=True)
     if args.resume:
         ck = torch.load(args.ckpt)
         if ck['vocab'] != vocab or ck['cfg'] != cfg:
@@ -313,39 +331,50 @@ def main():
         opt.load_state_dict(ck['opt'])
         gen.set_state(ck['gen'])
         log, start, spent = ck['log'], ck['step'], ck['elapsed_s']
+        seg0, offset = ck.get('seg0', 0), ck.get('offset', 0)
+        prior = ck.get('prior', prior)
         print(f'resumed at step {start}, {spent:.0f}s trained', flush=True)
     t1 = time.time() - spent
     run, run_n = 0.0, 0
     step = start
     while True:
         elapsed = time.time() - t1
-        p = progress(step, elapsed)
+        k = step - seg0                                        # --init-from: warmup and schedule start afresh
+        p = progress(k, elapsed)
         done = p >= 1
-        if (step % args.eval_every == 0 and step != start) or done or (step == 0 and not args.resume):
+        if (step % args.eval_every == 0 and step != start) or done or (step == start and not args.resume):
             vl, acc, ntok = evaluate()
             tl = run / run_n if run_n else float('nan')
-            log.append({'step': step, 'lr': round(lr_at(step, p), 6), 'train_loss': None if tl != tl else round(tl, 4),
-                        'val_loss': round(vl, 4), 'val_masked_accuracy': round(acc, 4),
-                        'elapsed_s': round(time.time() - t1)})
-            print(f'step {step:5d}  lr {lr_at(step, p):.2e}  train {tl:.3f}  val {vl:.3f}  val acc {acc:.4f} '
+            if not (prior and step == seg0):                  # --init-from: its last entry is this one
+                log.append({'step': step, 'lr': round(lr_at(k, p), 6),
+                            'train_loss': None if tl != tl else round(tl, 4),
+                            'val_loss': round(vl, 4), 'val_masked_accuracy': round(acc, 4),
+                            'elapsed_s': round(offset + time.time() - t1)})
+            print(f'step {step:5d}  lr {lr_at(k, p):.2e}  train {tl:.3f}  val {vl:.3f}  val acc {acc:.4f} '
                   f'({ntok} masked)  {time.time() - t1:.0f}s', flush=True)
             run, run_n = 0.0, 0
             torch.save({'model': model.state_dict(), 'opt': opt.state_dict(), 'gen': gen.get_state(), 'cfg': cfg,
                         'vocab': vocab, 'step': step, 'log': log, 'elapsed_s': time.time() - t1,
-                        'args': vars(args)}, args.ckpt + '.tmp')
+                        'args': vars(args), 'seg0': seg0, 'offset': offset, 'prior': prior}, args.ckpt + '.tmp')
             os.replace(args.ckpt + '.tmp', args.ckpt)         # a kill mid-save leaves the last one whole
         if done:
             break
         for g in opt.param_groups:
-            g['lr'] = lr_at(step, p)
+            g['lr'] = lr_at(k, p)
         run += step_fn(step)
         run_n += 1
         step += 1
 
-    export(args, model, cfg, vocab, n_params, log, ntok, step, round(time.time() - t1))
+    segments = None
+    if prior:
+        segments = prior['qkv'].get('segments', []) + [{
+            'steps': f'{seg0}-{step}', 'lr': args.lr, 'min_lr': args.min_lr, 'warmup': args.warmup,
+            'time_budget_s': args.time_budget,
+            'note': f'--init-from {args.init_from}: its weights, a fresh AdamW'}]
+    export(args, model, cfg, vocab, n_params, log, ntok, step, round(offset + time.time() - t1), segments)
 
 
-def export(args, model, cfg, vocab, n_params, log, ntok, steps, seconds):
+def export(args, model, cfg, vocab, n_params, log, ntok, steps, seconds, segments=None):
     model.eval()
     os.makedirs(args.out, exist_ok=True)
     cfg_out = dict(cfg)
@@ -361,6 +390,8 @@ def export(args, model, cfg, vocab, n_params, log, ntok, steps, seconds):
         'val_masked_accuracy': log[-1]['val_masked_accuracy'], 'val_loss': log[-1]['val_loss'],
         'log': log, 'quick': bool(args.quick),
     }
+    if segments:
+        cfg_out['qkv']['segments'] = segments
     with open(os.path.join(args.out, 'config.json'), 'w') as f:
         json.dump(cfg_out, f, indent=2)
         f.write('\n')

@@ -90,7 +90,7 @@ export interface WasmEncoder extends EmbindHandle {
   architecture(): string;
 }
 export interface EncoderModule {
-  EncoderModel: { create(config: string, bytes: number, size: number): WasmEncoder | null };
+  EncoderModel: { create(config: string, bytes: number, size: number, int8: boolean): WasmEncoder | null };
   encoderLastError(): string;
 }
 

@@ -177,7 +177,7 @@ async function loadEncoder(
   const { ptr, size } = await streamIntoWasm(m, mm, raw.weights, 'model.safetensors', opts);
   let handle: WasmEncoder | null;
   try {
-    handle = em.EncoderModel.create(raw.configText, ptr, size);
+    handle = em.EncoderModel.create(raw.configText, ptr, size, opts.weights === 'int8');
   } finally {
     mm.modelFileFree(ptr);
   }
@@ -236,9 +236,11 @@ export async function loadModel(source: ModelSource, options: LoadOptions = {}):
   if (modelType !== undefined && modelType !== 'gpt2' && !llama && !encoder && !isSeq2Seq) {
     throw new Error(`${fn}: model_type ${describe(modelType)} is not supported (gpt2, ${LLAMA_FAMILY.join(', ')}, bert, distilbert, roberta, xlm-roberta, bart)`);
   }
-  if ((encoder || isSeq2Seq) && weights !== 'auto' && weights !== 'f32') {
-    // encoders and the encoder-decoder convert their tensors to float32 on load
-    throw new TypeError(`${fn}: options.weights '${weights}' is not supported for model_type "${modelType}" (only 'auto' and 'f32')`);
+  if ((encoder || isSeq2Seq) && weights !== 'auto' && weights !== 'f32' && !(encoder && weights === 'int8')) {
+    // encoders and the encoder-decoder convert their tensors to float32 on load; encoders can
+    // then quantize their layers' matrices to 8 bits
+    const allowed = encoder ? "'auto', 'f32' and 'int8'" : "'auto' and 'f32'";
+    throw new TypeError(`${fn}: options.weights '${weights}' is not supported for model_type "${modelType}" (only ${allowed})`);
   }
   // a Llama-family folder without tokenizer files loads with tokenizer null (ids in and out)
   // (gemma3: the vocabulary is text_config's)
