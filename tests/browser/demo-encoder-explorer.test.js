@@ -197,3 +197,15 @@ test('Encoders page, the view in the URL: a reload and a shared link restore the
   await other.close();
   await page.close();
 });
+
+test('Encoders page at 390 px: the test\'s table, the scatter and the model view fit the phone (no page overflow)', async () => {
+  const page = await openPage(browser, url + 'encoders.html' + hash({ view: 'model', remove: '1.2' }), { viewport: { width: 390, height: 844 } });
+  await page.waitForSelector('body[data-ready=true]', { timeout: 60_000 });
+  await printed(page, 'heaven');
+  await page.click('#find-heads');
+  await page.waitForSelector('body[data-probes=done] #scatter svg', { timeout: 60_000 });
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  assert.ok(overflow <= 1, `the page is ${overflow}px wider than the 390 px viewport`);
+  assert.deepEqual(page.problems, []);
+  await page.close();
+});
