@@ -1,12 +1,14 @@
 // The model page's tools on the encoders page's fill-mask panel, the same modules: test a head
 // (test-head.ts, read at the [MASK]: mask-readout.ts), find heads (effect-scatter.ts, with the
 // masked-LM ablation effect), the model view (modelview.ts: click a head to remove it, a cell
-// of its enlarged map to block it), raw / rollout (map-mode.ts) and the view in the URL
+// of its enlarged map to block it), raw / rollout / flow (map-mode.ts; flow up to FLOW_MAX
+// tokens, with the bar and Cancel) and the view in the URL
 // (url-state.ts, with the model page's format). The page (encoders.ts) hands it the sentence's
 // raw maps and draws what `shown` gives.
 import type { qkv } from './api';
 import type { AttnData } from './contract';
-import { ForwardProgress } from './forward-progress';
+import { ForwardProgress, stoppedBy } from './forward-progress';
+import { FLOW_MAX, MAP_NOTE, MapCache, flow, type MapMode } from './map-mode';
 import { HeadFinder } from './effect-scatter';
 import { HeadTest } from './test-head';
 import { maskReadout } from './mask-readout';
@@ -14,7 +16,7 @@ import { toolsModel } from './encoder-model';
 import { ModelView, type Selected } from './modelview';
 import { allHeadStats, type HeadStats } from './patterns';
 import { writeState, type ViewState } from './url-state';
-import { $ } from './ui';
+import { $, message } from './ui';
 
 export const ENCODER_NAME = 'tiny-bert-kjv';
 
@@ -35,6 +37,10 @@ export class EncoderExplorer {
   private tools: ReturnType<typeof toolsModel> | null = null;
   private of: qkv.EncoderModel | null = null;
   private stats = new WeakMap<AttnData, HeadStats[][]>();
+  private maps = new MapCache();
+  private flowFor: AttnData | null = null;
+  /** the views show a fused map (rollout, or a finished flow) */
+  private fusedNow = false;
 
   constructor(private host: EncoderHost) {
     const model = () => this.toolsOf(host.model());
@@ -59,7 +65,42 @@ export class EncoderExplorer {
   }
 
   get view(): 'head' | 'model' { return $<HTMLSelectElement>('#enc-view').value === 'model' ? 'model' : 'head'; }
-  get fused(): boolean { return $<HTMLSelectElement>('#enc-map').value === 'rollout'; }
+  get mode(): MapMode { const v = $<HTMLSelectElement>('#enc-map').value; return v === 'rollout' || v === 'flow' ? v : 'raw'; }
+  get fused(): boolean { return this.fusedNow; }
+
+  /** What the views draw: `d` (raw or after the test) or its rollout / flow, and the note under the toggle. */
+  mapped(d: AttnData): { data: AttnData; note: string } {
+    const mode = this.mode, long = d.tokens.length > FLOW_MAX;
+    const opt = $<HTMLSelectElement>('#enc-map').querySelector<HTMLOptionElement>('option[value=flow]')!;
+    opt.disabled = long;
+    opt.textContent = long ? `flow (up to ${FLOW_MAX} tokens)` : 'flow';
+    const m = mode === 'flow' && long ? undefined : this.maps.get(d, mode);
+    if (!m && mode === 'flow' && !long) this.startFlow(d);
+    this.fusedNow = !!m;
+    const note = mode === 'raw' ? '' : m ? MAP_NOTE[mode]
+      : long ? `Flow is computed for at most ${FLOW_MAX} tokens; these are raw maps.` : 'Computing the flow… (raw maps until it is done)';
+    return { data: m?.data ?? d, note };
+  }
+
+  /** Flow of `d`, every layer, with the bar and Cancel; the page draws it when done. */
+  private startFlow(d: AttnData): void {
+    if (this.flowFor === d || this.forward.busy) return;
+    this.flowFor = d;
+    const L = d.tokens.length, msg = $('#mask-msg');
+    this.forward.run('Flow', L * d.nLayer, (p) => flow(d, p.signal!, (a, b) => p.onProgress?.(a, b)), 'rows').then((m) => {
+      this.maps.set(d, 'flow', m);
+      this.flowFor = null;
+      this.host.draw();
+    }, (e: unknown) => {
+      const stopped = stoppedBy(e);
+      if (stopped === 'cancelled') {
+        $<HTMLSelectElement>('#enc-map').value = 'raw';
+        message(msg, 'Cancelled: the flow was not computed; the maps are raw attention.', 'info');
+      } else if (!stopped) message(msg, `The flow failed: ${(e as Error).message}`, 'error');
+      this.flowFor = null;
+      this.host.draw();
+    });
+  }
 
   select(layer: number, head: number): void {
     this.sel = { layer, head };
@@ -100,7 +141,7 @@ export class EncoderExplorer {
     this.finder.decorate($('#thumbs'), $('#thumbs'), this.sel.layer, plain);
     this.test.mark($('#thumbs'), !this.fused);
     writeState({
-      ...view, model: ENCODER_NAME, tab: this.view, head: this.sel.head, map: this.fused ? 'rollout' : 'raw',
+      ...view, model: ENCODER_NAME, tab: this.view, head: this.sel.head, map: this.mode,
       remove: [...this.test.removed].map((k) => k.split('.').map(Number) as [number, number]),
       block: this.test.blocked, target: $<HTMLInputElement>('#mask-target').value,
     });

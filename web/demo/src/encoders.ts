@@ -13,7 +13,6 @@ import { $, message, showToken, yieldToEvents } from './ui';
 import { HeadView } from './headview';
 import { renderHeatmap } from './heatmap';
 import type { AttnData } from './contract';
-import { MAP_NOTE, rollout } from './map-mode';
 import { rowsOf } from './encoder-model';
 import { ENCODER_NAME, EncoderExplorer } from './encoder-explorer';
 import { parseState, type ViewState } from './url-state';
@@ -102,23 +101,23 @@ async function startEncoder(): Promise<void> {
   }
 }
 
-/** Draws the maps (raw or after the test, or their rollout) in the chosen view, then the tools' panels and the URL. */
+/** Draws the maps (raw or after the test, or their rollout / flow) in the chosen view, then the tools' panels and the URL. */
 function draw(): void {
   const m = bert, raw = shownData;
   if (!m || !raw) return;
   enc.layer = Number($<HTMLSelectElement>('#enc-layer').value || 0);
   ex.sel.layer = enc.layer;
   const data = single ? ex.base(raw) : raw;
-  // raw, or the rollout up to this layer (heads fused: one map)
-  enc.rolled = $<HTMLSelectElement>('#enc-map').value === 'rollout';
-  const shown = enc.rolled ? rollout(data).data : data;
+  // raw, or the rollout / flow up to this layer (heads fused: one map)
+  const mapped = ex.mapped(data), shown = mapped.data;
+  enc.rolled = ex.fused;
   const view = ex.view;
   $('#enc-headview').hidden = view !== 'head';
   $('#enc-model').hidden = view !== 'model';
   if (view === 'head') headView.render(shown, viewState());
   else ex.renderModelView(shown);
-  $('#enc-map-note').hidden = !enc.rolled;
-  $('#enc-map-note').textContent = enc.rolled ? MAP_NOTE.rollout : '';
+  $('#enc-map-note').hidden = !mapped.note;
+  $('#enc-map-note').textContent = mapped.note;
   // what a reader checks: weight above the diagonal (keys after the query) is used
   let above = 0;
   for (const head of data.attn[enc.layer]) head.forEach((r, i) => { for (let j = i + 1; j < r.length; j++) above += r[j]; });
@@ -135,7 +134,7 @@ function readLink(): void {
   if (s.prompt !== undefined) $<HTMLInputElement>('#mask-text').value = s.prompt;
   if (s.target !== undefined) $<HTMLInputElement>('#mask-target').value = s.target;
   if (s.tab === 'head' || s.tab === 'model') $<HTMLSelectElement>('#enc-view').value = s.tab;
-  if (s.map === 'raw' || s.map === 'rollout') $<HTMLSelectElement>('#enc-map').value = s.map;
+  if (s.map) $<HTMLSelectElement>('#enc-map').value = s.map;
   if (s.layer !== undefined && bert && s.layer < bert.layers) $<HTMLSelectElement>('#enc-layer').value = String(s.layer);
   restoring = s;
 }
