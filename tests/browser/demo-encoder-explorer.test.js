@@ -122,6 +122,12 @@ test('Encoders page, test a head: a removed head and a blocked cell, the [MASK]\
   await page.click('#thumbs button.thumb[data-layer="1"][data-head="2"]');
   const sums = await page.$$eval('#heatmap .rowsum', (ts) => ts.map((t) => t.textContent));
   assert.ok(sums.length === ids.length && sums.every((s) => s === '0.000'), `the removed head's rows after: ${sums}`);
+  // the sentence pair on: the panel says the test needs the fill-mask sentence
+  await page.check('#pair');
+  await page.waitForFunction(() => /turn the sentence pair off/.test(document.querySelector('#test-msg').textContent));
+  await page.uncheck('#pair');
+  await page.waitForFunction(() => document.querySelector('#test-msg').hidden);
+  assert.deepEqual((await printed(page, 'earth')).rows, both.rows, 'the same result again');
   assert.deepEqual(page.problems, []);
   await page.close();
 });

@@ -19,6 +19,7 @@ import { writeState, type ViewState } from './url-state';
 import { $, message } from './ui';
 
 export const ENCODER_NAME = 'tiny-bert-kjv';
+const PAIR_NOTE = 'The test reads the fill-mask sentence\'s [MASK]: turn the sentence pair off to run it.';
 
 export interface EncoderHost {
   model(): qkv.EncoderModel | null;
@@ -136,6 +137,10 @@ export class EncoderExplorer {
   afterDraw(view: ViewState): void {
     const plain = !this.fused && !this.test.mapsAfter;
     this.test.render((id) => this.host.model()?.tokenizer.tokenText(id) ?? String(id));
+    // pair mode: no test (said while it lasts)
+    const msg = $('#test-msg');
+    if (!this.host.data() && this.test.active) message(msg, PAIR_NOTE, 'info');
+    else if (msg.textContent === PAIR_NOTE) message(msg, '');
     this.test.sync();
     this.finder.render();
     this.finder.decorate($('#thumbs'), $('#thumbs'), this.sel.layer, plain);

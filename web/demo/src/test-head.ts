@@ -171,7 +171,7 @@ export class HeadTest {
     const ids = d.ids.slice(), key = this.key(d), iv = this.interventions(m.dims.layers, m.dims.heads);
     const baseKey = ids.join(','), at = this.readout.at(ids);
     this.tried = key;
-    if (typeof at === 'string') { this.result = null; message(msg, at, 'info'); this.host.changed(); return; }
+    if (typeof at === 'string') { this.result = null; document.body.dataset.test = 'no-position'; message(msg, at, 'info'); this.host.changed(); return; }
     document.body.dataset.test = 'running';
     try {
       if (this.base?.key !== baseKey || this.base.model !== m) {
