@@ -3,7 +3,8 @@
 // it, every page loads with no console message, generating on the model page shows new text in
 // #output (its visible text, as a reader sees it) and draws the head view, the explorer's tests
 // (a removed head's before/after, Find heads' scatter, rollout, the view restored from the URL)
-// work, and the benchmark page finishes a small run. Screenshots: build/artifacts/demo-<browser>/.
+// work, the Encoders page's tests (a link's removed head at the [MASK], Find heads) work, and the
+// benchmark page finishes a small run. Screenshots: build/artifacts/demo-<browser>/.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
@@ -33,7 +34,7 @@ async function open(path) {
 }
 
 test(`${BROWSER}: every demo page loads with no console message`, async () => {
-  for (const [name, path] of [['model', 'index.html'], ['playground', 'playground.html'], ['bench', 'bench.html']]) {
+  for (const [name, path] of [['model', 'index.html'], ['encoders', 'encoders.html'], ['playground', 'playground.html'], ['bench', 'bench.html']]) {
     const page = await open(path);
     assert.equal(await page.evaluate(() => self.crossOriginIsolated), true, `${name}: not crossOriginIsolated`);
     await page.screenshot(join(ART, `${name}-1280x800.png`));
@@ -88,6 +89,24 @@ test(`${BROWSER}: model page: removing a head prints before and after, Find head
   assert.equal(await page.evaluate(() => document.querySelectorAll('#thumbs button.thumb').length), 4);
   assert.match(await page.evaluate(() => document.querySelector('#heatmap svg text').textContent), /^layer 1 · head 0 · /);
   assert.deepEqual(page.problems, [], 'model page: console errors/warnings');
+  await page.close();
+});
+
+test(`${BROWSER}: Encoders page: a link's removed head prints the [MASK]'s before and after, Find heads draws the scatter, the model view marks the head`, async () => {
+  const page = await open('encoders.html#view=model&layer=1&head=2&remove=1.2&target=heaven');
+  await page.waitForSelector('body[data-test=done] #test-result:not([hidden]) tbody tr', { timeout: 60_000 });
+  assert.equal(await page.text('#test-what'), 'Removed: layer 1 head 2.');
+  assert.equal(await page.text('#test-result caption'), 'At the [MASK], top 5');
+  assert.match(await page.text('#test-result .test-summary'), /^KL\(before ‖ after\) = \d+\.\d{4} nats · the masked-token loss of “heaven” \d+\.\d{3} → \d+\.\d{3} nats/);
+  assert.equal(await page.evaluate(() => document.querySelectorAll('#test-result tbody tr').length), 5);
+  assert.equal(await page.evaluate(() => document.querySelector('#thumbs button.thumb[data-layer="1"][data-head="2"]').dataset.removed), 'true');
+  assert.match(await page.evaluate(() => document.querySelector('#heatmap svg text').textContent), /^layer 1 · head 2 · /);
+  await page.click('#find-heads');
+  await page.waitForSelector('body[data-probes=done] #scatter svg', { timeout: 60_000 });
+  assert.equal(await page.evaluate(() => document.querySelectorAll('#scatter .point').length), 16);
+  assert.match(await page.text('#caveat-head'), /^The probes' warning: layer \d head \d \((induction|previous token|sink) \d\.\d\d\) changes the loss by [+−]\d\.\d{4} nats per masked token/);
+  await page.screenshot(join(ART, 'encoders-explorer-tests-1280x800.png'));
+  assert.deepEqual(page.problems, [], 'encoders page: console errors/warnings');
   await page.close();
 });
 

@@ -54,7 +54,7 @@ const shot = (page, name) => page.screenshot({ path: join(ART, `${name}.png`), f
 // test checks that every page paints, prints the times and writes them to paint.json.
 test('every page: no console problems, paints, screenshots at 1280x800 and 390x844', async () => {
   const paints = [];
-  for (const [name, path] of [['model', 'index.html'], ['playground', 'playground.html'], ['bench', 'bench.html']]) {
+  for (const [name, path] of [['model', 'index.html'], ['encoders', 'encoders.html'], ['playground', 'playground.html'], ['bench', 'bench.html']]) {
     for (const vp of [DESKTOP, PHONE]) {
       const { page, paint } = await open(path, vp);
       assert.ok(paint !== null, `${name} at ${vp.width}px: no first-contentful-paint within 10 s of being ready`);

@@ -136,6 +136,60 @@ test('headProbes: every score and the ablation effect (loss with the head masked
   assert.notDeepEqual(other.inductionTokens[0], r.inductionTokens[0]);
 });
 
+// a masked-LM encoder: ids 0, 1, 2 are [CLS], [SEP], [MASK]; at a [MASK] the logit of the token
+// `truth` holds there is s (the mask-weighted sum of W), at every other position 0 (loss ln V)
+const CLS = 0, SEP = 1, MASK = 2;
+function fakeEncoder(truth) {
+  const base = fakeModel();
+  return {
+    ...base,
+    dims: undefined,
+    config: { vocab_size: V, max_position_embeddings: 64 },
+    tokenizer: { encode: () => truth.slice(), specialTokens: { cls: CLS, sep: SEP, mask: MASK, pad: null, bos: null, eos: null, unk: null } },
+    fillMask() {},
+    async forward(ids, options = {}) {
+      const out = await base.forward(ids, options);
+      const mask = options.headMask ? options.headMask.data : new Float32Array(NL * H).fill(1);
+      let s = 0;
+      for (let l = 0; l < NL; l++) for (let h = 0; h < H; h++) s += W[l][h] * mask[l * H + h];
+      const logits = new Float32Array(ids.length * V);
+      ids.forEach((id, p) => { if (id === MASK) logits[p * V + truth[p]] = s; });
+      out.logits = new Tensor(logits, [1, ids.length, V]);
+      return out;
+    },
+  };
+}
+
+test('headProbes on a masked-LM encoder: ablation = the change in the masked-token loss, the text masked BERT-style from the seed', async () => {
+  // 40 ordinary tokens between [CLS] and [SEP], one of them [MASK] already (not scored: no answer)
+  const text = [CLS, ...Array.from({ length: 40 }, (_, i) => 3 + (i % 30)), SEP];
+  text[7] = MASK;
+  const e = fakeEncoder(text);
+  assert.equal((await headProbes(e, { ids: text, inductionTokens: [[5, 6]] })).ablation, null, 'encoders: ablation only when asked');
+  const r = await headProbes(e, { ids: text, inductionTokens: [[5, 6]], ablation: true });
+  const [masked] = r.ablationIds, [targets] = r.ablationTargets;
+  // the scored positions are masked, hold the original ids, and are ordinary tokens; nothing else changed
+  assert.ok(targets.length >= 1 && targets.length < 20, `${targets.length} of 39 chosen (15 % expected)`);
+  for (const [p, id] of targets) { assert.equal(masked[p], MASK); assert.equal(id, text[p]); assert.ok(id > MASK); }
+  const chosen = new Set(targets.map(([p]) => p));
+  masked.forEach((id, p) => { if (!chosen.has(p)) assert.equal(id, text[p]); });
+  assert.ok(!chosen.has(7) && !chosen.has(0) && !chosen.has(text.length - 1), 'specials and the text\'s own [MASK] are never scored');
+  // every scored token costs lossAt(s): the base, and each head's change
+  const S = W.flat().reduce((a, b) => a + b, 0);
+  close(r.baseLoss, lossAt(S), 1e-5);
+  for (let l = 0; l < NL; l++) for (let h = 0; h < H; h++) close(r.ablation[l][h], lossAt(S - W[l][h]) - lossAt(S), 1e-5);
+  // the same seed masks the same tokens, another seed others
+  const again = await headProbes(fakeEncoder(text), { ids: text, inductionTokens: [[5, 6]], ablation: true });
+  assert.deepEqual(again.ablationTargets, r.ablationTargets);
+  const other = await headProbes(fakeEncoder(text), { ids: text, inductionTokens: [[5, 6]], ablation: true, seed: 3 });
+  assert.notDeepEqual(other.ablationTargets, r.ablationTargets);
+  // a short text with no token drawn still scores one
+  const short = [CLS, 9, SEP];
+  const one = await headProbes(fakeEncoder(short), { ids: short, inductionTokens: [[5]], ablation: true });
+  assert.deepEqual(one.ablationTargets, [[[1, 9]]]);
+  assert.deepEqual(one.ablationIds, [[CLS, MASK, SEP]]);
+});
+
 test('headProbes without a text measures the pattern scores and the ablation on the first induction sequence', async () => {
   const r = await headProbes(fakeModel(), { inductionTokens: [[5, 6, 7, 8]] });
   assert.deepEqual(r.ids, [[5, 6, 7, 8, 5, 6, 7, 8]]);
@@ -187,7 +241,9 @@ test('headProbes: bad options are errors naming the function and the option', as
   await assert.rejects(headProbes(m, { tokenRange: [0, V + 1] }), /headProbes: options.tokenRange \[0, 41\) goes past the vocabulary \(40 tokens\)/);
   await assert.rejects(headProbes(m, { tokenRange: [0, 8], inductionLength: 9 }), /headProbes: 8 tokens to draw from, fewer than inductionLength = 9/);
   await assert.rejects(headProbes(m, { inductionTokens: [[1.5]] }), /headProbes: options.inductionTokens\[0\] must be an array of token ids/);
-  await assert.rejects(headProbes({ ...m, forward: m.forward, fillMask() {} }, { ablation: true }), /headProbes: options.ablation needs next-token logits, and this model is a masked-LM encoder/);
+  await assert.rejects(headProbes({ ...m, forward: m.forward, fillMask() {} }, { ablation: true }), /headProbes: options.ablation on a masked-LM encoder masks the text, and this model's tokenizer has no mask token/);
+  const e = fakeEncoder([CLS, MASK, SEP]);
+  await assert.rejects(headProbes(e, { ids: [CLS, MASK, SEP], inductionTokens: [[5]], ablation: true }), /headProbes: ablation text 0 has only special tokens; nothing to mask/);
 });
 
 test('nextTokenLoss: mean cross-entropy of positions 0..L-2 predicting 1..L-1', () => {

@@ -112,6 +112,59 @@ describe('fillMask on the trained model', () => {
   });
 });
 
+describe('interventions through fillMask, and the masked-LM ablation of headProbes (tiny-bert-kjv)', () => {
+  const TEXT = 'In the beginning God created the [MASK] and the earth.';
+  let model, ids, at;
+  before(async () => {
+    model = await qkv.loadModel(path.join(ROOT, 'web', 'models', 'tiny-bert-kjv'));
+    ids = model.tokenizer.encode(TEXT);
+    at = ids.indexOf(model.tokenizer.specialTokens.mask);
+  });
+  after(() => model.dispose());
+  /** softmax of logits [1, L, V] at position p, float64 */
+  const probs = (logits, p) => {
+    const V = logits.shape[2], row = logits.data.subarray(p * V, (p + 1) * V);
+    const m = Math.max(...row), e = Array.from(row, (x) => Math.exp(x - m)), s = e.reduce((a, b) => a + b, 0);
+    return e.map((x) => x / s);
+  };
+
+  test('fillMask with headMask / knockout = the softmax of forward with them at the [MASK]', async () => {
+    const headMask = [[1, 1, 1, 1], [1, 0, 1, 1], [1, 1, 1, 1], [0, 1, 1, 1]];
+    const knockout = [{ layer: 2, heads: [0, 3], block: [[at, 1], [at, 2]] }];
+    for (const iv of [{ headMask }, { knockout }, { headMask, knockout }]) {
+      const preds = await model.fillMask(TEXT, { topK: 5, ...iv });
+      const p = probs((await model.forward(ids, iv)).logits, at);
+      const order = [...p.keys()].sort((a, b) => p[b] - p[a]).slice(0, 5);
+      assert.deepEqual(preds.map((x) => x.tokenId), order, JSON.stringify(iv));
+      preds.forEach((x, i) => assert.ok(Math.abs(x.score - p[order[i]]) < 1e-6, `${x.score} vs ${p[order[i]]}`));
+    }
+    // and differs from the plain prediction (the options reach the forward)
+    const plain = await model.fillMask(TEXT, { topK: 1 }), removed = await model.fillMask(TEXT, { topK: 1, headMask });
+    assert.ok(Math.abs(plain[0].score - removed[0].score) > 1e-4 || plain[0].tokenId !== removed[0].tokenId);
+    await assert.rejects(model.fillMask(TEXT, { headMask: [1, 1] }), /model\.fillMask: options\.headMask has 2 values, need \[4\] \(numHeads\) or \[4, 4\]/);
+    await assert.rejects(model.fillMask(TEXT, { knockouts: [] }), /model\.fillMask: unknown option 'knockouts'/);
+  });
+
+  test('headProbes ablation: true = the masked-token loss of forward with each head removed, on the text masked from the seed', async () => {
+    const r = await qkv.headProbes(model, { ids, inductionSequences: 1, ablation: true });
+    const [masked] = r.ablationIds, [targets] = r.ablationTargets;
+    assert.ok(targets.length >= 1 && targets.every(([p, id]) => masked[p] === model.tokenizer.specialTokens.mask && ids[p] === id && p !== at));
+    const loss = async (headMask) => {
+      const { logits } = await model.forward(masked, { headMask });
+      return targets.reduce((a, [p, id]) => a - Math.log(probs(logits, p)[id]), 0) / targets.length;
+    };
+    const all = Array.from({ length: model.layers }, () => new Array(model.heads).fill(1));
+    const base = await loss(all);
+    assert.ok(Math.abs(r.baseLoss - base) < 1e-5, `base ${r.baseLoss} vs ${base}`);
+    for (const s of r.scores) {
+      const m = all.map((row, l) => row.map((v, h) => (l === s.layer && h === s.head ? 0 : 1)));
+      const want = (await loss(m)) - base;
+      assert.ok(Math.abs(s.ablation - want) < 1e-5, `${s.layer}.${s.head}: ${s.ablation} vs ${want}`);
+    }
+    assert.ok(r.scores.some((s) => Math.abs(s.ablation) > 1e-3), 'some head matters for the masked words');
+  });
+});
+
 describe('bad input', () => {
   let model;
   before(async () => {

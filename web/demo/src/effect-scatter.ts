@@ -6,6 +6,9 @@
 // labels; (2) the map-vs-effect scatter: x = the head's strongest probe score, y = its ablation
 // effect as a share of the largest change (of either sign), so a head that does what its map says
 // lies near the diagonal; (3) the warning box names the head farthest from the diagonal.
+// On an encoder (the encoders page) the effect is qkv's masked-LM one: the change in the
+// masked-token loss, the prompt masked BERT-style from seed 0 (docs/interpret.md); the host's
+// `said` and `unit` word it.
 import * as d3 from 'd3';
 import type { DemoModel, qkv } from './api';
 import { stoppedBy, type ForwardProgress } from './forward-progress';
@@ -32,14 +35,21 @@ export function scatterPoints(r: qkv.HeadProbeResult): ScatterPoint[] {
   });
 }
 
+/** What the finder needs of a model (DemoModel has it). */
+export type FinderModel = Pick<DemoModel, 'dims' | 'probe'>;
+
 export interface FinderHost {
-  model(): DemoModel | null;
+  model(): FinderModel | null;
   ids(): number[] | null;
   busy(): boolean;
   forward: ForwardProgress;
   changed(): void;
   /** show this head (the model view) */
   select(layer: number, head: number): void;
+  /** the message after a run (default: the decoder's, on the prompt's next-token loss) */
+  said?(r: qkv.HeadProbeResult, ids: number[] | null): string;
+  /** the effect's unit, default 'nats per token' */
+  unit?: string;
 }
 
 const W = 340, H = 300, M = { l: 46, r: 12, t: 12, b: 42 };
@@ -47,7 +57,7 @@ const W = 340, H = 300, M = { l: 46, r: 12, t: 12, b: 42 };
 export class HeadFinder {
   result: qkv.HeadProbeResult | null = null;
   points: ScatterPoint[] = [];
-  private of: DemoModel | null = null;
+  private of: FinderModel | null = null;
   /** replaced by a newer forward pass: runs again once the page is idle */
   private again = false;
 
@@ -77,7 +87,7 @@ export class HeadFinder {
       }), 'forward passes');
       if (m !== this.host.model()) return;
       this.result = r; this.of = m; this.points = scatterPoints(r);
-      message(msg, `Probed on ${ids && ids.length >= 2 ? `the prompt (${ids.length} tokens)` : 'a random sequence'}; induction on 2 random sequences repeated twice. Loss with every head: ${r.baseLoss?.toFixed(3) ?? '–'} nats per token.`, 'ok');
+      message(msg, this.host.said?.(r, ids) ?? `Probed on ${ids && ids.length >= 2 ? `the prompt (${ids.length} tokens)` : 'a random sequence'}; induction on 2 random sequences repeated twice. Loss with every head: ${r.baseLoss?.toFixed(3) ?? '–'} nats per token.`, 'ok');
       document.body.dataset.probes = 'done';
     } catch (e) {
       const stopped = stoppedBy(e);
@@ -97,7 +107,7 @@ export class HeadFinder {
     box.hidden = !ok; warn.hidden = !ok;
     $<HTMLButtonElement>('#find-heads').disabled = !this.host.model();
     if (!ok) { box.replaceChildren(); return; }
-    const pts = this.points, far = pts.reduce((a, b) => (b.off > a.off ? b : a));
+    const pts = this.points, unit = this.host.unit ?? 'nats per token', far = pts.reduce((a, b) => (b.off > a.off ? b : a));
     const x = d3.scaleLinear().domain([0, 1]).range([M.l, W - M.r]);
     const y = d3.scaleLinear().domain([Math.min(0, d3.min(pts, (p) => p.share) ?? 0), 1]).nice().range([H - M.b, M.t]);
     const svg = d3.create('svg').attr('width', W).attr('height', H).attr('viewBox', `0 0 ${W} ${H}`).attr('role', 'img')
@@ -116,7 +126,7 @@ export class HeadFinder {
         .on('click', () => this.host.select(p.layer, p.head));
       pg.append('circle').attr('r', 5).attr('fill', p === far ? '#d9480f' : '#3b6fb6').attr('fill-opacity', 0.8);
       pg.append('text').attr('x', 7).attr('y', 4).attr('fill', '#333').text(`${p.layer}.${p.head}`);
-      pg.append('title').text(`layer ${p.layer} head ${p.head}: ${labelText(p.label)}; removing it: ${p.effect >= 0 ? '+' : '−'}${Math.abs(p.effect).toFixed(4)} nats per token (${p.share < 0 ? '−' : ''}${Math.abs(Math.round(100 * p.share))} % of the largest change)`);
+      pg.append('title').text(`layer ${p.layer} head ${p.head}: ${labelText(p.label)}; removing it: ${p.effect >= 0 ? '+' : '−'}${Math.abs(p.effect).toFixed(4)} ${unit} (${p.share < 0 ? '−' : ''}${Math.abs(Math.round(100 * p.share))} % of the largest change)`);
     }
     const note = document.createElement('p');
     note.className = 'small muted';
@@ -126,7 +136,7 @@ export class HeadFinder {
       : far.label.score > far.share ? 'its map looks like it matters more than removing it shows' : 'removing it matters more than its map suggests';
     const pct = Math.round(100 * far.share);
     warn.replaceChildren(`The probes' warning: layer ${far.layer} head ${far.head} (${labelText(far.label)}) changes the loss by ` +
-      `${far.effect >= 0 ? '+' : '−'}${Math.abs(far.effect).toFixed(4)} nats per token when removed, ${pct < 0 ? '−' : ''}${Math.abs(pct)} % of the largest change: ${says}. ` +
+      `${far.effect >= 0 ? '+' : '−'}${Math.abs(far.effect).toFixed(4)} ${unit} when removed, ${pct < 0 ? '−' : ''}${Math.abs(pct)} % of the largest change: ${says}. ` +
       'It is the point farthest from the diagonal. ');
     const show = document.createElement('button');
     show.type = 'button'; show.textContent = 'Show this head';

@@ -3,7 +3,8 @@
 // matrix, ./similarity.ts), and a tiny BART spells numbers
 // token by token with its three kinds of attention: encoder self, decoder self (causal) and
 // decoder -> encoder (cross), redrawn for every generated word. The similarity panel can take an
-// encoder from the Hub or a dropped folder (./encoder-source.ts).
+// encoder from the Hub or a dropped folder (./encoder-source.ts). The fill-mask panel has the
+// model page's tools (./encoder-explorer.ts): test a head, find heads, the model view, the URL.
 import './style.css';
 import { showRuntime } from './runtime-line';
 import { settled } from './isolation';
@@ -12,7 +13,9 @@ import { $, message, showToken, yieldToEvents } from './ui';
 import { HeadView } from './headview';
 import { renderHeatmap } from './heatmap';
 import type { AttnData } from './contract';
-import { MAP_NOTE, rollout } from './map-mode';
+import { rowsOf } from './encoder-model';
+import { ENCODER_NAME, EncoderExplorer } from './encoder-explorer';
+import { parseState, type ViewState } from './url-state';
 import { startSimilarity, useSimilarityModel } from './similarity';
 import { wireEncoderSource } from './encoder-source';
 
@@ -22,18 +25,15 @@ const MEAN = -1; // the head <select>'s value for the mean over heads
 
 let bert: qkv.EncoderModel | null = null;
 let bart: qkv.Seq2SeqModel | null = null;
-const enc = { layer: 0, heads: [] as boolean[], query: -1, seq: 0 };
+const enc = { layer: 0, heads: [] as boolean[], query: -1, seq: 0, rolled: false };
 const headView = new HeadView($('#enc-headview'), (q) => { enc.query = q; headView.update(viewState()); });
-const viewState = () => ({ layer: enc.layer, heads: enc.heads, query: enc.query });
-
-/** [1, H, L, L] Tensors per layer -> attn[layer][head][query] rows. */
-function rowsOf(ts: qkv.Tensor[]): Float32Array[][][] {
-  return ts.map((t) => {
-    const [, H, L, Lk] = t.shape;
-    const d = t.data as Float32Array;
-    return Array.from({ length: H }, (_h, h) => Array.from({ length: L }, (_q, q) => d.slice((h * L + q) * Lk, (h * L + q + 1) * Lk)));
-  });
-}
+const viewState = () => ({ layer: enc.layer, heads: enc.rolled ? [true] : enc.heads, query: enc.query });
+/** the sentence's raw maps (pair mode: the pair's) and whether they are the fill-mask sentence's */
+let shownData: AttnData | null = null;
+let single = true;
+const ex = new EncoderExplorer({ model: () => bert, data: () => (single ? shownData : null), draw: () => draw() });
+/** a link's state, applied once the sentence it names has run */
+let restoring: ViewState | null = null;
 
 // ---------------------------------------------------------------- 1 · the encoder
 
@@ -73,21 +73,13 @@ async function analyse(): Promise<void> {
       return li;
     }));
     const tokens = ids.map((id, i) => showToken(m.tokenizer.tokenText(id)) + (types && types[i] === 1 ? '·B' : ''));
-    const data: AttnData = {
+    shownData = {
       tokens, ids, promptLength: ids.length, nLayer: m.layers, nHead: m.heads, attn: rowsOf(out.attentions!),
       headDim: Number(m.config.hidden_size ?? m.config.dim ?? 0) / m.heads, scale: 1, bidirectional: true,
     };
-    // raw, or the rollout up to this layer (heads fused: one map)
-    const rolled = $<HTMLSelectElement>('#enc-map').value === 'rollout';
-    headView.render(rolled ? rollout(data).data : data, viewState());
-    $('#enc-map-note').hidden = !rolled;
-    $('#enc-map-note').textContent = rolled ? MAP_NOTE.rollout : '';
-    // what a reader checks: weight above the diagonal (keys after the query) is used
-    let above = 0;
-    for (const head of data.attn[enc.layer]) head.forEach((r, i) => { for (let j = i + 1; j < r.length; j++) above += r[j]; });
-    const check = $('#enc-check');
-    check.textContent = `${ids.length} tokens × ${m.heads} heads in layer ${enc.layer}: ${(above / (m.heads * ids.length) * 100).toFixed(0)} % of each query's weight, on average, goes to keys after it (a GPT's would be 0 %).`;
-    check.dataset.above = String(above);
+    single = !pair;
+    if (restoring) { const s = restoring; restoring = null; ex.restore(s); }
+    draw();
   } catch (e) {
     if (my === enc.seq) message(msg, (e as Error).message, 'error');
   }
@@ -101,11 +93,50 @@ async function startEncoder(): Promise<void> {
     enc.heads = Array.from({ length: m.heads }, () => true);
     $('#enc-layer').replaceChildren(...Array.from({ length: m.layers }, (_v, l) => new Option(String(l), String(l))));
     $('#bert-info').textContent = `tiny-bert-kjv: ${m.architecture}, ${m.layers} layers × ${m.heads} heads, WordPiece vocab ${m.config.vocab_size}.`;
+    readLink();
     await analyse();
     await startSimilarity(m, 'tiny-bert-kjv (this page\'s)');
   } catch (e) {
     message($('#mask-msg'), `The encoder could not be loaded: ${(e as Error).message}`, 'error');
   }
+}
+
+/** Draws the maps (raw or after the test, or their rollout / flow) in the chosen view, then the tools' panels and the URL. */
+function draw(): void {
+  const m = bert, raw = shownData;
+  if (!m || !raw) return;
+  enc.layer = Number($<HTMLSelectElement>('#enc-layer').value || 0);
+  ex.sel.layer = enc.layer;
+  const data = single ? ex.base(raw) : raw;
+  // raw, or the rollout / flow up to this layer (heads fused: one map)
+  const mapped = ex.mapped(data), shown = mapped.data;
+  enc.rolled = ex.fused;
+  const view = ex.view;
+  $('#enc-headview').hidden = view !== 'head';
+  $('#enc-model').hidden = view !== 'model';
+  if (view === 'head') headView.render(shown, viewState());
+  else ex.renderModelView(shown);
+  $('#enc-map-note').hidden = !mapped.note;
+  $('#enc-map-note').textContent = mapped.note;
+  // what a reader checks: weight above the diagonal (keys after the query) is used
+  let above = 0;
+  for (const head of data.attn[enc.layer]) head.forEach((r, i) => { for (let j = i + 1; j < r.length; j++) above += r[j]; });
+  const check = $('#enc-check'), L = data.tokens.length;
+  check.textContent = `${L} tokens × ${m.heads} heads in layer ${enc.layer}: ${(above / (m.heads * L) * 100).toFixed(0)} % of each query's weight, on average, goes to keys after it (a GPT's would be 0 %).`;
+  check.dataset.above = String(above);
+  ex.afterDraw({ prompt: $<HTMLInputElement>('#mask-text').value, layer: enc.layer });
+}
+
+/** A link's view (encoders.html#model=tiny-bert-kjv&prompt=...): the inputs now, the test once the sentence ran. */
+function readLink(): void {
+  const s = parseState(location.hash);
+  if (s.model && s.model !== ENCODER_NAME) return; // the fill-mask panel runs tiny-bert-kjv only
+  if (s.prompt !== undefined) $<HTMLInputElement>('#mask-text').value = s.prompt;
+  if (s.target !== undefined) $<HTMLInputElement>('#mask-target').value = s.target;
+  if (s.tab === 'head' || s.tab === 'model') $<HTMLSelectElement>('#enc-view').value = s.tab;
+  if (s.map) $<HTMLSelectElement>('#enc-map').value = s.map;
+  if (s.layer !== undefined && bert && s.layer < bert.layers) $<HTMLSelectElement>('#enc-layer').value = String(s.layer);
+  restoring = s;
 }
 
 // ---------------------------------------------------------------- 2 · the encoder-decoder
@@ -186,8 +217,8 @@ function wire(): void {
   const later = () => { clearTimeout(maskTimer); maskTimer = window.setTimeout(() => void analyse(), 150); };
   for (const id of ['#mask-text', '#pair-a', '#pair-b']) $(id).addEventListener('input', later);
   $('#pair').addEventListener('change', () => { $('#pair-inputs').hidden = !$<HTMLInputElement>('#pair').checked; enc.query = -1; void analyse(); });
-  $('#enc-layer').addEventListener('change', () => { enc.layer = Number($<HTMLSelectElement>('#enc-layer').value); void analyse(); });
-  $('#enc-map').addEventListener('change', () => void analyse());
+  $('#enc-layer').addEventListener('change', () => draw());
+  for (const id of ['#enc-map', '#enc-view']) $(id).addEventListener('change', () => draw());
   $('#s2s-go').addEventListener('click', () => void spell());
   $('#s2s-in').addEventListener('keydown', (e) => { if (e.key === 'Enter') void spell(); });
   for (const id of ['#s2s-layer', '#s2s-head']) $(id).addEventListener('change', () => void spell());

@@ -5,6 +5,8 @@
 // request, the maps after. Both runs go through the page's ForwardProgress (bar, Cancel).
 // The heads are chosen by clicking them in the model view with "clicks remove" on; cells by
 // clicking them in the enlarged heat map (up to 64 tokens, tokens not words, raw maps).
+// Where the distribution is read and which loss is printed is the page's Readout: the model
+// page's next token (NEXT_TOKEN), the encoders page's [MASK] (./mask-readout.ts).
 import { qkv, type DemoModel, type Interventions } from './api';
 import type { AttnData } from './contract';
 import { allHeadStats, type HeadStats } from './patterns';
@@ -35,17 +37,44 @@ export function kl(p: Float64Array, q: Float64Array): number {
 const topK = (p: Float64Array, k: number) => Array.from(p.keys()).sort((a, b) => p[b] - p[a]).slice(0, k);
 
 interface Run { logits: Float32Array; attn: Float32Array[][][] }
+
+/** What the test needs of a model: its shape and a forward with interventions (DemoModel has both). */
+export type TestModel = Pick<DemoModel, 'dims' | 'intervene'>;
+
+/** Where the test compares the two distributions, and the loss it prints. */
+export interface Readout {
+  /** the table's caption, e.g. "Next token, top 5" */
+  caption: string;
+  /** the position whose distribution is compared, or a sentence saying why there is none */
+  at(ids: readonly number[]): number | string;
+  /** the loss of one run (logits [L * V]), or null where none is defined */
+  loss(logits: Float32Array, ids: readonly number[], V: number): number | null;
+  /** the summary's words for that loss ("the prompt's loss", "nats per token"), or why there is none */
+  lossName(): { name: string; unit: string } | string;
+  /** what else the loss depends on (a target word): part of the test's key */
+  key?(): string;
+}
+
+/** The model page's: the next token after the prompt, and the prompt's mean next-token loss. */
+export const NEXT_TOKEN: Readout = {
+  caption: 'Next token, top 5',
+  at: (ids) => ids.length - 1,
+  loss: (logits, ids, V) => (ids.length < 2 ? null : qkv.nextTokenLoss(new qkv.Tensor(logits, [1, ids.length, V]), ids)),
+  lossName: () => ({ name: 'the prompt\'s loss', unit: 'nats per token' }),
+};
 export interface TestResult {
   /** the ids and interventions it ran on (stale when either changed) */
   key: string;
   before: Float64Array; after: Float64Array;
   lossBefore: number | null; lossAfter: number | null;
+  /** the loss's words, as when it ran */
+  lossName: { name: string; unit: string } | string;
   kl: number;
   afterData: AttnData; afterStats: HeadStats[][];
 }
 
 export interface TestHost {
-  model(): DemoModel | null;
+  model(): TestModel | null;
   /** the shown text's token data (null before the first run) */
   data(): AttnData | null;
   /** generating: no test runs meanwhile */
@@ -53,13 +82,15 @@ export interface TestHost {
   forward: ForwardProgress;
   /** the result or the choice changed: draw again */
   changed(): void;
+  /** default NEXT_TOKEN */
+  readout?: Readout;
 }
 
 export class HeadTest {
   removed = new Set<string>();
   blocked: Block[] = [];
   result: TestResult | null = null;
-  private base: { model: DemoModel; key: string; run: Run } | null = null;
+  private base: { model: TestModel; key: string; run: Run } | null = null;
   private timer = 0;
   /** the key last run (or tried): a failed or cancelled test is not started again by itself */
   private tried = '';
@@ -108,7 +139,9 @@ export class HeadTest {
     return [heads.length ? `Removed: ${heads.join(', ')}.` : '', cells.length ? `Blocked: ${cells.join('; ')}.` : ''].filter(Boolean).join(' ');
   }
 
-  private key(d: AttnData): string { return `${d.ids.join(',')}|${[...this.removed].sort().join(',')}|${this.blocked.map((b) => `${b.layer}.${b.head}:${b.q}>${b.k}`).join(',')}`; }
+  private get readout(): Readout { return this.host.readout ?? NEXT_TOKEN; }
+
+  private key(d: AttnData): string { return `${d.ids.join(',')}|${this.readout.key?.() ?? ''}|${[...this.removed].sort().join(',')}|${this.blocked.map((b) => `${b.layer}.${b.head}:${b.q}>${b.k}`).join(',')}`; }
 
   /** The result, when it is of the text shown and of the current choice. */
   current(): TestResult | null {
@@ -136,8 +169,9 @@ export class HeadTest {
     if (!m || !d || this.host.busy()) return;
     if (!this.active) { this.result = null; this.host.changed(); return; }
     const ids = d.ids.slice(), key = this.key(d), iv = this.interventions(m.dims.layers, m.dims.heads);
-    const baseKey = ids.join(',');
+    const baseKey = ids.join(','), at = this.readout.at(ids);
     this.tried = key;
+    if (typeof at === 'string') { this.result = null; document.body.dataset.test = 'no-position'; message(msg, at, 'info'); this.host.changed(); return; }
     document.body.dataset.test = 'running';
     try {
       if (this.base?.key !== baseKey || this.base.model !== m) {
@@ -147,11 +181,13 @@ export class HeadTest {
       const before = this.base.run;
       const after = await this.host.forward.run('After', ids.length, (p) => m.intervene(ids, iv, p));
       if (m !== this.host.model()) return;
-      const V = m.dims.vocab, L = ids.length;
-      const loss = (r: Run) => (L < 2 ? null : qkv.nextTokenLoss(new qkv.Tensor(r.logits, [1, L, V]), ids));
-      const pb = softmax(before.logits, (L - 1) * V, V), pa = softmax(after.logits, (L - 1) * V, V);
+      const V = m.dims.vocab, ro = this.readout;
+      const loss = (r: Run) => ro.loss(r.logits, ids, V);
+      const pb = softmax(before.logits, at * V, V), pa = softmax(after.logits, at * V, V);
       const afterData: AttnData = { ...d, attn: after.attn, q: undefined, k: undefined };
-      this.result = { key, before: pb, after: pa, lossBefore: loss(before), lossAfter: loss(after), kl: kl(pb, pa), afterData, afterStats: allHeadStats(afterData) };
+      this.result = {
+        key, before: pb, after: pa, lossBefore: loss(before), lossAfter: loss(after), lossName: ro.lossName(), kl: kl(pb, pa), afterData, afterStats: allHeadStats(afterData),
+      };
       message(msg, '');
       document.body.dataset.test = 'done';
     } catch (e) {
@@ -176,7 +212,7 @@ export class HeadTest {
     const dl = r.lossBefore !== null && r.lossAfter !== null ? ` (${r.lossAfter - r.lossBefore >= 0 ? '+' : '−'}${Math.abs(r.lossAfter - r.lossBefore).toFixed(3)})` : '';
     const table = document.createElement('table');
     table.className = 'test-table';
-    table.innerHTML = '<caption>Next token, top 5</caption><thead><tr><th>#</th><th>before</th><th class="num">p</th><th>after</th><th class="num">p</th></tr></thead>';
+    table.innerHTML = `<caption>${this.readout.caption}</caption><thead><tr><th>#</th><th>before</th><th class="num">p</th><th>after</th><th class="num">p</th></tr></thead>`;
     const body = document.createElement('tbody');
     const tb = topK(r.before, TOP), ta = topK(r.after, TOP);
     for (let i = 0; i < TOP; i++) {
@@ -192,7 +228,9 @@ export class HeadTest {
     table.append(body);
     const line = document.createElement('p');
     line.className = 'small test-summary';
-    line.textContent = `KL(before ‖ after) = ${r.kl.toFixed(4)} nats · the prompt's loss ${fmtLoss(r.lossBefore)} → ${fmtLoss(r.lossAfter)} nats per token${dl}`;
+    const ln = r.lossName;
+    line.textContent = `KL(before ‖ after) = ${r.kl.toFixed(4)} nats · ` +
+      (typeof ln === 'string' ? ln : `${ln.name} ${fmtLoss(r.lossBefore)} → ${fmtLoss(r.lossAfter)} ${ln.unit}${dl}`);
     box.replaceChildren(table, line);
   }
 

@@ -6,6 +6,10 @@
 // model: a site model's folder name (web/models/), or hub:<what the Hub panel's box held> (an id
 // or a folder URL, loaded by that panel, with its progress and Cancel);
 // a dropped checkpoint cannot be named in a URL (the link then opens the default model).
+// The encoders page writes the same fields for its fill-mask panel (view = head or model, the
+// prompt is the sentence with [MASK]) and one more, target: the word whose masked-token loss the
+// test prints, e.g.
+//   encoders.html#model=tiny-bert-kjv&prompt=In+the+beginning+God+created+the+%5BMASK%5D.&view=model&layer=2&head=1&map=raw&remove=2.1&target=heaven
 import { MAP_MODES, type MapMode } from './map-mode';
 import type { Block } from './test-head';
 
@@ -20,6 +24,8 @@ export interface ViewState {
   words?: boolean;
   remove?: [number, number][];
   block?: Block[];
+  /** the encoders page: the word that belongs at [MASK] */
+  target?: string;
 }
 
 const int = (s: string | null): number | undefined => (s !== null && /^\d+$/.test(s) ? Number(s) : undefined);
@@ -48,6 +54,7 @@ export function parseState(hash: string): ViewState {
       return m ? [{ layer: +m[1], head: +m[2], q: +m[3], k: +m[4] }] : [];
     });
   }
+  if (p.has('target')) s.target = p.get('target')!;
   for (const k of Object.keys(s) as (keyof ViewState)[]) if (s[k] === undefined) delete s[k];
   return s;
 }
@@ -64,6 +71,7 @@ export function formatState(s: ViewState): string {
   if (s.words) p.set('words', '1');
   if (s.remove?.length) p.set('remove', s.remove.map(([l, h]) => `${l}.${h}`).join(','));
   if (s.block?.length) p.set('block', s.block.map((b) => `${b.layer}.${b.head}:${b.q}-${b.k}`).join(','));
+  if (s.target !== undefined) p.set('target', s.target);
   return p.toString();
 }
 

@@ -8,24 +8,31 @@
  * A map says which values a head mixed; the ablation says what the model loses without them.
  * The two can disagree (a head with a sharp previous-token map whose removal costs nothing),
  * which is the point of measuring both.
+ *
+ * A masked-LM encoder's logits are not next-token predictions; its ablation effect is the
+ * change in the masked-token loss instead (./masked-loss.ts): the text masked BERT-style from
+ * the seed (15 % of its ordinary tokens, at least one, replaced by [MASK]) and the loss of the
+ * original tokens there, with the head removed minus with it. Asked with `ablation: true`.
  */
 import { describe, fmtShape } from '../errors.js';
 import { Tensor } from '../tensor.js';
 import { checkOptions, isNumberArray, optBool, optInt } from '../validate.js';
 import { nextTask, optFunction, optSignal } from '../model/cancel.js';
 import { headPatternScores, inductionScores, type HeadTable } from './head-scores.js';
+import { maskedLossSum, maskText } from './masked-loss.js';
 
 /** What headProbes needs of a model: forward with outputAttentions, logits and headMask. */
 export interface ProbeModel {
   forward(ids: ArrayLike<number>, options?: { outputAttentions?: boolean; headMask?: Tensor; logits?: 'all' | 'last' }): Promise<{ logits: Tensor; attentions?: Tensor[] }>;
-  tokenizer?: { encode(text: string): number[] } | null;
+  /** An encoder's tokenizer also names its special tokens (the mask token, and those never masked). */
+  tokenizer?: { encode(text: string): number[]; specialTokens?: Partial<Record<'bos' | 'eos' | 'unk' | 'pad' | 'cls' | 'sep' | 'mask', number | null>> } | null;
   /**
    * Decoders have it (DecoderModel.dims): the vocabulary and the context. With dims, the
    * forwards that only need maps ask for the last position's logits only (logits: 'last').
    */
   dims?: { vocab: number; positions: number };
   config?: object;
-  /** Present on masked-LM encoders: their logits are not next-token predictions (no ablation loss). */
+  /** Present on masked-LM encoders: their logits predict masked tokens (the ablation loss is the masked-token loss). */
   fillMask?: unknown;
 }
 
@@ -59,8 +66,9 @@ export interface HeadProbeOptions {
   seed?: number;
   /**
    * Measure each head's ablation effect (default true for decoders, false for masked-LM
-   * encoders, whose logits are not next-token predictions). Loss on the text, or without one
-   * on the first induction sequence. One forward per head, with progress and cancel.
+   * encoders). Decoders: the next-token loss on the text, or without one on the first
+   * induction sequence. Encoders: the masked-token loss on that text masked BERT-style from
+   * `seed` (see the file's comment). One forward per head, with progress and cancel.
    */
   ablation?: boolean;
   /** Called after each forward pass. */
@@ -77,7 +85,7 @@ export interface HeadScore {
   induction: number;
   sink: number;
   entropy: number;
-  /** Loss with the head removed minus the loss with it (nats per token); null without ablation. */
+  /** Loss with the head removed minus the loss with it (nats per token; an encoder's per masked token); null without ablation. */
   ablation: number | null;
 }
 
@@ -94,12 +102,14 @@ export interface HeadProbeResult {
   ablation: HeadTable | null;
   /** The same, one entry per head, layer by layer. */
   scores: HeadScore[];
-  /** Mean next-token loss (nats per predicted token) of the ablation's texts with every head (headMask all 1), or null. */
+  /** Mean next-token loss (an encoder's: masked-token loss) in nats per predicted token of the ablation's texts with every head (headMask all 1), or null. */
   baseLoss: number | null;
   /** The texts (token ids) the previous-token, sink and entropy scores were measured on. */
   ids: number[][];
-  /** The texts the ablation loss was measured on ([] without ablation). */
+  /** The texts the ablation loss was measured on ([] without ablation); an encoder's as masked. */
   ablationIds: number[][];
+  /** An encoder's scored tokens per ablation text, [position, original id] pairs ([] for decoders). */
+  ablationTargets: [number, number][][];
   /** The induction sequences' first copies. */
   inductionTokens: number[][];
 }
@@ -176,8 +186,10 @@ export async function headProbes(model: ProbeModel, options: HeadProbeOptions = 
   const onProgress = optFunction<(p: ProbeProgress) => void>(fn, opts, 'onProgress');
   const encoder = typeof model.fillMask === 'function';
   const ablation = optBool(fn, opts, 'ablation', !encoder);
-  if (ablation && encoder) {
-    throw new Error(`${fn}: options.ablation needs next-token logits, and this model is a masked-LM encoder (its logits predict masked tokens); pass ablation: false`);
+  const specials = model.tokenizer?.specialTokens ?? {};
+  const maskId = specials.mask ?? null;
+  if (ablation && encoder && maskId === null) {
+    throw new Error(`${fn}: options.ablation on a masked-LM encoder masks the text, and this model's tokenizer has no mask token`);
   }
   if (opts.ids !== undefined && opts.text !== undefined) throw new TypeError(`${fn}: give options.ids or options.text, not both`);
   let texts: number[][] | null = null;
@@ -232,7 +244,19 @@ export async function headProbes(model: ProbeModel, options: HeadProbeOptions = 
     }
   }
   const seqs = firsts.map((x) => [...prefix, ...x, ...x]);
-  const ablationIds = ablation ? texts ?? [seqs[0]] : [];
+  // an encoder's texts masked BERT-style (their own stream from the seed); the scored tokens
+  let ablationIds = ablation ? texts ?? [seqs[0]] : [];
+  let ablationTargets: [number, number][][] = [];
+  if (ablation && encoder) {
+    const rand = random(seed ^ 0x9e3779b9), never = new Set(Object.values(specials).filter((v): v is number => typeof v === 'number'));
+    const masked = ablationIds.map((t, k) => {
+      const m = maskText(t, maskId!, never, rand);
+      if (!m) throw new RangeError(`${fn}: ablation text ${k} has only special tokens; nothing to mask`);
+      return m;
+    });
+    ablationIds = masked.map((m) => m.ids);
+    ablationTargets = masked.map((m) => m.targets);
+  }
 
   let done = 0;
   let total = (texts ? texts.length : 0) + seqs.length;
@@ -277,16 +301,16 @@ export async function headProbes(model: ProbeModel, options: HeadProbeOptions = 
     pattern = sum;
   }
   const textIds = texts ?? [seqs[0]];
-  // mean loss over every predicted token of every ablation text
-  const predicted = ablationIds.reduce((a, t) => a + t.length - 1, 0);
+  // mean loss over every predicted (a decoder's) or masked (an encoder's) token of every ablation text
+  const predicted = encoder ? ablationTargets.reduce((a, t) => a + t.length, 0) : ablationIds.reduce((a, t) => a + t.length - 1, 0);
   const lossWith = async (mask: Float32Array) => {
     let nats = 0;
-    for (const t of ablationIds) {
+    for (const [k, t] of ablationIds.entries()) {
       const r = await model.forward(t, { headMask: new Tensor(mask, [layers, H]) });
       if (r.logits.shape[1] !== t.length) {
         throw new Error(`${fn}: model.forward returned logits ${fmtShape(r.logits.shape)} for ${t.length} tokens (need every position's)`);
       }
-      nats += nextTokenLoss(r.logits, t) * (t.length - 1);
+      nats += encoder ? maskedLossSum(r.logits, ablationTargets[k]) : nextTokenLoss(r.logits, t) * (t.length - 1);
     }
     return nats / predicted;
   };
@@ -324,6 +348,6 @@ export async function headProbes(model: ProbeModel, options: HeadProbeOptions = 
   }
   return {
     layers, heads: H, previousToken: pattern.previousToken, induction, sink: pattern.sink, entropy: pattern.entropy,
-    ablation: ablationTable, scores, baseLoss, ids: textIds, ablationIds, inductionTokens: firsts,
+    ablation: ablationTable, scores, baseLoss, ids: textIds, ablationIds, ablationTargets, inductionTokens: firsts,
   };
 }

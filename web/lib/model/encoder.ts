@@ -65,6 +65,10 @@ export interface EncoderForwardResult {
 export interface FillMaskOptions {
   /** How many predictions (default 5), as the pipeline's top_k. */
   topK?: number;
+  /** As forward's: the predictions with heads removed (docs/interventions.md). */
+  headMask?: HeadMask;
+  /** As forward's: the predictions with query -> key edges blocked (positions of the encoded text, [CLS] = 0). */
+  knockout?: Knockout[];
 }
 
 /** One prediction for the [MASK], as Hugging Face's fill-mask pipeline (`token` is the string here). */
@@ -190,7 +194,11 @@ export class EncoderModel {
    * `attentionMask` hides padding keys (the rows of padded queries are still computed, as HF).
    */
   async forward(ids: ArrayLike<number>, options: EncoderForwardOptions = {}): Promise<EncoderForwardResult> {
-    const fn = 'model.forward';
+    return this.#forward('model.forward', ids, options);
+  }
+
+  /** forward, its errors naming `fn` (fillMask's interventions are forward's). */
+  async #forward(fn: string, ids: ArrayLike<number>, options: EncoderForwardOptions): Promise<EncoderForwardResult> {
     const opts = checkOptions(fn, options, ['outputAttentions', 'tokenTypeIds', 'attentionMask', 'headMask', 'knockout', 'outputHeadOutputs', 'patchHeadOutputs']);
     const want = optBool(fn, opts, 'outputAttentions', false);
     if (!this.hasMaskedLmHead) throw this.#noHead(fn);
@@ -245,12 +253,13 @@ export class EncoderModel {
   /**
    * Predicts the token at the one `[MASK]` in `text` (the tokenizer's mask token), as Hugging
    * Face's fill-mask pipeline: the topK most probable tokens (softmax over the vocabulary at
-   * that position), best first, each with the sequence it completes.
+   * that position), best first, each with the sequence it completes. `headMask` and
+   * `knockout` go to {@link forward}: the predictions of the model with heads removed.
    */
   async fillMask(text: string, options: FillMaskOptions = {}): Promise<FillMaskPrediction[]> {
     const fn = 'model.fillMask';
     if (typeof text !== 'string') throw new TypeError(`${fn}: text must be a string, got ${describe(text)}`);
-    const opts = checkOptions(fn, options, ['topK']);
+    const opts = checkOptions(fn, options, ['topK', 'headMask', 'knockout']);
     const V = this.config.vocab_size;
     const topK = optInt(fn, opts, 'topK', 5, 1, V);
     if (!this.hasMaskedLmHead) throw this.#noHead(fn);
@@ -265,7 +274,11 @@ export class EncoderModel {
     if (at.length !== 1) {
       throw new RangeError(`${fn}: text must hold exactly one ${maskText}, found ${at.length} in ${describe(text)}`);
     }
-    const { logits } = await this.forward(ids);
+    // the interventions as given (forward checks them)
+    const iv: EncoderForwardOptions = {};
+    if (opts.headMask !== undefined) iv.headMask = opts.headMask as HeadMask;
+    if (opts.knockout !== undefined) iv.knockout = opts.knockout as Knockout[];
+    const { logits } = await this.#forward(fn, ids, iv);
     const row = (logits.data as Float32Array).subarray(at[0] * V, (at[0] + 1) * V);
     // softmax in double, max-shifted
     let mx = -Infinity;
