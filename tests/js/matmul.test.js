@@ -158,8 +158,9 @@ for (const variant of ['simd', 'simd-threads', 'scalar', ...relaxed]) {
                   let amax = 0;
                   for (let k = b * 32; k < Math.min(K, b * 32 + 32); k++) amax = Math.max(amax, Math.abs(st.value(idx(k, n))));
                   for (let k = b * 32; k < Math.min(K, b * 32 + 32); k++) {
-                    // |d| = amax / 8 rounded to a half (at least 2^-14): error <= |d| / 2, or |d| where 8 clamps to 7
-                    const d = amax > 0 ? Math.max((amax / 8) * (1 + 2 ** -11), 2 ** -14) : 0;
+                    // |d| = amax / 8 rounded to a half (at least 2^-14): error <= |d| / 2, or where a weight of
+                    // the largest one's opposite sign clamps 8 to 7, |w| - 7 |d| <= amax (1 - 7 / 8 (1 - 2^-11))
+                    const d = amax > 0 ? Math.max((amax / 8) * (1 + 7 * 2 ** -11), 2 ** -14) : 0;
                     assert.ok(Math.abs(w(k, n) - st.value(idx(k, n))) <= d + 1e-30, `Q4 [${k}, ${n}]`);
                   }
                 }
