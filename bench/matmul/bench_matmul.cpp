@@ -272,8 +272,8 @@ int int_prefill(int threads, const char* out, const char* target, double bw, dou
   std::string json;
   std::printf("\nint8 vs int4 prefill (matmul(), M > 1: integer; Q4 float = detail::gemm), %d passes interleaved\n",
               kPasses);
-  std::printf("%-5s %-18s %10s %10s %10s %8s %8s %8s\n", "M", "shape", "Q8 ms", "Q4 ms", "Q4f ms", "Q8/Q4",
-              "min", "max");
+  std::printf("%-5s %-18s %10s %10s %10s %8s %8s %8s\n", "M", "shape", "Q8 ms", "Q4 ms", "Q4f ms", "Q8/Q4", "min",
+              "max");
   for (int64_t M : {32, 128}) {
     std::vector<float> x(size_t(M * 3072)), y(size_t(M * 3072));
     for (auto& v : x) v = std::normal_distribution<float>(0.0f, 1.0f)(rng);
@@ -312,10 +312,9 @@ int int_prefill(int threads, const char* out, const char* target, double bw, dou
       double flops = 0.0;  // 2 M K N per product
       for (size_t j = 0; j < shapes; ++j)
         if (l == shapes || j == l) flops += 2.0 * double(M) * double(kLayers[j].K) * double(kLayers[j].N);
-      const std::string shape =
-          l < shapes ? std::string(kLayers[l].name) + " " + std::to_string(kLayers[l].K) + "x" +
-                           std::to_string(kLayers[l].N)
-                     : "all four";
+      const std::string shape = l < shapes ? std::string(kLayers[l].name) + " " + std::to_string(kLayers[l].K) + "x" +
+                                                 std::to_string(kLayers[l].N)
+                                           : "all four";
       std::printf("%-5lld %-18s %10.3f %10.3f %10.3f %8.3f %8.3f %8.3f\n", static_cast<long long>(M), shape.c_str(),
                   best[0] * 1e3, best[1] * 1e3, best[2] * 1e3, best[0] / best[1], ratio.front(), ratio.back());
       char line[640];

@@ -248,8 +248,8 @@ TEST_CASE(
   struct Shape {
     int64_t M, K, N;
   };
-  const Shape shapes[] = {{2, 32, 8},    {3, 33, 5},  {5, 64, 12},   {7, 95, 17},  {32, 768, 36},
-                          {9, 3072, 20}, {4, 1, 4},   {128, 200, 44}, {3, 70, 21}, {2, 96, 50}};
+  const Shape shapes[] = {{2, 32, 8},    {3, 33, 5}, {5, 64, 12},    {7, 95, 17}, {32, 768, 36},
+                          {9, 3072, 20}, {4, 1, 4},  {128, 200, 44}, {3, 70, 21}, {2, 96, 50}};
   for (WeightType type : {WeightType::Q8, WeightType::Q4}) {
     const auto gemm_int = type == WeightType::Q8 ? detail::gemm_q8 : detail::gemm_q4;
     for (WeightLayout layout : {WeightLayout::InOut, WeightLayout::OutIn}) {
