@@ -23,7 +23,8 @@ qkv::WeightType weight_type(const std::string& name) {
   if (name == "F16") return qkv::WeightType::F16;
   if (name == "BF16") return qkv::WeightType::BF16;
   if (name == "Q8") return qkv::WeightType::Q8;
-  throw std::invalid_argument("matmul: weight type must be F32, F16, BF16 or Q8, got '" + name + "'");
+  if (name == "Q4") return qkv::WeightType::Q4;
+  throw std::invalid_argument("matmul: weight type must be F32, F16, BF16, Q8 or Q4, got '" + name + "'");
 }
 
 qkv::WeightMatrix matrix(const std::string& type, bool out_in, int K, int N, uintptr_t data, uintptr_t scales) {
@@ -36,7 +37,7 @@ qkv::WeightMatrix matrix(const std::string& type, bool out_in, int K, int N, uin
 }
 
 // y [M, N] = x [M, K] W + bias; kernel: "auto" (matmul), "gemv" (row by row), "gemm" (the matrix
-// product matmul() takes for M > 1: for Q8 the integer one) or "gemm-float" (the float one, any type)
+// product matmul() takes for M > 1: for Q8 and Q4 the integer one) or "gemm-float" (the float one, any type)
 std::string matmul_run(const std::string& type, bool out_in, int M, int K, int N, uintptr_t data, uintptr_t scales,
                        uintptr_t x, uintptr_t bias, uintptr_t y, int threads, const std::string& kernel) {
   return guarded([&] {
@@ -49,10 +50,12 @@ std::string matmul_run(const std::string& type, bool out_in, int M, int K, int N
     } else if (kernel == "gemm") {  // the prefill kernel matmul() takes for this type
       if (w.type == qkv::WeightType::Q8) {
         qkv::detail::gemm_q8(w, xs, M, ptr<const float>(bias), ys, threads);
+      } else if (w.type == qkv::WeightType::Q4) {
+        qkv::detail::gemm_q4(w, xs, M, ptr<const float>(bias), ys, threads);
       } else {
         qkv::detail::gemm(w, xs, M, ptr<const float>(bias), ys, threads);
       }
-    } else if (kernel == "gemm-float") {  // 8-bit weights dequantized into the float GEMM
+    } else if (kernel == "gemm-float") {  // 8-bit and 4-bit weights dequantized into the float GEMM
       qkv::detail::gemm(w, xs, M, ptr<const float>(bias), ys, threads);
     } else {
       qkv::matmul(w, xs, M, ptr<const float>(bias), ys, threads);
@@ -67,8 +70,17 @@ std::string matmul_quantize(const std::string& type, bool out_in, int K, int N, 
       [&] { qkv::quantize_q8(matrix(type, out_in, K, N, src, 0), ptr<int8_t>(data), ptr<uint16_t>(scales)); });
 }
 
+// ... to Q4 into data (q4DataBytes) and scales (q4ScaleCount halves).
+std::string matmul_quantize_q4(const std::string& type, bool out_in, int K, int N, uintptr_t src, uintptr_t data,
+                               uintptr_t scales) {
+  return guarded(
+      [&] { qkv::quantize_q4(matrix(type, out_in, K, N, src, 0), ptr<uint8_t>(data), ptr<uint16_t>(scales)); });
+}
+
 double q8_data_bytes(int K, int N) { return double(qkv::Q8Layout::of(K, N).data_bytes()); }
 double q8_scale_count(int K, int N) { return double(qkv::Q8Layout::of(K, N).scale_count()); }
+double q4_data_bytes(int K, int N) { return double(qkv::Q4Layout::of(K, N).data_bytes()); }
+double q4_scale_count(int K, int N) { return double(qkv::Q4Layout::of(K, N).scale_count()); }
 
 }  // namespace
 
@@ -77,4 +89,7 @@ EMSCRIPTEN_BINDINGS(qkv_matmul) {
   function("matmulQuantize", &matmul_quantize);
   function("q8DataBytes", &q8_data_bytes);
   function("q8ScaleCount", &q8_scale_count);
+  function("matmulQuantizeQ4", &matmul_quantize_q4);
+  function("q4DataBytes", &q4_data_bytes);
+  function("q4ScaleCount", &q4_scale_count);
 }

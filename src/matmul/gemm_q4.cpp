@@ -1,12 +1,19 @@
-// Q4 weights into the matrix product's float panels (gemm_q4.hpp): each nibble widened,
-// less 8, times its block's scale, as it is used by all M rows of the product. The product
-// itself is gemm.cpp's float micro-kernel, as for Q8: prefill is bound by arithmetic, not by
-// the weights' bytes, so 4-bit weights cost what 8-bit ones do there.
+// Q4 weights unpacked into the matrix products' panels, a tile at a time, as all M rows of the
+// product then use it:
+//  gemm_q4 (matmul()'s prefill for Q4): into int8 panels in Q8's layout, q = nibble - 8, for the
+//    integer product of the 8-bit prefill (gemm_q8.cpp's gemm_int8: x in int16, int32 block
+//    sums); the unpacking costs a few vector ops per 16 weights, once per call.
+//  pack_q4 (gemm_q4.hpp, for detail::gemm): into the float GEMM's panels, each nibble widened,
+//    less 8, times its block's scale.
 #include "matmul/gemm_q4.hpp"
 
 #include <algorithm>
+#include <cstring>
+#include <vector>
 
+#include "matmul/gemm_int8.hpp"
 #include "matmul/halves.hpp"
+#include "matmul/matmul.hpp"
 
 #ifndef QKV_NO_SIMD
 #include <smmintrin.h>
@@ -60,6 +67,82 @@ void pack_q4(const WeightMatrix& w, int64_t k0, int64_t k1, int64_t j0, int64_t 
       }
     }
   }
+}
+
+namespace {
+
+#ifndef QKV_NO_SIMD
+// u of nibble J of each int16 lane (a constant shift: wasm's shift by a variable count costs a
+// mask and a move per use in V8)
+template <int J>
+inline __m128i nibble(__m128i v) {
+  if constexpr (J == 3) return _mm_srli_epi16(v, 12);
+  if constexpr (J == 0) return _mm_and_si128(v, _mm_set1_epi16(15));
+  if constexpr (J == 1 || J == 2) return _mm_and_si128(_mm_srli_epi16(v, 4 * J), _mm_set1_epi16(15));
+}
+
+// group J of a Q4 set (its nibble J) for all blocks, into Q8's layout: q = u - 8, two k-pairs
+// (16 bytes) per store
+template <int J>
+void unpack_group(const uint8_t* set_data, int64_t blocks, int8_t* out) {
+  const __m128i eight = _mm_set1_epi8(8);
+  for (int64_t kp = 0; kp < blocks * 16; kp += 2) {  // k-pairs of all blocks, in order
+    const __m128i u0 = nibble<J>(_mm_loadu_si128(reinterpret_cast<const __m128i*>(set_data + kp * 16))),
+                  u1 = nibble<J>(_mm_loadu_si128(reinterpret_cast<const __m128i*>(set_data + kp * 16 + 16)));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + kp * 8), _mm_sub_epi8(_mm_packus_epi16(u0, u1), eight));
+  }
+}
+#endif
+
+// Q4's int8 panel for groups [g, g + count) (gemm_int8.hpp): q = u - 8 of each nibble, in Q8's
+// order, and the groups' scales as stored (d of either sign). Q8's k-pair lanes (c, parity) are
+// Q4's int16 lanes L = 2 c + parity, so a group is its nibble j = group % 4 of every lane; Q4's
+// blocks of a set follow each other as Q8's blocks of a group do.
+Int8Panel q4_panel(const WeightMatrix& w, int64_t g, int count) {
+  const int64_t blocks = Q4Layout::of(w.K, w.N).blocks;
+  thread_local std::vector<int8_t> data;      // [count][blocks][16 k-pairs][4 columns][2]
+  thread_local std::vector<uint16_t> scales;  // [count][blocks][4]
+  data.resize(size_t(count * blocks * 128));
+  scales.resize(size_t(count * blocks * 4));
+  const uint8_t* src = static_cast<const uint8_t*>(w.data);
+  for (int i = 0; i < count; ++i) {
+    const int64_t set = (g + i) / 4;
+    const int j = int((g + i) % 4);                // the group's nibble in each int16 lane
+    const uint8_t* sd = src + set * blocks * 256;  // [blocks][16 k-pairs][8 int16 lanes]
+    int8_t* out = data.data() + i * blocks * 128;  // [blocks][16 k-pairs][8 lanes]
+    for (int64_t b = 0; b < blocks; ++b)
+      std::memcpy(scales.data() + (i * blocks + b) * 4, w.scales + (set * blocks + b) * 16 + 4 * j, 8);
+#ifndef QKV_NO_SIMD
+    switch (j) {
+      case 0:
+        unpack_group<0>(sd, blocks, out);
+        break;
+      case 1:
+        unpack_group<1>(sd, blocks, out);
+        break;
+      case 2:
+        unpack_group<2>(sd, blocks, out);
+        break;
+      default:
+        unpack_group<3>(sd, blocks, out);
+        break;
+    }
+#else
+    for (int64_t kp = 0; kp < blocks * 16; ++kp) {
+      for (int lane = 0; lane < 8; ++lane) {
+        const int u = (sd[kp * 16 + lane * 2 + j / 2] >> ((j % 2) * 4)) & 15;  // the lane's little-endian bytes
+        out[kp * 8 + lane] = int8_t(u - 8);
+      }
+    }
+#endif
+  }
+  return {data.data(), scales.data()};
+}
+
+}  // namespace
+
+void gemm_q4(const WeightMatrix& w, const float* x, int64_t M, const float* bias, float* y, int threads) {
+  gemm_int8(w, x, M, bias, y, threads, q4_panel);
 }
 
 }  // namespace qkv::detail

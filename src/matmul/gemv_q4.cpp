@@ -39,12 +39,7 @@ namespace {
 
 #ifndef QKV_NO_SIMD
 using halves::F4;
-
-// 4 IEEE halves at p (any sign) -> their floats times 2^-112 (halves.hpp's field placement)
-inline F4 halves_low(const uint16_t* p) {
-  const __m128i h = _mm_unpacklo_epi16(_mm_setzero_si128(), _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
-  return F4(_mm_castsi128_ps(_mm_and_si128(_mm_srai_epi32(h, 3), _mm_set1_epi32(int32_t(0x8FFFFFFFu)))));
-}
+using halves::halves_low;
 
 // out[g][16] = x W for G sets of 16 columns, set g at data + g * stride sets (G streams in
 // flight). Per block and set: 16 k-pairs, one 16-byte load each, nibble j of every int16 lane

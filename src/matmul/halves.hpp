@@ -127,6 +127,13 @@ inline F4 positive_halves_low(const uint16_t* p) {
 }
 // ... and exactly their floats
 inline F4 positive_halves(const uint16_t* p) { return positive_halves_low(p) * F4(kF16Scale); }
+// 4 IEEE halves at p of any sign (Q4's block scales; Q8's too in the integer matrix product)
+// -> their floats times 2^-112: placed in the lanes' high 16 bits, shifted right by 3 with the
+// sign (its copies in bits 30..28, then masked off). Exact and normal for normal halves.
+inline F4 halves_low(const uint16_t* p) {
+  const __m128i h = _mm_unpacklo_epi16(_mm_setzero_si128(), _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+  return F4(_mm_castsi128_ps(_mm_and_si128(_mm_srai_epi32(h, 3), _mm_set1_epi32(int32_t(0x8FFFFFFFu)))));
+}
 #endif
 
 }  // namespace qkv::halves

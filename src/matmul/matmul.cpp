@@ -18,10 +18,12 @@ void check(const char* fn, const WeightMatrix& w, const float* x, int64_t M, con
   }
 }
 
-// M > 1: the integer product for 8-bit weights, the float one for the rest
+// M > 1: the integer product for 8-bit and 4-bit weights, the float one for the rest
 void prefill(const WeightMatrix& w, const float* x, int64_t M, const float* bias, float* y, int threads) {
   if (w.type == WeightType::Q8) {
     detail::gemm_q8(w, x, M, bias, y, threads);
+  } else if (w.type == WeightType::Q4) {
+    detail::gemm_q4(w, x, M, bias, y, threads);
   } else {
     detail::gemm(w, x, M, bias, y, threads);
   }

@@ -6,9 +6,10 @@
 //  Threads split the output columns; every output element is computed by one thread with the
 //    same operations in any split, so the results do not depend on the thread count.
 //  Weights are widened (F16, BF16) or dequantized (Q8) inside the kernels; x, bias and y are
-//    float32. Q8 quantizes x to int16 per row and block of 32 (error <= 2^-16 of the block's
-//    largest |x|) and multiplies in integers, in the matrix-vector product (gemv_q8.cpp) and the
-//    matrix product (gemm_q8.cpp) alike; detail::gemm dequantizes W and multiplies in float.
+//    float32. Q8 and Q4 quantize x to int16 per row and block of 32 (error <= 2^-16 of the
+//    block's largest |x|) and multiply in integers, in the matrix-vector products (gemv_q8.cpp,
+//    gemv_q4.cpp) and the matrix products (gemm_q8.cpp, gemm_q4.cpp) alike; detail::gemm
+//    dequantizes W and multiplies in float.
 #pragma once
 
 #include <cstddef>
@@ -49,6 +50,9 @@ void gemm(const WeightMatrix& w, const float* x, int64_t M, const float* bias, f
 // Q8 only: x quantized to int16 per row and block of 32, int8 x int16 dot products (gemm_q8.cpp).
 // matmul() takes it for Q8 with M > 1.
 void gemm_q8(const WeightMatrix& w, const float* x, int64_t M, const float* bias, float* y, int threads);
+// Q4 only: the same integer product over each tile's nibbles unpacked to int8 (gemm_q4.cpp).
+// matmul() takes it for Q4 with M > 1.
+void gemm_q4(const WeightMatrix& w, const float* x, int64_t M, const float* bias, float* y, int threads);
 // y_i = x W_i + bias_i for every output, x prepared once, all columns in one parallel_for.
 void gemv_many(const MatmulOutput* outputs, size_t count, const float* x, int threads);
 }  // namespace detail

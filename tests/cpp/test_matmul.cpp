@@ -148,14 +148,16 @@ TEST_CASE("matmul: every weight type and layout vs plain loops, odd sizes, both 
         matmul(w, x.data(), s.M, nullptr, y3.data(), 2);
         matmul_reference(w, x.data(), s.M, nullptr, want0.data());
         check_close(y3, want0, x, w, std::vector<float>(size_t(s.N), 0.0f), s.M, 2e-6 * std::sqrt(double(s.K)) + 1e-6,
-                    type == WeightType::Q8 || (quantized && s.M == 1) ? 1.0 / 65534 : 0.0);
-        if (type == WeightType::Q8) {  // the integer matrix product (matmul's for M > 1), any M
+                    quantized ? 1.0 / 65534 : 0.0);
+        if (quantized) {  // the integer matrix product (matmul's for M > 1), any M
+          const auto gemm_int = type == WeightType::Q8 ? detail::gemm_q8 : detail::gemm_q4;
           std::vector<float> y4(want.size(), NAN);
-          detail::gemm_q8(w, x.data(), s.M, bias.data(), y4.data(), 1);
+          gemm_int(w, x.data(), s.M, bias.data(), y4.data(), 1);
           check_close(y4, want, x, w, bias, s.M, 2e-6 * std::sqrt(double(s.K)) + 1e-6, 1.0 / 65534);
+          CHECK(y4 == y2);  // each row: the bits the matrix-vector product gives it
           for (int threads : {2, 3}) {
             std::vector<float> yt(want.size(), NAN);
-            detail::gemm_q8(w, x.data(), s.M, bias.data(), yt.data(), threads);
+            gemm_int(w, x.data(), s.M, bias.data(), yt.data(), threads);
             CHECK(yt == y4);
           }
         }
@@ -233,53 +235,66 @@ TEST_CASE("matmul: the threaded kernels with the work floor off give the same bi
   }
 }
 
-TEST_CASE("gemm_q8: x in int16 per row and block, int32 sums; the bound is the quantization's; rows independent") {
+TEST_CASE(
+    "gemm_q8 / gemm_q4: x in int16 per row and block, int32 sums; the bound is the quantization's; rows independent") {
   // The integer product adds, per output, sum_k d_w q_w (x_k + e_k) with |e_k| <= d_x / 2 =
-  // max|x_block| / 65534: within rel * sum |x w| + sum_k |w| max|x| / 65534 of the plain loop.
-  // Shapes cross the micro-tile (2 rows x 2 groups of 4 columns), the 32-block and a large K.
-  // x quantized to int8 instead (error max|x| / 254) would miss this bound ~250-fold.
+  // max|x_block| / 65534: within rel * sum |x w| + sum_k |w| max|x| / 65534 of the plain loop
+  // over the stored values (weight_at). Shapes cross the micro-tile (4 rows x 2 groups of 4
+  // columns), Q4's sets of 16 columns, the 32-block (K = 33, 95, 200: a padded last block) and a
+  // large K; M = 2, 3, 32, 128 among them. x quantized to int8 instead (error max|x| / 254)
+  // would miss this bound ~250-fold; a Q4 panel unpacked with the wrong nibble, sign or offset
+  // misses it by far more.
   std::mt19937 rng(808);
   struct Shape {
     int64_t M, K, N;
   };
-  const Shape shapes[] = {{2, 32, 8}, {3, 33, 5}, {5, 64, 12}, {7, 95, 17}, {32, 768, 36}, {9, 3072, 20}, {4, 1, 4}};
-  for (WeightLayout layout : {WeightLayout::InOut, WeightLayout::OutIn}) {
-    for (const Shape& s : shapes) {
-      CAPTURE(layout_name(layout));
-      CAPTURE(s.M);
-      CAPTURE(s.K);
-      CAPTURE(s.N);
-      Stored st = make_weights(WeightType::Q8, layout, s.K, s.N, rng);
-      std::vector<float> x = qkv::testing::normal(s.M * s.K, rng), bias = qkv::testing::normal(s.N, rng);
-      for (size_t i = 0; i < x.size(); i += 17) x[i] *= 40.0f;  // outliers: each block's scale follows its own
-      std::vector<float> want(size_t(s.M * s.N)), y(want.size(), NAN);
-      matmul_reference(st.w, x.data(), s.M, bias.data(), want.data());
-      detail::gemm_q8(st.w, x.data(), s.M, bias.data(), y.data(), 1);
-      check_close(y, want, x, st.w, bias, s.M, 2e-6 * std::sqrt(double(s.K)) + 1e-6, 1.0 / 65534);
-      // each row alone (M = 1 through the same kernel) gives that row's bits: no tile edge leaks
-      bool same = true;
-      for (int64_t m = 0; m < s.M; ++m) {
-        std::vector<float> row(static_cast<size_t>(s.N), NAN);
-        detail::gemm_q8(st.w, x.data() + m * s.K, 1, bias.data(), row.data(), 1);
-        same = same && std::memcmp(row.data(), y.data() + m * s.N, size_t(s.N) * 4) == 0;
+  const Shape shapes[] = {{2, 32, 8},    {3, 33, 5}, {5, 64, 12},    {7, 95, 17}, {32, 768, 36},
+                          {9, 3072, 20}, {4, 1, 4},  {128, 200, 44}, {3, 70, 21}, {2, 96, 50}};
+  for (WeightType type : {WeightType::Q8, WeightType::Q4}) {
+    const auto gemm_int = type == WeightType::Q8 ? detail::gemm_q8 : detail::gemm_q4;
+    for (WeightLayout layout : {WeightLayout::InOut, WeightLayout::OutIn}) {
+      for (const Shape& s : shapes) {
+        CAPTURE(weight_type_name(type));
+        CAPTURE(layout_name(layout));
+        CAPTURE(s.M);
+        CAPTURE(s.K);
+        CAPTURE(s.N);
+        Stored st = make_weights(type, layout, s.K, s.N, rng);
+        std::vector<float> x = qkv::testing::normal(s.M * s.K, rng), bias = qkv::testing::normal(s.N, rng);
+        for (size_t i = 0; i < x.size(); i += 17) x[i] *= 40.0f;  // outliers: each block's scale follows its own
+        std::vector<float> want(size_t(s.M * s.N)), y(want.size(), NAN);
+        matmul_reference(st.w, x.data(), s.M, bias.data(), want.data());
+        gemm_int(st.w, x.data(), s.M, bias.data(), y.data(), 1);
+        check_close(y, want, x, st.w, bias, s.M, 2e-6 * std::sqrt(double(s.K)) + 1e-6, 1.0 / 65534);
+        // each row alone (M = 1 through the same kernel) gives that row's bits: no tile edge leaks
+        bool same = true;
+        for (int64_t m = 0; m < s.M; ++m) {
+          std::vector<float> row(static_cast<size_t>(s.N), NAN);
+          gemm_int(st.w, x.data() + m * s.K, 1, bias.data(), row.data(), 1);
+          same = same && std::memcmp(row.data(), y.data() + m * s.N, size_t(s.N) * 4) == 0;
+        }
+        CHECK(same);
+        // matmul() takes this kernel for M > 1
+        std::vector<float> ym(want.size(), NAN);
+        matmul(st.w, x.data(), s.M, bias.data(), ym.data(), 1);
+        if (s.M > 1) CHECK(ym == y);
+        // no bias
+        std::vector<float> y0(want.size(), NAN), want0(want.size());
+        matmul_reference(st.w, x.data(), s.M, nullptr, want0.data());
+        gemm_int(st.w, x.data(), s.M, nullptr, y0.data(), 2);
+        check_close(y0, want0, x, st.w, std::vector<float>(size_t(s.N), 0.0f), s.M,
+                    2e-6 * std::sqrt(double(s.K)) + 1e-6, 1.0 / 65534);
       }
-      CHECK(same);
-      // no bias
-      std::vector<float> y0(want.size(), NAN), want0(want.size());
-      matmul_reference(st.w, x.data(), s.M, nullptr, want0.data());
-      detail::gemm_q8(st.w, x.data(), s.M, nullptr, y0.data(), 2);
-      check_close(y0, want0, x, st.w, std::vector<float>(size_t(s.N), 0.0f), s.M, 2e-6 * std::sqrt(double(s.K)) + 1e-6,
-                  1.0 / 65534);
     }
+    // |x| beyond 2^31: the folded scales (d_x * 2^112) overflow, the plain loop takes over, same bound
+    Stored st = make_weights(type, WeightLayout::InOut, 70, 9, rng);
+    std::vector<float> x = qkv::testing::normal(3 * 70, rng);
+    for (float& v : x) v *= 1e10f;
+    std::vector<float> want(27), y(27, NAN);
+    matmul_reference(st.w, x.data(), 3, nullptr, want.data());
+    gemm_int(st.w, x.data(), 3, nullptr, y.data(), 1);
+    check_close(y, want, x, st.w, std::vector<float>(9, 0.0f), 3, 2e-6 * std::sqrt(70.0) + 1e-6, 1.0 / 65534);
   }
-  // |x| beyond 2^31: the folded scales (d_x * 2^112) overflow, the plain loop takes over, same bound
-  Stored st = make_weights(WeightType::Q8, WeightLayout::InOut, 70, 9, rng);
-  std::vector<float> x = qkv::testing::normal(3 * 70, rng);
-  for (float& v : x) v *= 1e10f;
-  std::vector<float> want(27), y(27, NAN);
-  matmul_reference(st.w, x.data(), 3, nullptr, want.data());
-  detail::gemm_q8(st.w, x.data(), 3, nullptr, y.data(), 1);
-  check_close(y, want, x, st.w, std::vector<float>(9, 0.0f), 3, 2e-6 * std::sqrt(70.0) + 1e-6, 1.0 / 65534);
 }
 
 TEST_CASE("gemv OutIn: parts whose streams would start 4 KiB apart are shortened; every column keeps its bits") {

@@ -119,7 +119,8 @@ TEST_CASE("quantize_q4: non-finite weights and scales beyond a half are errors n
 }
 
 TEST_CASE(
-    "Q4 kernels == plain loops over the dequantized values (gemv within x's int16 rounding, gemm within float's)") {
+    "Q4 kernels == plain loops over the dequantized values (gemv, gemm_q4 within x's int16 rounding, gemm within "
+    "float's)") {
   std::mt19937 rng(44);
   struct Shape {
     int64_t M, K, N;
@@ -137,11 +138,12 @@ TEST_CASE(
     for (int64_t n = 0; n < s.N; ++n) qkv::read_column(q.w, n, deq.data() + n * s.K);
     const WeightMatrix f{WeightType::F32, WeightLayout::OutIn, s.K, s.N, deq.data(), nullptr};
     const std::vector<float> x = qkv::testing::normal(s.M * s.K, rng), bias = qkv::testing::normal(s.N, rng);
-    std::vector<float> want(size_t(s.M * s.N)), y(want.size(), NAN), yv(want.size(), NAN);
+    std::vector<float> want(size_t(s.M * s.N)), y(want.size(), NAN), yv(want.size(), NAN), yq(want.size(), NAN);
     qkv::matmul_reference(f, x.data(), s.M, bias.data(), want.data());
     qkv::detail::gemm(q.w, x.data(), s.M, bias.data(), y.data(), 1);
     for (int64_t m = 0; m < s.M; ++m) qkv::detail::gemv(q.w, x.data() + m * s.K, bias.data(), yv.data() + m * s.N, 1);
-    double worst_gemm = 0.0, worst_gemv = 0.0;
+    qkv::detail::gemm_q4(q.w, x.data(), s.M, bias.data(), yq.data(), 1);  // the integer prefill
+    double worst_gemm = 0.0, worst_gemv = 0.0, worst_gemm_q4 = 0.0;
     for (int64_t m = 0; m < s.M; ++m) {
       double xmax = 0.0;
       for (int64_t k = 0; k < s.K; ++k) xmax = std::max(xmax, std::fabs(double(x[size_t(m * s.K + k)])));
@@ -156,14 +158,17 @@ TEST_CASE(
         const double tol_gemv = tol_gemm + wsum * xmax / 65534;  // xq = nearest(x / (max|x| / 32767))
         worst_gemm = std::max(worst_gemm, std::fabs(y[i] - want[i]) / tol_gemm);
         worst_gemv = std::max(worst_gemv, std::fabs(yv[i] - want[i]) / tol_gemv);
+        worst_gemm_q4 = std::max(worst_gemm_q4, std::fabs(yq[i] - want[i]) / tol_gemv);
       }
     }
     CHECK(worst_gemm <= 1.0);
     CHECK(worst_gemv <= 1.0);
+    CHECK(worst_gemm_q4 <= 1.0);
+    CHECK(yq == yv);  // the same x rounding, int32 sums and scale products: each row's decode bits
     for (int threads : {2, 3}) {
       std::vector<float> yt(want.size(), NAN);
       qkv::matmul(q.w, x.data(), s.M, bias.data(), yt.data(), threads);
-      CHECK(yt == (s.M == 1 ? yv : y));
+      CHECK(yt == (s.M == 1 ? yv : yq));
     }
   }
 }

@@ -35,7 +35,7 @@ function f16ToF32(h) {
 // A random stored matrix: F32 values, or random finite 16-bit patterns (subnormals included)
 function makeWeights(type, K, N, r) {
   const n = K * N;
-  if (type === 'F32' || type === 'Q8') {
+  if (type === 'F32' || type === 'Q8' || type === 'Q4') {
     const v = new Float32Array(n);
     for (let i = 0; i < n; i++) v[i] = i % 7 === 0 ? 0 : normal(r) * (i % 13 === 5 ? 300 : 0.5);
     return { bytes: new Uint8Array(v.buffer), value: (i) => v[i], f32: v };
@@ -80,6 +80,18 @@ function q8Weight(data, scales, K) {
   };
 }
 
+// The Q4 layout (src/matmul/weights.hpp): data [N/16 sets][K/32][16 pairs][8 int16 lanes], lane
+// 2 c + parity holding in its nibble j u = q + 8 of column 4 j + c of the set at k = 2 p + parity;
+// scales [N/16][K/32][16] IEEE halves
+function q4Weight(data, scales, K) {
+  const blocks = Math.ceil(K / 32), lanes = new Uint16Array(data.buffer, data.byteOffset, data.byteLength / 2);
+  return (k, n) => {
+    const set = Math.floor(n / 16), j = Math.floor((n % 16) / 4), c = n % 4, b = Math.floor(k / 32), p = Math.floor((k % 32) / 2);
+    const u = (lanes[((set * blocks + b) * 16 + p) * 8 + c * 2 + (k % 2)] >> (4 * j)) & 15;
+    return f16ToF32(scales[(set * blocks + b) * 16 + (n % 16)]) * (u - 8);
+  };
+}
+
 const SHAPES = [[1, 1, 1], [1, 5, 3], [2, 7, 13], [3, 33, 29], [5, 31, 9], [7, 67, 50], [1, 300, 97], [13, 257, 37], [4, 513, 130], [1, 130, 801]];
 
 // the relaxed-SIMD builds where the engine has relaxed SIMD (Node 20: --experimental-wasm-relaxed-simd,
@@ -94,7 +106,7 @@ for (const variant of ['simd', 'simd-threads', 'scalar', ...relaxed]) {
     const m = getModule();
     const r = rng(2024);
     let worst = 0, cases = 0;
-    for (const type of ['F32', 'F16', 'BF16', 'Q8']) {
+    for (const type of ['F32', 'F16', 'BF16', 'Q8', 'Q4']) {
       for (const outIn of [false, true]) {
         for (const [M, K, N] of SHAPES) {
           const ptrs = [];
@@ -133,6 +145,26 @@ for (const variant of ['simd', 'simd-threads', 'scalar', ...relaxed]) {
                   }
                 }
               }
+            } else if (type === 'Q4') {
+              const pSrc = put(st.bytes);
+              pData = alloc(m.q4DataBytes(K, N));
+              pScales = alloc(2 * m.q4ScaleCount(K, N));
+              assert.equal(m.matmulQuantizeQ4('F32', outIn, K, N, pSrc, pData, pScales), '');
+              const data = new Uint8Array(heapU8(m).buffer.slice(pData, pData + m.q4DataBytes(K, N)));
+              const scales = new Uint16Array(heapU8(m).buffer.slice(pScales, pScales + 2 * m.q4ScaleCount(K, N)));
+              w = q4Weight(data, scales, K);
+              for (let n = 0; n < N; n++) {
+                for (let b = 0; b * 32 < K; b++) {
+                  let amax = 0;
+                  for (let k = b * 32; k < Math.min(K, b * 32 + 32); k++) amax = Math.max(amax, Math.abs(st.value(idx(k, n))));
+                  for (let k = b * 32; k < Math.min(K, b * 32 + 32); k++) {
+                    // |d| = amax / 8 rounded to a half (at least 2^-14): error <= |d| / 2, or where a weight of
+                    // the largest one's opposite sign clamps 8 to 7, |w| - 7 |d| <= amax (1 - 7 / 8 (1 - 2^-11))
+                    const d = amax > 0 ? Math.max((amax / 8) * (1 + 7 * 2 ** -11), 2 ** -14) : 0;
+                    assert.ok(Math.abs(w(k, n) - st.value(idx(k, n))) <= d + 1e-30, `Q4 [${k}, ${n}]`);
+                  }
+                }
+              }
             } else {
               pData = put(st.bytes);
               w = (k, n) => st.value(idx(k, n));
@@ -145,10 +177,11 @@ for (const variant of ['simd', 'simd-threads', 'scalar', ...relaxed]) {
               assert.equal(m.matmulRun(type, outIn, M, K, N, pData, pScales, pX, pB, pY, threads, kernel), '');
               return new Float32Array(heapU8(m).buffer.slice(pY, pY + 4 * M * N));
             };
-            for (const kernel of ['gemm', 'gemv', ...(type === 'Q8' ? ['gemm-float'] : [])]) {
+            const quantized = type === 'Q8' || type === 'Q4';
+            for (const kernel of ['gemm', 'gemv', ...(quantized ? ['gemm-float'] : [])]) {
               const y = run(kernel, 1);
-              // Q8 gemm and gemv: x quantized to int16 per row and block of 32 (error <= max|x| / 65534)
-              const xRel = type === 'Q8' && kernel !== 'gemm-float' ? 1 / 65534 : 0;
+              // Q8 and Q4 gemm and gemv: x quantized to int16 per row and block of 32 (error <= max|x| / 65534)
+              const xRel = quantized && kernel !== 'gemm-float' ? 1 / 65534 : 0;
               for (let i = 0; i < M * N; i++) {
                 const row = Math.floor(i / N), n = i % N;
                 let xmax = 0;
@@ -159,6 +192,7 @@ for (const variant of ['simd', 'simd-threads', 'scalar', ...relaxed]) {
                 assert.ok(err <= tol, `${type} ${outIn ? 'OutIn' : 'InOut'} ${kernel} M=${M} K=${K} N=${N}: y[${i}] = ${y[i]}, want ${ref.y[i]} (tol ${tol})`);
               }
               assert.deepEqual(run(kernel, 3), y, `${type} ${kernel}: 3 threads change the bits`);
+              if (kernel === 'gemv' && quantized) assert.deepEqual(run('gemm', 1), y, `${type}: gemm rows differ from gemv's bits`);
             }
             cases++;
           } finally {
@@ -167,7 +201,7 @@ for (const variant of ['simd', 'simd-threads', 'scalar', ...relaxed]) {
         }
       }
     }
-    assert.equal(cases, 4 * 2 * SHAPES.length);
+    assert.equal(cases, 5 * 2 * SHAPES.length);
     console.log(`# ${variant}: ${cases} cases, worst error ${worst.toFixed(3)} of the tolerance`);
   });
 }
