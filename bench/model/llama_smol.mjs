@@ -24,7 +24,7 @@
 // 128 ids and greedy decode feeding "present" back as "past", argmax in JS; --no-peer skips it.
 // Writes bench/results/llama-smol-node.json (or --out) and prints a table.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, openSync, writeSync, closeSync, writeFileSync } from 'node:fs';
+import { existsSync, fstatSync, mkdirSync, openSync, readSync, writeSync, closeSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -188,6 +188,15 @@ async function child(weights, threads) {
 
 // ---- child: the onnxruntime-web peer --------------------------------------------------------
 
+// a file of any size (up to the 4 GB a Uint8Array may hold here) read into one Uint8Array
+function readWhole(file) {
+  const fd = openSync(file, 'r');
+  const out = new Uint8Array(fstatSync(fd).size);
+  for (let at = 0; at < out.length;) at += readSync(fd, out, at, Math.min(2 ** 30, out.length - at), at);
+  closeSync(fd);
+  return out;
+}
+
 async function childOrt(threads) {
   const ort = await import('onnxruntime-web');
   ort.env.wasm.numThreads = threads;
@@ -195,7 +204,11 @@ async function childOrt(threads) {
   const { num_hidden_layers: NL, num_key_value_heads: Hkv, hidden_size: E, num_attention_heads: H, vocab_size: V } = CONFIG;
   const D = CONFIG.head_dim ?? E / H;
   const t0 = performance.now();
-  const sess = await ort.InferenceSession.create(ONNX, { executionProviders: ['wasm'], graphOptimizationLevel: 'all' });
+  // the weights: the export's external data file (<onnx>.data), read here in 1 GB pieces (a
+  // single fs read stops at 2 GB) and handed over once as the session option externalData
+  const dataPath = `${ONNX}.data`;
+  const externalData = existsSync(dataPath) ? [{ path: path.basename(dataPath), data: readWhole(dataPath) }] : undefined;
+  const sess = await ort.InferenceSession.create(ONNX, { executionProviders: ['wasm'], graphOptimizationLevel: 'all', externalData });
   const loadMs = performance.now() - t0;
   const ids = Array.from({ length: Math.max(PREFILL, PROMPT) }, (_, i) => (i * 7919 + 13) % V);
   const run = async (tokens, past, T) => sess.run({
