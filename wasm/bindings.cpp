@@ -135,10 +135,12 @@ std::string mha_forward(const qkv::MultiHeadAttention& m, const MhaArgs& a) {
   });
 }
 
-// A heap block of any size up to the 4 GB heap (JS frees it with _free), or 0; HeapScope's
-// blocks of 2 GB and more (a bare _malloc refuses them, see heap_alloc.hpp).
+// A heap block of any size up to the 4 GB heap (JS frees it with _free), or 0: HeapScope's
+// blocks over 1 GB (a bare _malloc refuses 2 GB and more, see heap_alloc.hpp).
 uintptr_t heap_alloc(double bytes) {
-  return bytes >= 1 && bytes <= 4294967295.0 ? reinterpret_cast<uintptr_t>(qkv::wasm::heap_alloc(static_cast<size_t>(bytes))) : 0;
+  return bytes >= 1 && bytes <= 4294967295.0
+             ? reinterpret_cast<uintptr_t>(qkv::wasm::heap_alloc(static_cast<size_t>(bytes)))
+             : 0;
 }
 // Bytes of linear memory now (the heap-growth tests read it).
 double heap_bytes() { return static_cast<double>(__builtin_wasm_memory_size(0)) * 65536.0; }

@@ -33,7 +33,9 @@ using Model = qkv::wasm::Decoder<qkv::GPT2, qkv::GPT2Session, qkv::GPT2Scratch, 
 // A buffer for the safetensors file (malloc'd, over 2 GB too: GPT2Model.create frees it), or 0
 // when memory is short.
 uintptr_t model_file_alloc(double size) {
-  return size >= 1 && size <= 4294967295.0 ? reinterpret_cast<uintptr_t>(qkv::wasm::heap_alloc(static_cast<size_t>(size))) : 0;
+  return size >= 1 && size <= 4294967295.0
+             ? reinterpret_cast<uintptr_t>(qkv::wasm::heap_alloc(static_cast<size_t>(size)))
+             : 0;
 }
 // For a file buffer that never reached create (a cancelled or failed download).
 void model_file_free(uintptr_t bytes) { std::free(ptr<void>(bytes)); }

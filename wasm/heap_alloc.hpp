@@ -17,13 +17,13 @@ namespace qkv::wasm {
 inline void* heap_alloc(size_t bytes) {
   constexpr size_t kStep = size_t(1) << 30;  // 1 GB: well under dlmalloc's 2 GB per sbrk
   if (bytes <= kStep) return std::malloc(bytes);
-  void* steps[5] = {};                        // at most 4 GB / 1 GB of them, and a remainder
+  void* steps[5] = {};  // at most 4 GB / 1 GB of them, and a remainder
   int n = 0;
   bool short_of_memory = false;
   for (size_t got = 0; got < bytes + 65536 && n < 5; ++n) {  // 64 KB over: the chunk headers
     const size_t step = bytes + 65536 - got < kStep ? bytes + 65536 - got : kStep;
     if (!(steps[n] = std::malloc(step))) {
-      short_of_memory = true;                 // the heap cannot grow that far
+      short_of_memory = true;  // the heap cannot grow that far
       break;
     }
     got += step;

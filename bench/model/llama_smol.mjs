@@ -4,10 +4,11 @@
 // weights 'auto' (the F32 file read in place), 'f16', 'int8' and 'int4', on 1 and 2 threads.
 // --shape qwen3-0.6b: Qwen3-0.6B's shape instead (28 layers, 16 heads, 8 kv heads, head_dim
 // 128, hidden 1024, intermediate 3072, vocab 151936, q/k norms, tied) in BF16 as Qwen ships it
-// (1.2 GB: F32's 2.4 GB would not fit the 2 GB wasm heap). With --dtype f32 it is written in F32
-// and gets the onnxruntime-web peer (export_llama_onnx_kv.py follows Qwen3's q/k norms); --layers N
-// keeps the first N of the 28 layers (everything else as Qwen3-0.6B) where the F32 file or ORT's
-// copy of it would not fit beside the machine's other work.
+// (1.2 GB). With --dtype f32 it is written in F32 (2.4 GB: the 4 GB wasm heap holds it) and gets
+// the onnxruntime-web peer (export_llama_onnx_kv.py follows Qwen3's q/k norms and writes the
+// weights as external data, handed to ORT as the session option externalData); --layers N keeps
+// the first N of the 28 layers (everything else as Qwen3-0.6B), for a machine with less memory
+// (the whole F32 run peaks at 2.4 GB RSS for qkv and 5.9 GB for ORT).
 //
 //   node bench/model/llama_smol.mjs [--shape smollm2-135m|qwen3-0.6b] [--dtype bf16|f32] [--layers N] [--decode 32] [--prompt 16] [--reps 3]
 //                                   [--threads 1,2] [--weights auto,f16,int8,int4] [--no-peer] [--out bench/results/llama-smol-node.json]
