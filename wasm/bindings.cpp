@@ -20,6 +20,7 @@
 
 #include "attention.hpp"
 #include "guarded.hpp"
+#include "heap_alloc.hpp"
 #include "kv_cache.hpp"
 #include "mha.hpp"
 
@@ -134,6 +135,13 @@ std::string mha_forward(const qkv::MultiHeadAttention& m, const MhaArgs& a) {
   });
 }
 
+// A heap block of any size up to the 4 GB heap (JS frees it with _free), or 0: HeapScope's
+// blocks over 1 GB (a bare _malloc refuses 2 GB and more, see heap_alloc.hpp).
+uintptr_t heap_alloc(double bytes) {
+  return bytes >= 1 && bytes <= 4294967295.0
+             ? reinterpret_cast<uintptr_t>(qkv::wasm::heap_alloc(static_cast<size_t>(bytes)))
+             : 0;
+}
 // Bytes of linear memory now (the heap-growth tests read it).
 double heap_bytes() { return static_cast<double>(__builtin_wasm_memory_size(0)) * 65536.0; }
 // Bytes malloc has handed out and not had back (the no-leak tests read it).
@@ -191,6 +199,7 @@ EMSCRIPTEN_BINDINGS(qkv_core) {
       .field("threads", &MhaArgs::threads);
 
   function("attention", &attention);
+  function("heapAlloc", &heap_alloc);
   function("heapBytes", &heap_bytes);
   function("heapInUse", &heap_in_use);
   function("lastError", &get_last_error);

@@ -16,6 +16,7 @@
 
 #include "decoder_bindings.hpp"
 #include "guarded.hpp"
+#include "heap_alloc.hpp"
 #include "model/gpt2.hpp"
 
 using namespace emscripten;
@@ -29,9 +30,12 @@ std::string model_last_error;
 // A loaded model, its one generation session (KV caches) and forward()'s buffers.
 using Model = qkv::wasm::Decoder<qkv::GPT2, qkv::GPT2Session, qkv::GPT2Scratch, model_last_error>;
 
-// A buffer for the safetensors file (malloc: GPT2Model.create frees it), or 0 when memory is short.
+// A buffer for the safetensors file (malloc'd, over 2 GB too: GPT2Model.create frees it), or 0
+// when memory is short.
 uintptr_t model_file_alloc(double size) {
-  return size >= 1 && size <= 4294967295.0 ? reinterpret_cast<uintptr_t>(std::malloc(static_cast<size_t>(size))) : 0;
+  return size >= 1 && size <= 4294967295.0
+             ? reinterpret_cast<uintptr_t>(qkv::wasm::heap_alloc(static_cast<size_t>(size)))
+             : 0;
 }
 // For a file buffer that never reached create (a cancelled or failed download).
 void model_file_free(uintptr_t bytes) { std::free(ptr<void>(bytes)); }

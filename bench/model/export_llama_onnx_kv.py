@@ -8,6 +8,10 @@ bench/model/llama_smol.mjs, on the same weights.
 Graph (opset 14): inputs "input_ids" int64 [1, n] and "past" float32 [n_layer, 2, Hkv, T, head_dim]
 (keys and values of the T positions before, once per kv head; T may be 0), outputs "logits"
 float32 [1, vocab] (the last position's) and "present" [n_layer, 2, Hkv, T + n, head_dim].
+The weights go to ONNX external data, one file beside the graph (<out>.data, every initializer
+over 1 KB): the protobuf stays small (Qwen3-0.6B's 2.4 GB of F32 weights are past protobuf's
+2 GB), and onnxruntime-web takes them as the session option externalData, copying them into its
+heap once instead of parsing them out of a model buffer it holds as well.
 The layers are tools/model/make_llama_reference.py's (RMSNorm, rotate_half RoPE, SwiGLU, GQA),
 in float32; checked here against that reference's float64 forward before exporting. A Qwen3
 checkpoint (model_type "qwen3": q_norm / k_norm, head_dim given apart from hidden / heads) gets
@@ -17,11 +21,15 @@ tools/model/make_qwen3_gemma3_reference.py's forward instead.
 import argparse
 import json
 import math
+import gc
 import os
+import shutil
 import struct
 import sys
+import tempfile
 
 import numpy as np
+import onnx
 import torch
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..'))
@@ -134,12 +142,26 @@ def main():
     err = max(float((logits[0] - want[-2]).abs().max()), float((step[0] - want[-1]).abs().max()))
     print(f'KV export vs the float64 reference: max |logits error| {err:.2e}')
     assert err < 1e-3
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    torch.onnx.export(m, (ids[:, :2], torch.zeros(NL, 2, Hkv, 3, D)), args.out, opset_version=14,
-                      input_names=['input_ids', 'past'], output_names=['logits', 'present'],
-                      dynamic_axes={'input_ids': {1: 'n'}, 'past': {3: 'T'}, 'present': {3: 'T_plus_n'}},
-                      do_constant_folding=True)
-    print(f'wrote {args.out} ({os.path.getsize(args.out)} bytes)')
+    out = os.path.abspath(args.out)
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    # 1. export into a scratch directory (past 2 GB torch writes one external file per tensor)
+    tmp = tempfile.mkdtemp(dir=os.path.dirname(out), prefix='.export-')
+    try:
+        torch.onnx.export(m, (ids[:, :2], torch.zeros(NL, 2, Hkv, 3, D)), os.path.join(tmp, 'model.onnx'), opset_version=14,
+                          input_names=['input_ids', 'past'], output_names=['logits', 'present'],
+                          dynamic_axes={'input_ids': {1: 'n'}, 'past': {3: 'T'}, 'present': {3: 'T_plus_n'}},
+                          do_constant_folding=True)
+        del m, tensors  # the torch copy of the weights: the onnx copy below is the only one left
+        gc.collect()
+        # 2. the graph and one external data file <out>.data holding every initializer over 1 KB
+        model = onnx.load(os.path.join(tmp, 'model.onnx'))
+        data = os.path.basename(out) + '.data'
+        if os.path.exists(out + '.data'):
+            os.remove(out + '.data')  # onnx.save appends to an existing file
+        onnx.save(model, out, save_as_external_data=True, all_tensors_to_one_file=True, location=data, size_threshold=1024)
+    finally:
+        shutil.rmtree(tmp)
+    print(f'wrote {args.out} ({os.path.getsize(out)} bytes) and {data} ({os.path.getsize(out + ".data")} bytes)')
 
 
 if __name__ == '__main__':

@@ -4,10 +4,11 @@
 // weights 'auto' (the F32 file read in place), 'f16', 'int8' and 'int4', on 1 and 2 threads.
 // --shape qwen3-0.6b: Qwen3-0.6B's shape instead (28 layers, 16 heads, 8 kv heads, head_dim
 // 128, hidden 1024, intermediate 3072, vocab 151936, q/k norms, tied) in BF16 as Qwen ships it
-// (1.2 GB: F32's 2.4 GB would not fit the 2 GB wasm heap). With --dtype f32 it is written in F32
-// and gets the onnxruntime-web peer (export_llama_onnx_kv.py follows Qwen3's q/k norms); --layers N
-// keeps the first N of the 28 layers (everything else as Qwen3-0.6B) where the F32 file or ORT's
-// copy of it would not fit beside the machine's other work.
+// (1.2 GB). With --dtype f32 it is written in F32 (2.4 GB: the 4 GB wasm heap holds it) and gets
+// the onnxruntime-web peer (export_llama_onnx_kv.py follows Qwen3's q/k norms and writes the
+// weights as external data, handed to ORT as the session option externalData); --layers N keeps
+// the first N of the 28 layers (everything else as Qwen3-0.6B), for a machine with less memory
+// (the whole F32 run peaks at 2.4 GB RSS for qkv and 5.9 GB for ORT).
 //
 //   node bench/model/llama_smol.mjs [--shape smollm2-135m|qwen3-0.6b] [--dtype bf16|f32] [--layers N] [--decode 32] [--prompt 16] [--reps 3]
 //                                   [--threads 1,2] [--weights auto,f16,int8,int4] [--no-peer] [--out bench/results/llama-smol-node.json]
@@ -24,7 +25,7 @@
 // 128 ids and greedy decode feeding "present" back as "past", argmax in JS; --no-peer skips it.
 // Writes bench/results/llama-smol-node.json (or --out) and prints a table.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, openSync, writeSync, closeSync, writeFileSync } from 'node:fs';
+import { existsSync, fstatSync, mkdirSync, openSync, readSync, writeSync, closeSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -188,6 +189,15 @@ async function child(weights, threads) {
 
 // ---- child: the onnxruntime-web peer --------------------------------------------------------
 
+// a file of any size (up to the 4 GB a Uint8Array may hold here) read into one Uint8Array
+function readWhole(file) {
+  const fd = openSync(file, 'r');
+  const out = new Uint8Array(fstatSync(fd).size);
+  for (let at = 0; at < out.length;) at += readSync(fd, out, at, Math.min(2 ** 30, out.length - at), at);
+  closeSync(fd);
+  return out;
+}
+
 async function childOrt(threads) {
   const ort = await import('onnxruntime-web');
   ort.env.wasm.numThreads = threads;
@@ -195,7 +205,11 @@ async function childOrt(threads) {
   const { num_hidden_layers: NL, num_key_value_heads: Hkv, hidden_size: E, num_attention_heads: H, vocab_size: V } = CONFIG;
   const D = CONFIG.head_dim ?? E / H;
   const t0 = performance.now();
-  const sess = await ort.InferenceSession.create(ONNX, { executionProviders: ['wasm'], graphOptimizationLevel: 'all' });
+  // the weights: the export's external data file (<onnx>.data), read here in 1 GB pieces (a
+  // single fs read stops at 2 GB) and handed over once as the session option externalData
+  const dataPath = `${ONNX}.data`;
+  const externalData = existsSync(dataPath) ? [{ path: path.basename(dataPath), data: readWhole(dataPath) }] : undefined;
+  const sess = await ort.InferenceSession.create(ONNX, { executionProviders: ['wasm'], graphOptimizationLevel: 'all', externalData });
   const loadMs = performance.now() - t0;
   const ids = Array.from({ length: Math.max(PREFILL, PROMPT) }, (_, i) => (i * 7919 + 13) % V);
   const run = async (tokens, past, T) => sess.run({

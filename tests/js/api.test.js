@@ -69,11 +69,12 @@ test('a request the heap cannot hold is a RangeError and the module keeps workin
   await qkv.init();
   const big = f([1, 1, 100000, 1]);
   await assert.rejects(qkv.scaledDotProductAttention(big, big, big, { returnWeights: true }), RangeError);
-  // A request that passes the up-front estimate (just under 2 GiB) but cannot be allocated
-  // next to what the heap holds: C++ throws bad_alloc inside the constructor, caught at the boundary.
+  // A request that passes the up-front estimate (just under the heap's 4 GiB) but cannot be
+  // allocated: its keys alone are one 2 GiB block, more than the heap's malloc hands out in one
+  // piece (wasm/heap_alloc.hpp); C++ throws bad_alloc inside the constructor, caught at the boundary.
   let error;
   try {
-    const c = await qkv.KVCache.create({ numKvHeads: 1, maxLength: 2 ** 24 - 64, headDim: 16, valueDim: 16 });
+    const c = await qkv.KVCache.create({ numKvHeads: 1, maxLength: 2 ** 25 - 64, headDim: 16, valueDim: 16 });
     c.dispose();
   } catch (e) {
     error = e;

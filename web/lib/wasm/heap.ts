@@ -3,7 +3,7 @@ import { fmtBytes } from '../errors.js';
 import type { QkvModule } from './module.js';
 
 /** The most linear memory the module may grow to (-sMAXIMUM_MEMORY in wasm/CMakeLists.txt). */
-export const MAX_HEAP_BYTES = 2 ** 31;
+export const MAX_HEAP_BYTES = 2 ** 32;
 
 /** A Float32Array over the whole current heap (rebuilt when memory has grown, on any thread). */
 export function heapF32(m: QkvModule): Float32Array {
@@ -32,7 +32,8 @@ export class HeapScope {
   }
 
   alloc(bytes: number, what: string): number {
-    const ptr = bytes > MAX_HEAP_BYTES ? 0 : this.#m._malloc(Math.max(16, bytes)) >>> 0;
+    // (Emscripten's malloc refuses 2 GB and more in one block: heapAlloc builds blocks over 1 GB in steps)
+    const ptr = bytes > MAX_HEAP_BYTES ? 0 : (bytes <= 2 ** 30 ? this.#m._malloc(Math.max(16, bytes)) : this.#m.heapAlloc(bytes)) >>> 0;
     if (ptr === 0) {
       throw new RangeError(
         `${this.#fn}: out of wasm memory allocating ${what} (${fmtBytes(bytes)}; the heap holds at most ${fmtBytes(MAX_HEAP_BYTES)})`,

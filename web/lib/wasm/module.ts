@@ -49,6 +49,8 @@ export interface QkvModule {
   _malloc(bytes: number): number;
   _free(ptr: number): void;
   attention(args: WasmAttentionArgs): string;
+  /** malloc for any size up to the heap's 4 GB (a bare _malloc refuses 2 GB and more). */
+  heapAlloc(bytes: number): number;
   heapBytes(): number;
   heapInUse(): number;
   lastError(): string;
