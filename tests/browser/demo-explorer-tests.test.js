@@ -16,6 +16,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import * as qkv from 'qkv';
 import { ROOT, launch, openPage } from './harness.js';
+import { assertMatches } from './test-head-asserts.js';
 import { serveDemo } from '../../tools/serve-demo.mjs';
 import { serveFolderAsHub, writeGpt2Checkpoint } from './hub-server.js';
 
@@ -75,19 +76,6 @@ async function printed(page) {
   const m = /^KL\(before ‖ after\) = ([\d.]+) nats · the prompt's loss ([\d.]+) → ([\d.]+) nats per token/.exec(line);
   assert.ok(m, `summary line: "${line}"`);
   return { rows, kl: Number(m[1]), lossBefore: Number(m[2]), lossAfter: Number(m[3]), line };
-}
-
-function assertMatches(shown, want, what) {
-  for (let i = 0; i < 5; i++) {
-    const [, tb, pb, ta, pa] = shown.rows[i];
-    assert.equal(tb, want.before[i][0], `${what}: before #${i + 1}`);
-    assert.equal(ta, want.after[i][0], `${what}: after #${i + 1}`);
-    assert.ok(Math.abs(Number(pb) - want.before[i][1]) <= 6e-4, `${what}: before p #${i + 1} ${pb} vs ${want.before[i][1]}`);
-    assert.ok(Math.abs(Number(pa) - want.after[i][1]) <= 6e-4, `${what}: after p #${i + 1} ${pa} vs ${want.after[i][1]}`);
-  }
-  assert.ok(Math.abs(shown.kl - want.kl) <= 1e-4 + 1e-3 * want.kl, `${what}: KL ${shown.kl} vs ${want.kl}`);
-  assert.ok(Math.abs(shown.lossBefore - want.lossBefore) <= 6e-4, `${what}: loss before ${shown.lossBefore} vs ${want.lossBefore}`);
-  assert.ok(Math.abs(shown.lossAfter - want.lossAfter) <= 6e-4, `${what}: loss after ${shown.lossAfter} vs ${want.lossAfter}`);
 }
 
 test('test a head: removed heads and a blocked cell, before and after as printed = qkv forward with headMask / knockout; the URL restores it', async () => {
