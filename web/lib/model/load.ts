@@ -82,7 +82,8 @@ export interface LoadOptions {
    * ggml's q8_0): about a quarter of F32's memory and of the bytes read per generated token;
    * 'int4': 4 bits per weight in blocks of 32 with a 16-bit float scale (like ggml's q4_0,
    * 0.5625 bytes per weight): about a seventh of F32's memory, at a visible cost in accuracy
-   * (docs/models.md states both).
+   * (docs/models.md states both). Encoders (BERT family) take 'auto', 'f32' and 'int8' (their
+   * layers' matrices in 8 bits; docs/encoders.md); the encoder-decoder 'auto' and 'f32'.
    */
   weights?: WeightsOption;
   /** Called as model.safetensors (or a shard) arrives, after each chunk; for a Hub id, as each file downloads too. */
