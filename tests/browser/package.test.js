@@ -1,5 +1,5 @@
 // The npm package as users get it: `npm pack` -> a tarball with the built JS, .d.ts and .wasm
-// only -> installed (offline) into a fresh temporary project, where
+// only -> installed (from npm's cache where it can) into a fresh temporary project, where
 //   (a) Node imports it and runs attention (threads and single-thread variants),
 //   (b) a Vite build of a page importing it runs in Chromium, isolated (threads) and not,
 //   (c) `tsc --noEmit` type-checks a consumer file (and rejects a wrongly typed one).
@@ -23,7 +23,11 @@ before(() => {
   const app = join(dir, 'app');
   mkdirSync(app);
   writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'qkv-consumer', private: true, type: 'module' }));
-  execFileSync('npm', ['install', '--offline', '--no-audit', '--no-fund', '--no-save', tarball], { cwd: app, stdio: 'pipe' });
+  // --prefer-offline: from npm's cache, which `npm ci` filled with the lockfile's tarballs; the
+  // registry only for what the cache lacks (the consumer resolves the package's dependency ranges,
+  // and a fresh machine's cache holds no registry metadata for them: --offline failed there with
+  // ENOTCACHED for @huggingface/jinja)
+  execFileSync('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--no-save', tarball], { cwd: app, stdio: 'pipe' });
 });
 after(() => { if (dir && !process.env.QKV_KEEP_TMP) rmSync(dir, { recursive: true, force: true }); });
 
