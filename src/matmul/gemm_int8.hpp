@@ -1,6 +1,7 @@
-// The integer matrix product over int8 weight panels in Q8's layout (gemm_q8.cpp), shared by the
-// 8-bit prefill (the panels are the Q8 matrix as stored) and the 4-bit one (gemm_q4.cpp unpacks
-// each tile's Q4 nibbles into such a panel). Internal to src/matmul.
+// The integer matrix product over int8 weights in Q8's layout (gemm_q8.cpp), shared by the
+// 8-bit prefill (Q8's stored panels) and the 4-bit one (gemm_q4.cpp unpacks Q4's nibbles).
+// Each tile of weights reaches the micro-kernel widened to int16 with its scales as floats: the
+// widening is done once per tile, not once per tile and group of rows. Internal to src/matmul.
 #pragma once
 
 #include <cstdint>
@@ -9,18 +10,23 @@
 
 namespace qkv::detail {
 
-// int8 weights of `count` consecutive groups of 4 columns in Q8's layout (weights.hpp): group
-// i's values at data + i * blocks * 128 ([blocks][16 k-pairs][4 columns][2]), its scales at
-// scales + i * blocks * 4 ([blocks][4] IEEE halves of either sign, |d| >= 2^-14 or d = 0)
-struct Int8Panel {
-  const int8_t* data = nullptr;
-  const uint16_t* scales = nullptr;
+// The weights of `count` consecutive groups of 4 columns, in Q8's order widened to int16: group
+// i's values at data + i * blocks * 128 ([blocks][16 k-pairs][4 columns][2], the int8 values
+// exactly), its scales at scales + i * blocks * 4 ([blocks][4]: d * 2^-112 with d's sign, what
+// halves::halves_low gives for the stored IEEE half; |d| >= 2^-14 or d = 0)
+struct Int16Panel {
+  const int16_t* data = nullptr;
+  const float* scales = nullptr;
 };
 
-// w's panel for groups [g, g + count) (count: the micro-tile's groups, fewer at the right edge):
-// Q8 points into w; Q4 unpacks into the calling thread's buffer, valid until that thread's next
-// call
-using PanelOf = Int8Panel (*)(const WeightMatrix& w, int64_t g, int count);
+// w's panel for groups [g, g + count) (count: the micro-tile's groups, fewer at the right edge),
+// in the calling thread's buffer, valid until that thread's next call
+using PanelOf = Int16Panel (*)(const WeightMatrix& w, int64_t g, int count);
+
+// int8 values at q (k-pairs in Q8's order, `n` of them) -> int16 at out; halves at h (`n`
+// of them, a multiple of 4) -> d * 2^-112 at out (halves_low)
+void widen_int8(const int8_t* q, int64_t n, int16_t* out);
+void widen_scales(const uint16_t* h, int64_t n, float* out);
 
 // y[M, N] = x[M, K] W + bias, x rounded to int16 per row and block of 32, int32 block sums
 // (exact), each block's sum times d_w d_x into float accumulators. Groups of 4 columns are split

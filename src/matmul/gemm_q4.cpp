@@ -1,14 +1,13 @@
 // Q4 weights unpacked into the matrix products' panels, a tile at a time, as all M rows of the
 // product then use it:
-//  gemm_q4 (matmul()'s prefill for Q4): into int8 panels in Q8's layout, q = nibble - 8, for the
-//    integer product of the 8-bit prefill (gemm_q8.cpp's gemm_int8: x in int16, int32 block
-//    sums); the unpacking costs a few vector ops per 16 weights, once per call.
+//  gemm_q4 (matmul()'s prefill for Q4): into the int16 panels of the 8-bit prefill (Q8's
+//    layout, q = nibble - 8; gemm_q8.cpp's gemm_int8: x in int16, int32 block sums); the
+//    unpacking costs a few vector ops per 8 weights, once per call.
 //  pack_q4 (gemm_q4.hpp, for detail::gemm): into the float GEMM's panels, each nibble widened,
 //    less 8, times its block's scale.
 #include "matmul/gemm_q4.hpp"
 
 #include <algorithm>
-#include <cstring>
 #include <vector>
 
 #include "matmul/gemm_int8.hpp"
@@ -81,27 +80,26 @@ inline __m128i nibble(__m128i v) {
   if constexpr (J == 1 || J == 2) return _mm_and_si128(_mm_srli_epi16(v, 4 * J), _mm_set1_epi16(15));
 }
 
-// group J of a Q4 set (its nibble J) for all blocks, into Q8's layout: q = u - 8, two k-pairs
-// (16 bytes) per store
+// group J of a Q4 set (its nibble J) for all blocks, into Q8's layout as int16: q = u - 8, one
+// k-pair (8 lanes) per load and store
 template <int J>
-void unpack_group(const uint8_t* set_data, int64_t blocks, int8_t* out) {
-  const __m128i eight = _mm_set1_epi8(8);
-  for (int64_t kp = 0; kp < blocks * 16; kp += 2) {  // k-pairs of all blocks, in order
-    const __m128i u0 = nibble<J>(_mm_loadu_si128(reinterpret_cast<const __m128i*>(set_data + kp * 16))),
-                  u1 = nibble<J>(_mm_loadu_si128(reinterpret_cast<const __m128i*>(set_data + kp * 16 + 16)));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + kp * 8), _mm_sub_epi8(_mm_packus_epi16(u0, u1), eight));
+void unpack_group(const uint8_t* set_data, int64_t blocks, int16_t* out) {
+  const __m128i eight = _mm_set1_epi16(8);
+  for (int64_t kp = 0; kp < blocks * 16; ++kp) {  // k-pairs of all blocks, in order
+    const __m128i u = nibble<J>(_mm_loadu_si128(reinterpret_cast<const __m128i*>(set_data + kp * 16)));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + kp * 8), _mm_sub_epi16(u, eight));
   }
 }
 #endif
 
-// Q4's int8 panel for groups [g, g + count) (gemm_int8.hpp): q = u - 8 of each nibble, in Q8's
-// order, and the groups' scales as stored (d of either sign). Q8's k-pair lanes (c, parity) are
+// Q4's panel for groups [g, g + count) (gemm_int8.hpp): q = u - 8 of each nibble, in Q8's
+// order, and the groups' scales (d of either sign) as floats worth d * 2^-112. Q8's k-pair lanes (c, parity) are
 // Q4's int16 lanes L = 2 c + parity, so a group is its nibble j = group % 4 of every lane; Q4's
 // blocks of a set follow each other as Q8's blocks of a group do.
-Int8Panel q4_panel(const WeightMatrix& w, int64_t g, int count) {
+Int16Panel q4_panel(const WeightMatrix& w, int64_t g, int count) {
   const int64_t blocks = Q4Layout::of(w.K, w.N).blocks;
-  thread_local std::vector<int8_t> data;      // [count][blocks][16 k-pairs][4 columns][2]
-  thread_local std::vector<uint16_t> scales;  // [count][blocks][4]
+  thread_local std::vector<int16_t> data;  // [count][blocks][16 k-pairs][4 columns][2]
+  thread_local std::vector<float> scales;  // [count][blocks][4]
   data.resize(size_t(count * blocks * 128));
   scales.resize(size_t(count * blocks * 4));
   const uint8_t* src = static_cast<const uint8_t*>(w.data);
@@ -109,9 +107,9 @@ Int8Panel q4_panel(const WeightMatrix& w, int64_t g, int count) {
     const int64_t set = (g + i) / 4;
     const int j = int((g + i) % 4);                // the group's nibble in each int16 lane
     const uint8_t* sd = src + set * blocks * 256;  // [blocks][16 k-pairs][8 int16 lanes]
-    int8_t* out = data.data() + i * blocks * 128;  // [blocks][16 k-pairs][8 lanes]
+    int16_t* out = data.data() + i * blocks * 128;  // [blocks][16 k-pairs][8 lanes]
     for (int64_t b = 0; b < blocks; ++b)
-      std::memcpy(scales.data() + (i * blocks + b) * 4, w.scales + (set * blocks + b) * 16 + 4 * j, 8);
+      widen_scales(w.scales + (set * blocks + b) * 16 + 4 * j, 4, scales.data() + (i * blocks + b) * 4);
 #ifndef QKV_NO_SIMD
     switch (j) {
       case 0:
@@ -131,7 +129,7 @@ Int8Panel q4_panel(const WeightMatrix& w, int64_t g, int count) {
     for (int64_t kp = 0; kp < blocks * 16; ++kp) {
       for (int lane = 0; lane < 8; ++lane) {
         const int u = (sd[kp * 16 + lane * 2 + j / 2] >> ((j % 2) * 4)) & 15;  // the lane's little-endian bytes
-        out[kp * 8 + lane] = int8_t(u - 8);
+        out[kp * 8 + lane] = int16_t(u - 8);
       }
     }
 #endif

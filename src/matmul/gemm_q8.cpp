@@ -1,25 +1,28 @@
-// The matrix product over int8 weight panels (gemm_int8.hpp) for prefill, M > 1, in integers:
+// The matrix product over int8 weights (gemm_int8.hpp) for prefill, M > 1, in integers:
 // y[M, N] = x[M, K] W + bias with x quantized to int16 per row and block of 32 and the
 // int8 x int16 products summed exactly in int32 by i32x4.dot_i16x8_s (pmaddwd), one block at
 // a time; each block's sum then goes into a float accumulator times its two scales. The 8-bit
-// prefill (gemm_q8, below) reads the Q8 matrix as its panels; the 4-bit one (gemm_q4.cpp)
-// unpacks each tile of Q4 into a panel first, then runs the same loops and micro-kernel.
+// prefill (gemm_q8, below) widens each tile of the Q8 matrix into an int16 panel; the 4-bit one
+// (gemm_q4.cpp) unpacks each tile of Q4 into one; both then run the same loops and micro-kernel.
 //
 //  x:  each row, per block of 32 (as the matrix-vector product quantizes its x, gemv_q8.cpp):
 //      d = max|x| / 32767, xq = nearest(x / d) clamped to +-32767, so |x - d xq| <= d / 2 =
 //      max|x_block| / 65534. Kept [M][Kp] int16, zeros past K.
-//  W:  int8 panels in Q8's layout (a group's 4 columns, its K in blocks of 16 k-pairs, each
-//      k-pair 8 bytes: (k, k+1) of column 0, 1, 2, 3), fetched a tile (kG groups) at a time
-//      from the PanelOf the caller gives: Q8's are the matrix as stored, nothing packed.
-//  The micro-kernel: kR rows x kG groups (4 columns each). Per k-pair, kG 8-byte weight loads
-//      widened to int16 (v128.load8x8_s), kR 4-byte loads of (xq[k], xq[k+1]) splatted to all 4
-//      lanes (v128.load32_splat), kR x kG dot products (each lane: one column's 2 products) and
-//      adds. Per block, each int32 sum goes to float and accumulates sum * (d_w * d_x), the
-//      scales' product formed as gemv_q8 forms it (d_w's half shifted into a float worth
-//      d_w * 2^-112 with its sign, d_x * 2^112 held per row and block), so a row's result has
-//      the bits the matrix-vector product gives that row.
-//  Loops: the thread's groups, kG at a time (their weights, kG * Kp bytes, stay in L1), then
-//      all rows, kR at a time (x from L2): each weight is loaded M / kR times, from L1.
+//  W:  panels in Q8's layout (a group's 4 columns, its K in blocks of 16 k-pairs, each k-pair
+//      (k, k+1) of column 0, 1, 2, 3) widened to int16, with the scales as floats worth
+//      d_w * 2^-112 (gemm_int8.hpp), fetched a tile (kG groups) at a time from the PanelOf the
+//      caller gives, into the thread's buffer: the widening and the scales' conversion are done
+//      once per tile, where the kernel would redo them for every kR rows.
+//  The micro-kernel: kR rows x kG groups (4 columns each). Per k-pair, kG 16-byte weight loads,
+//      kR 4-byte loads of (xq[k], xq[k+1]) splatted to all 4 lanes (v128.load32_splat), kR x kG
+//      dot products (each lane: one column's 2 products) and adds: the loads need no ALU, so
+//      the dot products and adds are all its arithmetic (before, kG v128.load8x8_s widened the
+//      int8 weights in the loop: 2 of 18 ALU ops per k-pair). Per block, each int32 sum goes to
+//      float and accumulates sum * (d_w * d_x), the scales' product formed as gemv_q8 forms it
+//      (d_w * 2^-112 times d_x * 2^112, held per row and block), so a row's result has the bits
+//      the matrix-vector product gives that row.
+//  Loops: the thread's groups, kG at a time (their panel, kG * Kp * 8 bytes, in L1 or L2), then
+//      all rows, kR at a time (x from L2): each weight is loaded M / kR times, from cache.
 // Every y element sums its blocks in k order in any split: the thread count changes no bit.
 #include <algorithm>
 #include <cmath>
@@ -67,12 +70,15 @@ void quantize_rows(const float* x, int64_t M, int64_t K, QuantizedRows& out) {
   out.wide_finite = true;
   for (int64_t m = 0; m < M; ++m) {
     for (int64_t b = 0; b < blocks; ++b) {
-      float xb[32] = {};
+      // the block, read in place; the last, short one copied with zeros past K
       const int64_t n = std::min<int64_t>(32, K - b * 32);
-      std::copy(x + m * K + b * 32, x + m * K + b * 32 + n, xb);
-      float amax = 0.0f;
-      for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(xb[i]));
-      const float d = amax / 32767.0f;
+      float tail[32] = {};
+      const float* xb = x + m * K + b * 32;
+      if (n < 32) {
+        std::copy(xb, xb + n, tail);
+        xb = tail;
+      }
+      const float d = block_amax(xb) / 32767.0f;
       const float inv = d > 0.0f ? 1.0f / d : 0.0f;
       int16_t* q = out.q.data() + m * Kp + b * 32;
 #ifndef QKV_NO_SIMD
@@ -104,7 +110,7 @@ inline void store_tile(const float* acc, int rows, int groups, int64_t m0, int64
 // The plain loop over rows [m0, m0 + rows) and the panel's `groups` groups: the scalar build's
 // kernel and the SIMD build's where x's folded scales overflow (|x| beyond ~2^31). The same
 // operations per element as tile(): int32 block sums, exact, then acc += sum * (d_w * d_x).
-__attribute__((noinline)) void tile_plain(const Int8Panel& panel, const QuantizedRows& xq, int rows, int groups,
+__attribute__((noinline)) void tile_plain(const Int16Panel& panel, const QuantizedRows& xq, int rows, int groups,
                                           int64_t m0, float* acc) {
   const int64_t blocks = xq.blocks, Kp = blocks * 32;
   for (int r = 0; r < rows; ++r) {
@@ -113,12 +119,12 @@ __attribute__((noinline)) void tile_plain(const Int8Panel& panel, const Quantize
       for (int c = 0; c < 4; ++c) {
         float sum_f = 0.0f;
         for (int64_t b = 0; b < blocks; ++b) {
-          const int8_t* wb = panel.data + (g * blocks + b) * 128;
+          const int16_t* wb = panel.data + (g * blocks + b) * 128;
           int32_t sum = 0;
           for (int p = 0; p < 16; ++p)
             sum += int32_t(wb[p * 8 + c * 2]) * xr[b * 32 + 2 * p] +
                    int32_t(wb[p * 8 + c * 2 + 1]) * xr[b * 32 + 2 * p + 1];
-          const float dw = halves::f16_to_f32(panel.scales[(g * blocks + b) * 4 + c]);
+          const float dw = panel.scales[(g * blocks + b) * 4 + c] * halves::kF16Scale;  // d_w, exactly
           sum_f += float(sum) * (dw * xq.scale[size_t((m0 + r) * blocks + b)]);
         }
         acc[r * kG * 4 + g * 4 + c] = sum_f;
@@ -137,7 +143,7 @@ inline __m128i splat_pair(const int16_t* p) {  // (p[0], p[1]) in all 4 lanes: v
 // acc[R][kG * 4] (rows kG * 4 apart) = the tile's sums, as tile_plain: R rows at xq rows m0..,
 // G groups at wg (group g at wg + g * blocks * 128), their scales at sg (g * blocks * 4 apart)
 template <int R, int G>
-void tile(const int8_t* wg, const uint16_t* sg, int64_t blocks, const int16_t* xr, const float* sx, float* acc) {
+void tile(const int16_t* wg, const float* sg, int64_t blocks, const int16_t* xr, const float* sx, float* acc) {
   const int64_t Kp = blocks * 32;
   __m128 f[R][G];
   QKV_UNROLL
@@ -152,7 +158,7 @@ void tile(const int8_t* wg, const uint16_t* sg, int64_t blocks, const int16_t* x
       QKV_UNROLL
       for (int g = 0; g < G; ++g) s[r][g] = _mm_setzero_si128();
     }
-    const int8_t* wb = wg + b * 128;
+    const int16_t* wb = wg + b * 128;
     const int16_t* xb = xr + b * 32;
     // one k-pair per iteration, not unrolled: V8 schedules a block's loads ahead of its arithmetic,
     // so an unrolled body would hold every load of it live at once
@@ -160,7 +166,7 @@ void tile(const int8_t* wg, const uint16_t* sg, int64_t blocks, const int16_t* x
       __m128i wv[G], xv[R];
       QKV_UNROLL
       for (int g = 0; g < G; ++g)
-        wv[g] = _mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(wb + g * blocks * 128 + p * 8)));
+        wv[g] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb + g * blocks * 128 + p * 8));
       QKV_UNROLL
       for (int r = 0; r < R; ++r) xv[r] = splat_pair(xb + r * Kp + 2 * p);
       QKV_UNROLL
@@ -171,7 +177,7 @@ void tile(const int8_t* wg, const uint16_t* sg, int64_t blocks, const int16_t* x
     }
     QKV_UNROLL
     for (int g = 0; g < G; ++g) {
-      const __m128 dw = halves::halves_low(sg + (g * blocks + b) * 4);  // d_w * 2^-112, with its sign
+      const __m128 dw = _mm_loadu_ps(sg + (g * blocks + b) * 4);  // d_w * 2^-112, with its sign
       QKV_UNROLL
       for (int r = 0; r < R; ++r) {
         const __m128 d = _mm_mul_ps(dw, _mm_set1_ps(sx[r * blocks + b]));
@@ -188,7 +194,7 @@ void tile(const int8_t* wg, const uint16_t* sg, int64_t blocks, const int16_t* x
 
 // the tile's rows: kR, or fewer at the bottom edge
 template <int G, int R = kR>
-void tile_rows(int rows, const int8_t* wg, const uint16_t* sg, int64_t blocks, const int16_t* xr, const float* sx,
+void tile_rows(int rows, const int16_t* wg, const float* sg, int64_t blocks, const int16_t* xr, const float* sx,
                float* acc) {
   if constexpr (R > 1) {
     if (rows < R) return tile_rows<G, R - 1>(rows, wg, sg, blocks, xr, sx, acc);
@@ -204,13 +210,13 @@ void gemm_int8_groups(const WeightMatrix& w, PanelOf panel_of, const QuantizedRo
   float acc[kR * kG * 4];
   for (int64_t g = g0; g < g1; g += kG) {
     const int groups = int(std::min<int64_t>(kG, g1 - g));
-    const Int8Panel panel = panel_of(w, g, groups);  // the tile's weights, used by all M rows from L1
+    const Int16Panel panel = panel_of(w, g, groups);  // the tile's weights, used by all M rows from cache
     for (int64_t m0 = 0; m0 < M; m0 += kR) {
       const int rows = int(std::min<int64_t>(kR, M - m0));
 #ifndef QKV_NO_SIMD
       if (xq.wide_finite) {
-        const int8_t* wg = panel.data;
-        const uint16_t* sg = panel.scales;
+        const int16_t* wg = panel.data;
+        const float* sg = panel.scales;
         const int16_t* xr = xq.q.data() + m0 * Kp;
         const float* sx = xq.wide.data() + m0 * blocks;
         if (groups == kG) {
@@ -230,13 +236,40 @@ void gemm_int8_groups(const WeightMatrix& w, PanelOf panel_of, const QuantizedRo
   }
 }
 
-// Q8's panels: the matrix as stored
-Int8Panel q8_panel(const WeightMatrix& w, int64_t g, int /*count*/) {
+// Q8's panel for groups [g, g + count): the stored int8 values and half scales, widened
+Int16Panel q8_panel(const WeightMatrix& w, int64_t g, int count) {
   const int64_t blocks = (w.K + 31) / 32;
-  return {static_cast<const int8_t*>(w.data) + g * blocks * 128, w.scales + g * blocks * 4};
+  thread_local std::vector<int16_t> data;  // [count][blocks][16 k-pairs][4 columns][2]
+  thread_local std::vector<float> scales;  // [count][blocks][4]
+  data.resize(size_t(count * blocks * 128));
+  scales.resize(size_t(count * blocks * 4));
+  widen_int8(static_cast<const int8_t*>(w.data) + g * blocks * 128, count * blocks * 128, data.data());
+  widen_scales(w.scales + g * blocks * 4, count * blocks * 4, scales.data());
+  return {data.data(), scales.data()};
 }
 
 }  // namespace
+
+void widen_int8(const int8_t* q, int64_t n, int16_t* out) {
+  int64_t i = 0;
+#ifndef QKV_NO_SIMD
+  for (; i + 16 <= n; i += 16) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q + i));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), _mm_cvtepi8_epi16(v));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i + 8), _mm_cvtepi8_epi16(_mm_srli_si128(v, 8)));
+  }
+#endif
+  for (; i < n; ++i) out[i] = q[i];
+}
+
+void widen_scales(const uint16_t* h, int64_t n, float* out) {
+  int64_t i = 0;
+#ifndef QKV_NO_SIMD
+  for (; i + 4 <= n; i += 4) _mm_storeu_ps(out + i, halves::halves_low(h + i));
+#endif
+  // the same value: a normal half (or 0) times 2^-112 is a normal float (or 0), exactly
+  for (; i < n; ++i) out[i] = halves::f16_to_f32(h[i]) / halves::kF16Scale;
+}
 
 void gemm_int8(const WeightMatrix& w, const float* x, int64_t M, const float* bias, float* y, int threads,
                PanelOf panel_of) {

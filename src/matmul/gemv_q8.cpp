@@ -31,14 +31,8 @@ void prepare_q8(const float* x, int64_t K, GemvInput& in) {
     const int64_t n = std::min<int64_t>(32, K - b * 32);
     std::copy(x + b * 32, x + b * 32 + n, xb);
     int16_t* out = in.pairs.data() + b * 16 * 8;  // [16 k-pairs][4 copies][2]
+    const float d = block_amax(xb) / 32767.0f;
 #ifndef QKV_NO_SIMD
-    // amax = max |xb| (lane-wise, then across lanes; max is exact in any order)
-    const __m128 sign = _mm_set1_ps(-0.0f);
-    __m128 m = _mm_setzero_ps();
-    for (int i = 0; i < 32; i += 4) m = _mm_max_ps(_mm_andnot_ps(sign, _mm_loadu_ps(xb + i)), m);
-    m = _mm_max_ps(m, _mm_shuffle_ps(m, m, _MM_SHUFFLE(1, 0, 3, 2)));
-    m = _mm_max_ps(m, _mm_shuffle_ps(m, m, _MM_SHUFFLE(2, 3, 0, 1)));
-    const float d = _mm_cvtss_f32(m) / 32767.0f;
     const __m128 inv = _mm_set1_ps(d > 0.0f ? 1.0f / d : 0.0f);
     for (int i = 0; i < 32; i += 8) {
       const __m128i xq = round_to_i16x8(xb + i, inv);  // xq[i .. i+8) as int16: k-pairs i/2 .. i/2+4
@@ -48,9 +42,6 @@ void prepare_q8(const float* x, int64_t K, GemvInput& in) {
       _mm_storeu_si128(reinterpret_cast<__m128i*>(out + (i / 2 + 3) * 8), _mm_shuffle_epi32(xq, 0xFF));
     }
 #else
-    float amax = 0.0f;
-    for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(xb[i]));
-    const float d = amax / 32767.0f;
     const float inv = d > 0.0f ? 1.0f / d : 0.0f;
     for (int i = 0; i < 32; ++i) {
       const int16_t v = round_to_i16(xb[i], inv);

@@ -33,4 +33,21 @@ inline __m128i round_to_i16x8(const float* x, __m128 inv) {
 }
 #endif
 
+// max |x[i]| over one block of 32 (a NaN is passed over, as std::max(amax, |x|) passes it)
+inline float block_amax(const float* x) {
+#ifndef QKV_NO_SIMD
+  // lane-wise, then across lanes; max is exact in any order
+  const __m128 sign = _mm_set1_ps(-0.0f);
+  __m128 m = _mm_setzero_ps();
+  for (int i = 0; i < 32; i += 4) m = _mm_max_ps(_mm_andnot_ps(sign, _mm_loadu_ps(x + i)), m);
+  m = _mm_max_ps(m, _mm_shuffle_ps(m, m, _MM_SHUFFLE(1, 0, 3, 2)));
+  m = _mm_max_ps(m, _mm_shuffle_ps(m, m, _MM_SHUFFLE(2, 3, 0, 1)));
+  return _mm_cvtss_f32(m);
+#else
+  float amax = 0.0f;
+  for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[i]));
+  return amax;
+#endif
+}
+
 }  // namespace qkv::detail
