@@ -105,8 +105,8 @@ Int16Panel q4_panel(const WeightMatrix& w, int64_t g, int count) {
   const uint8_t* src = static_cast<const uint8_t*>(w.data);
   for (int i = 0; i < count; ++i) {
     const int64_t set = (g + i) / 4;
-    const int j = int((g + i) % 4);                // the group's nibble in each int16 lane
-    const uint8_t* sd = src + set * blocks * 256;  // [blocks][16 k-pairs][8 int16 lanes]
+    const int j = int((g + i) % 4);                 // the group's nibble in each int16 lane
+    const uint8_t* sd = src + set * blocks * 256;   // [blocks][16 k-pairs][8 int16 lanes]
     int16_t* out = data.data() + i * blocks * 128;  // [blocks][16 k-pairs][8 lanes]
     for (int64_t b = 0; b < blocks; ++b)
       widen_scales(w.scales + (set * blocks + b) * 16 + 4 * j, 4, scales.data() + (i * blocks + b) * 4);

@@ -44,8 +44,8 @@ TEST_CASE("gelu_tanh at its limits: x for large x, -0 for very negative x, NaN s
   const float inf = std::numeric_limits<float>::infinity();
   std::vector<float> x = {1e30f, 50.0f, -50.0f, -1e30f, std::nanf(""), inf, 0.0f, -0.0f};
   std::vector<float> y = x;
-  gelu_tanh(y.data(), 4);                  // the vector loop
-  gelu_tanh(y.data() + 4, 4);              // the vector loop
+  gelu_tanh(y.data(), 4);      // the vector loop
+  gelu_tanh(y.data() + 4, 4);  // the vector loop
   std::vector<float> t = x;
   for (size_t i = 0; i < x.size(); ++i) gelu_tanh(t.data() + i, 1);  // the scalar tail
   for (const std::vector<float>* r : {&y, &t}) {
