@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import * as qkv from 'qkv';
 import { ROOT, launch, openPage } from './harness.js';
 import { assertMatches } from './test-head-asserts.js';
+import { assertMapModes } from './map-mode-asserts.js';
 import { serveDemo } from '../../tools/serve-demo.mjs';
 
 const DESKTOP = { width: 1280, height: 1000 };
@@ -196,31 +197,10 @@ test('Encoders page, the view in the URL: a reload and a shared link restore the
 test('Encoders page, raw / rollout / flow: the enlarged map (last layer) is qkv\'s rollout and flow of the encoder\'s maps; Cancel goes back to raw', async () => {
   const page = await open(hash({ view: 'model', layer: '3' }));
   const { attentions } = await bert.forward(ids, { outputAttentions: true });
-  const L = ids.length;
-  // flow chosen, then Cancel at once (one task): the page says so and goes back to raw maps
-  await page.evaluate(() => {
-    const s = document.querySelector('#enc-map');
-    s.value = 'flow'; s.dispatchEvent(new Event('change'));
-    document.querySelector('#fwd-cancel').click();
+  await assertMapModes(page, {
+    attentions, shape: { layers: bert.layers, heads: bert.heads }, causal: false,
+    ids: { select: '#enc-map', note: '#enc-map-note', msg: '#mask-msg' },
   });
-  await page.waitForFunction(() => document.querySelector('#enc-map').value === 'raw');
-  assert.equal(await page.textContent('#mask-msg'), 'Cancelled: the flow was not computed; the maps are raw attention.');
-  assert.equal(await page.locator('#thumbs button.thumb').count(), 16, 'raw: every head');
-  const cellValues = () => page.$$eval('#heatmap g.cell title', (ts) => ts.map((t) => Number(t.textContent.split(': ').at(-1))));
-  for (const [mode, want] of [['rollout', qkv.attentionRolloutSync(attentions)], ['flow', qkv.attentionFlowSync(attentions)]]) {
-    await page.selectOption('#enc-map', mode);
-    await page.waitForFunction((m) => document.querySelector('#enc-map-note').textContent.startsWith(m === 'flow' ? 'Flow (' : 'Rollout ('), mode, { timeout: 30_000 });
-    assert.equal(await page.locator('#thumbs button.thumb').count(), 4, `${mode}: one map per layer`);
-    const got = await cellValues();
-    assert.equal(got.length, L * L);
-    const diff = Math.max(...got.map((v, i) => Math.abs(v - want.data[i])));
-    assert.ok(diff <= 6e-5, `${mode}: largest difference from qkv ${diff}`);
-  }
-  assert.match(page.url(), /map=flow/);
-  await page.reload();
-  await page.waitForSelector('body[data-ready=true]', { timeout: 60_000 });
-  await page.waitForFunction(() => document.querySelector('#enc-map-note').textContent.startsWith('Flow ('), null, { timeout: 30_000 });
-  assert.equal(await page.inputValue('#enc-map'), 'flow');
   assert.deepEqual(page.problems, []);
   await page.close();
 });
