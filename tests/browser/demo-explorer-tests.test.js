@@ -161,6 +161,9 @@ test('find heads: probe labels, the scatter point of a known head where headProb
   const captions = await page.evaluate(() => window.captions);
   assert.ok(captions.some((c) => new RegExp(`^Probes: \\d+ % \\(\\d+ of ${total} forward passes\\)$`).test(c)), `captions: ${captions}`);
   const r = await qkv.headProbes(model, { ids: ids2, inductionSequences: 2 });
+  // a GPT is causal: no next-token score, and the message says why (not a measured 0)
+  assert.equal(r.nextToken, null);
+  assert.match(await page.textContent('#probe-msg'), / No next-token score: the maps are causal, so every head's is 0 by construction\.$/);
   const biggest = Math.max(...r.scores.map((s) => Math.abs(s.ablation)));
   const best = (s) => [['induction', s.induction], ['previous token', s.previousToken], ['sink', s.sink]].reduce((a, b) => (b[1] > a[1] ? b : a));
   // the known head: the one whose removal costs most
