@@ -1,9 +1,9 @@
 /**
  * headProbes: what each head of a loaded model does, measured. Scores read off its maps
  * (head-scores.ts: previous-token, next-token, sink, entropy on a text; induction on random
- * tokens repeated twice) and each head's ablation effect: the change in the mean next-token loss on
- * the text when the head's attention probabilities are multiplied by 0 (`headMask`, Hugging
- * Face head_mask semantics), one forward pass per head.
+ * tokens repeated twice) and each head's ablation effect: the change in the mean next-token
+ * loss on the text when the head's attention probabilities are multiplied by 0 (`headMask`,
+ * Hugging Face head_mask semantics), one forward pass per head.
  *
  * The next-token score is null for a causal model (a decoder): its maps give the next token
  * 0 by construction, so a 0 there would say nothing about the head (head-scores.ts).
