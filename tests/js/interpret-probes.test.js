@@ -1,9 +1,9 @@
 // headProbes, headPatternScores and inductionScores on hand-made heads whose scores are known
 // exactly: a previous-token head, a first-token (sink) head, a uniform causal head, an
 // induction head, a self head and a half-previous/half-sink head; and, in bidirectional maps,
-// a next-token head, a half-previous/half-next head and a uniform head; served by a fake model whose
-// forward takes headMask (the option the engine's model.forward takes, DESIGN.md) and whose
-// next-token loss is a known function of the mask. Also progress, cancel and bad options.
+// a next-token head, a half-previous/half-next head and a uniform head; served by a fake model
+// whose forward takes headMask (the option the engine's model.forward takes, DESIGN.md) and
+// whose next-token loss is a known function of the mask. Also progress, cancel and bad options.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import * as qkv from 'qkv';
