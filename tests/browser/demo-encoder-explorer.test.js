@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import * as qkv from 'qkv';
 import { ROOT, launch, openPage } from './harness.js';
 import { assertMatches } from './test-head-asserts.js';
+import { assertMapModes } from './map-mode-asserts.js';
 import { serveDemo } from '../../tools/serve-demo.mjs';
 
 const DESKTOP = { width: 1280, height: 1000 };
@@ -127,9 +128,12 @@ test('Encoders page, find heads: the scatter point of the head whose removal cos
   const r = await qkv.headProbes(bert, { ids, inductionSequences: 2, ablation: true });
   const masked = r.ablationTargets[0].map(([, id]) => `“${bert.tokenizer.token(id)}”`).join(', ');
   assert.match(await page.textContent('#probe-msg'), new RegExp(`^Probed on the sentence \\(${ids.length} tokens\\).*masked-token loss of ${masked} \\(masked BERT-style from seed 0\\)`));
+  // bidirectional maps: the next-token probe is measured, and the message does not call it causal
+  assert.ok(r.nextToken !== null && r.scores.every((s) => typeof s.nextToken === 'number'));
+  assert.doesNotMatch(await page.textContent('#probe-msg'), /next-token/);
   assert.equal(await page.locator('#scatter .point').count(), bert.layers * bert.heads);
   const biggest = Math.max(...r.scores.map((s) => Math.abs(s.ablation)));
-  const best = (s) => [['induction', s.induction], ['previous token', s.previousToken], ['sink', s.sink]].reduce((a, b) => (b[1] > a[1] ? b : a));
+  const best = (s) => [['induction', s.induction], ['previous token', s.previousToken], ['next token', s.nextToken], ['sink', s.sink]].reduce((a, b) => (b[1] > a[1] ? b : a));
   const known = r.scores.reduce((a, b) => (b.ablation > a.ablation ? b : a));
   const [name, score] = best(known);
   const ticks = async (axis) => page.$$eval(`#scatter .${axis} .tick`, (ts, ax) => ts.map((t) => {
@@ -145,12 +149,21 @@ test('Encoders page, find heads: the scatter point of the head whose removal cos
   const title = await point.locator('title').textContent();
   const t = new RegExp(`^layer ${known.layer} head ${known.head}: ${name} ([\\d.]+); removing it: \\+([\\d.]+) nats per masked token`).exec(title);
   assert.ok(t && Math.abs(t[1] - score) <= 0.006 && Math.abs(t[2] - known.ablation) <= 2e-4, `tooltip "${title}" vs ${name} ${score}, +${known.ablation}`);
-  // the thumbnails carry the probe labels; the warning box names a head and shows it on a click
+  // the thumbnails carry the probe labels
   await page.selectOption('#enc-view', 'model');
   assert.equal(await page.textContent(`#thumbs button.thumb[data-layer="${known.layer}"][data-head="${known.head}"] .probe`), `${name} ${score.toFixed(2)}`);
+  // layer 0 head 1 gives each token's weight to the token after it: its label is its next-token score
+  const next = r.scores.find((s) => s.layer === 0 && s.head === 1);
+  assert.equal(best(next)[0], 'next token', `layer 0 head 1's strongest probe in Node: ${best(next)}`);
+  assert.equal(await page.textContent('#thumbs button.thumb[data-layer="0"][data-head="1"] .probe'), `next token ${next.nextToken.toFixed(2)}`);
+  // the warning box names the head farthest from the diagonal, with its strongest probe, and shows it on a click
+  // (any head within 1e-3 of the largest distance: the page's wasm variant may round differently)
+  const off = (s) => Math.abs(best(s)[1] - s.ablation / biggest);
+  const farthest = Math.max(...r.scores.map(off));
   const warn = await page.textContent('#caveat-head');
-  const w = /^The probes' warning: layer (\d+) head (\d+) /.exec(warn);
-  assert.ok(w, `warning: ${warn}`);
+  const w = /^The probes' warning: layer (\d+) head (\d+) \((induction|previous token|next token|sink) ([\d.]+)\)/.exec(warn);
+  const far = w && r.scores.find((s) => s.layer === Number(w[1]) && s.head === Number(w[2]));
+  assert.ok(far && off(far) >= farthest - 1e-3 && best(far)[0] === w[3] && Math.abs(best(far)[1] - Number(w[4])) <= 0.006, `warning "${warn}": farthest is ${farthest}`);
   await page.click('#caveat-head button');
   assert.match(await page.textContent('#heatmap svg text'), new RegExp(`^layer ${w[1]} · head ${w[2]} · `));
   assert.deepEqual(page.problems, []);
@@ -196,31 +209,10 @@ test('Encoders page, the view in the URL: a reload and a shared link restore the
 test('Encoders page, raw / rollout / flow: the enlarged map (last layer) is qkv\'s rollout and flow of the encoder\'s maps; Cancel goes back to raw', async () => {
   const page = await open(hash({ view: 'model', layer: '3' }));
   const { attentions } = await bert.forward(ids, { outputAttentions: true });
-  const L = ids.length;
-  // flow chosen, then Cancel at once (one task): the page says so and goes back to raw maps
-  await page.evaluate(() => {
-    const s = document.querySelector('#enc-map');
-    s.value = 'flow'; s.dispatchEvent(new Event('change'));
-    document.querySelector('#fwd-cancel').click();
+  await assertMapModes(page, {
+    attentions, shape: { layers: bert.layers, heads: bert.heads }, causal: false,
+    ids: { select: '#enc-map', note: '#enc-map-note', msg: '#mask-msg' },
   });
-  await page.waitForFunction(() => document.querySelector('#enc-map').value === 'raw');
-  assert.equal(await page.textContent('#mask-msg'), 'Cancelled: the flow was not computed; the maps are raw attention.');
-  assert.equal(await page.locator('#thumbs button.thumb').count(), 16, 'raw: every head');
-  const cellValues = () => page.$$eval('#heatmap g.cell title', (ts) => ts.map((t) => Number(t.textContent.split(': ').at(-1))));
-  for (const [mode, want] of [['rollout', qkv.attentionRolloutSync(attentions)], ['flow', qkv.attentionFlowSync(attentions)]]) {
-    await page.selectOption('#enc-map', mode);
-    await page.waitForFunction((m) => document.querySelector('#enc-map-note').textContent.startsWith(m === 'flow' ? 'Flow (' : 'Rollout ('), mode, { timeout: 30_000 });
-    assert.equal(await page.locator('#thumbs button.thumb').count(), 4, `${mode}: one map per layer`);
-    const got = await cellValues();
-    assert.equal(got.length, L * L);
-    const diff = Math.max(...got.map((v, i) => Math.abs(v - want.data[i])));
-    assert.ok(diff <= 6e-5, `${mode}: largest difference from qkv ${diff}`);
-  }
-  assert.match(page.url(), /map=flow/);
-  await page.reload();
-  await page.waitForSelector('body[data-ready=true]', { timeout: 60_000 });
-  await page.waitForFunction(() => document.querySelector('#enc-map-note').textContent.startsWith('Flow ('), null, { timeout: 30_000 });
-  assert.equal(await page.inputValue('#enc-map'), 'flow');
   assert.deepEqual(page.problems, []);
   await page.close();
 });

@@ -17,6 +17,7 @@ import { join } from 'node:path';
 import * as qkv from 'qkv';
 import { ROOT, launch, openPage } from './harness.js';
 import { assertMatches } from './test-head-asserts.js';
+import { assertMapModes } from './map-mode-asserts.js';
 import { serveDemo } from '../../tools/serve-demo.mjs';
 import { serveFolderAsHub, writeGpt2Checkpoint } from './hub-server.js';
 
@@ -160,6 +161,9 @@ test('find heads: probe labels, the scatter point of a known head where headProb
   const captions = await page.evaluate(() => window.captions);
   assert.ok(captions.some((c) => new RegExp(`^Probes: \\d+ % \\(\\d+ of ${total} forward passes\\)$`).test(c)), `captions: ${captions}`);
   const r = await qkv.headProbes(model, { ids: ids2, inductionSequences: 2 });
+  // a GPT is causal: no next-token score, and the message says why (not a measured 0)
+  assert.equal(r.nextToken, null);
+  assert.match(await page.textContent('#probe-msg'), / No next-token score: the maps are causal, so every head's is 0 by construction\.$/);
   const biggest = Math.max(...r.scores.map((s) => Math.abs(s.ablation)));
   const best = (s) => [['induction', s.induction], ['previous token', s.previousToken], ['sink', s.sink]].reduce((a, b) => (b[1] > a[1] ? b : a));
   // the known head: the one whose removal costs most
@@ -198,30 +202,13 @@ test('find heads: probe labels, the scatter point of a known head where headProb
   await page.close();
 });
 
-test('raw / rollout / flow: the enlarged map is qkv\'s rollout and flow of the page\'s maps', async () => {
+test('raw / rollout / flow: the enlarged map is qkv\'s rollout and flow of the page\'s maps; Cancel goes back to raw', async () => {
   const page = await open(hash({ prompt: PROMPT, view: 'model', layer: '3' }));
   const { attentions } = await model.forward(ids, { outputAttentions: true });
-  const L = ids.length;
-  // flow chosen, then Cancel at once (one task): the page says so and goes back to raw maps
-  await page.evaluate(() => {
-    const s = document.querySelector('#map');
-    s.value = 'flow'; s.dispatchEvent(new Event('change'));
-    document.querySelector('#fwd-cancel').click();
+  await assertMapModes(page, {
+    attentions, shape: { layers: model.dims.layers, heads: model.dims.heads }, causal: true,
+    ids: { select: '#map', note: '#map-note', msg: '#gen-msg' },
   });
-  await page.waitForFunction(() => document.querySelector('#map').value === 'raw');
-  assert.equal(await page.textContent('#gen-msg'), 'Cancelled: the flow was not computed; the maps are raw attention.');
-  assert.equal(await page.locator('#thumbs button.thumb').count(), 16, 'raw: every head');
-  const cellValues = () => page.$$eval('#heatmap g.cell title', (ts) => ts.map((t) => { const v = t.textContent.split(': ').at(-1); return v === 'masked' ? 0 : Number(v); }));
-  for (const [mode, want] of [['rollout', qkv.attentionRolloutSync(attentions)], ['flow', qkv.attentionFlowSync(attentions)]]) {
-    await page.selectOption('#map', mode);
-    await page.waitForFunction((m) => document.querySelector('#map-note').textContent.startsWith(m === 'flow' ? 'Flow (' : 'Rollout ('), mode, { timeout: 30_000 });
-    assert.equal(await page.locator('#thumbs button.thumb').count(), 4, `${mode}: one map per layer`);
-    const got = await cellValues();
-    assert.equal(got.length, L * L);
-    const diff = Math.max(...got.map((v, i) => Math.abs(v - want.data[i])));
-    assert.ok(diff <= 6e-5, `${mode}: largest difference from qkv ${diff}`);
-  }
-  assert.match(page.url(), /map=flow/);
   assert.deepEqual(page.problems, []);
   await page.close();
 });

@@ -104,7 +104,7 @@ test(`${BROWSER}: Encoders page: a link's removed head prints the [MASK]'s befor
   await page.click('#find-heads');
   await page.waitForSelector('body[data-probes=done] #scatter svg', { timeout: 60_000 });
   assert.equal(await page.evaluate(() => document.querySelectorAll('#scatter .point').length), 16);
-  assert.match(await page.text('#caveat-head'), /^The probes' warning: layer \d head \d \((induction|previous token|sink) \d\.\d\d\) changes the loss by [+−]\d\.\d{4} nats per masked token/);
+  assert.match(await page.text('#caveat-head'), /^The probes' warning: layer \d head \d \((induction|previous token|next token|sink) \d\.\d\d\) changes the loss by [+−]\d\.\d{4} nats per masked token/);
   await page.screenshot(join(ART, 'encoders-explorer-tests-1280x800.png'));
   assert.deepEqual(page.problems, [], 'encoders page: console errors/warnings');
   await page.close();

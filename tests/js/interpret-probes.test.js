@@ -1,8 +1,9 @@
 // headProbes, headPatternScores and inductionScores on hand-made heads whose scores are known
 // exactly: a previous-token head, a first-token (sink) head, a uniform causal head, an
-// induction head, a self head and a half-previous/half-sink head, served by a fake model whose
-// forward takes headMask (the option the engine's model.forward takes, DESIGN.md) and whose
-// next-token loss is a known function of the mask. Also progress, cancel and bad options.
+// induction head, a self head and a half-previous/half-sink head; and, in bidirectional maps,
+// a next-token head, a half-previous/half-next head and a uniform head; served by a fake model
+// whose forward takes headMask (the option the engine's model.forward takes, DESIGN.md) and
+// whose next-token loss is a known function of the mask. Also progress, cancel and bad options.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import * as qkv from 'qkv';
@@ -20,6 +21,10 @@ function row(kind, ids, i) {
   else if (kind === 'uniform') r.fill(1 / (i + 1), 0, i + 1);
   else if (kind === 'self') r[i] = 1;
   else if (kind === 'half') { r[0] += 0.5; r[Math.max(0, i - 1)] += 0.5; }
+  // bidirectional: the next token (the last row: itself), half previous / half next, uniform over all
+  else if (kind === 'next') r[Math.min(ids.length - 1, i + 1)] = 1;
+  else if (kind === 'around') { r[Math.max(0, i - 1)] += 0.5; r[Math.min(ids.length - 1, i + 1)] += 0.5; }
+  else if (kind === 'all') r.fill(1 / ids.length);
   else if (kind === 'induction') {
     // the token after the latest earlier occurrence of ids[i]; itself when there is none
     let j = -1;
@@ -29,8 +34,10 @@ function row(kind, ids, i) {
   return r;
 }
 const KINDS = [['prev', 'sink', 'uniform'], ['induction', 'self', 'half']];
+// a bidirectional model's heads (layer 1 only looks back or at itself: its next-token score is a measured 0)
+const BI_KINDS = [['next', 'around', 'all'], ['prev', 'self', 'sink']];
 
-function fakeModel() {
+function fakeModel(kinds = KINDS) {
   const calls = [];
   return {
     calls,
@@ -46,9 +53,9 @@ function fakeModel() {
       for (let p = 0; p + 1 < L; p++) logits[p * V + ids[p + 1]] = s;
       const out = { logits: new Tensor(logits, [1, L, V]) };
       if (options.outputAttentions) {
-        out.attentions = KINDS.map((kinds) => {
+        out.attentions = kinds.map((layer) => {
           const d = new Float32Array(H * L * L);
-          kinds.forEach((k, h) => { for (let i = 0; i < L; i++) d.set(row(k, ids, i), (h * L + i) * L); });
+          layer.forEach((k, h) => { for (let i = 0; i < L; i++) d.set(row(k, ids, i), (h * L + i) * L); });
           return new Tensor(d, [1, H, L, L]);
         });
       }
@@ -77,6 +84,32 @@ test('headPatternScores: previous-token, sink and entropy of known heads', async
   close(s.previousToken[1][2], (1 + 0.5 * (L - 2)) / (L - 1));
   close(s.sink[1][2], (1 + 0.5 * (L - 2)) / (L - 1));
   close(s.entropy[1][2], ((L - 2) * Math.log(2)) / (L - 1));
+  // causal maps: no next-token score (0 by construction), not a table of zeros
+  assert.equal(s.nextToken, null);
+});
+
+test('headPatternScores: the next-token score of known bidirectional heads; a measured 0 is 0, causal maps null', async () => {
+  const ids = [3, 9, 4, 7, 1, 8, 2, 5];
+  const L = ids.length;
+  const { attentions } = await fakeModel(BI_KINDS).forward(ids, { outputAttentions: true });
+  const s = headPatternScores(attentions);
+  // next-token head: A[i][i+1] = 1 for i = 0..L-2 (the last row, on itself, is not counted): 1
+  close(s.nextToken[0][0], 1); close(s.previousToken[0][0], 0); close(s.sink[0][0], 0); close(s.entropy[0][0], 0);
+  // half previous, half next: 0.5 both ways; row 0's previous half falls on itself, row L-1's next half too
+  close(s.nextToken[0][1], 0.5); close(s.previousToken[0][1], 0.5);
+  close(s.sink[0][1], 0.5 / (L - 1)); close(s.entropy[0][1], Math.log(2));
+  // uniform over all L keys: 1 / L each way, entropy ln L
+  close(s.nextToken[0][2], 1 / L); close(s.previousToken[0][2], 1 / L); close(s.entropy[0][2], Math.log(L));
+  // heads that never look ahead, in a bidirectional model: measured 0 (a number, not null)
+  assert.deepEqual(s.nextToken[1], [0, 0, 0]);
+  close(s.previousToken[1][0], 1);
+  // one weight above the diagonal anywhere makes the maps bidirectional: every head is scored
+  const causal = (await fakeModel().forward(ids, { outputAttentions: true })).attentions;
+  assert.equal(headPatternScores(causal).nextToken, null);
+  causal[1].data[(2 * L + 3) * L + 5] = 0.25; // layer 1, head 2, query 3 -> key 5
+  const one = headPatternScores(causal);
+  assert.deepEqual(one.nextToken[0], [0, 0, 0]);
+  assert.deepEqual(one.nextToken[1], [0, 0, 0], 'key 5 is not query 3\'s next token');
 });
 
 test('inductionScores: 1 for the induction head, known values for the others', async () => {
@@ -111,6 +144,9 @@ test('headProbes: every score and the ablation effect (loss with the head masked
   close(r.induction[1][0], 1);
   close(r.previousToken[0][0], 1);
   close(r.sink[0][1], 1);
+  // a causal model: no next-token score, in the table or per head
+  assert.equal(r.nextToken, null);
+  assert.ok(r.scores.every((x) => x.nextToken === null));
   assert.deepEqual(r.ids, [text]);
   assert.deepEqual(r.ablationIds, [text]);
   const S = W.flat().reduce((a, b) => a + b, 0);
@@ -137,10 +173,11 @@ test('headProbes: every score and the ablation effect (loss with the head masked
 });
 
 // a masked-LM encoder: ids 0, 1, 2 are [CLS], [SEP], [MASK]; at a [MASK] the logit of the token
-// `truth` holds there is s (the mask-weighted sum of W), at every other position 0 (loss ln V)
+// `truth` holds there is s (the mask-weighted sum of W), at every other position 0 (loss ln V);
+// its maps are BI_KINDS' (bidirectional)
 const CLS = 0, SEP = 1, MASK = 2;
 function fakeEncoder(truth) {
-  const base = fakeModel();
+  const base = fakeModel(BI_KINDS);
   return {
     ...base,
     dims: undefined,
@@ -167,6 +204,10 @@ test('headProbes on a masked-LM encoder: ablation = the change in the masked-tok
   const e = fakeEncoder(text);
   assert.equal((await headProbes(e, { ids: text, inductionTokens: [[5, 6]] })).ablation, null, 'encoders: ablation only when asked');
   const r = await headProbes(e, { ids: text, inductionTokens: [[5, 6]], ablation: true });
+  // bidirectional maps: the next-token score is measured on the text (a 0 is a measured 0)
+  close(r.nextToken[0][0], 1); close(r.nextToken[0][1], 0.5); close(r.nextToken[0][2], 1 / text.length);
+  assert.deepEqual(r.nextToken[1], [0, 0, 0]);
+  assert.deepEqual(r.scores.map((x) => x.nextToken), r.nextToken.flat());
   const [masked] = r.ablationIds, [targets] = r.ablationTargets;
   // the scored positions are masked, hold the original ids, and are ordinary tokens; nothing else changed
   assert.ok(targets.length >= 1 && targets.length < 20, `${targets.length} of 39 chosen (15 % expected)`);
@@ -212,6 +253,12 @@ test('headProbes over several texts: scores averaged over them, the loss over al
   assert.equal(m.calls.length, 1 + 2 + 2 * 7);
   assert.equal(progress.at(-1).done, m.calls.length);
   assert.equal(progress.at(-1).total, m.calls.length);
+  assert.equal(r.nextToken, null, 'causal maps in every text');
+  // bidirectional maps: the next-token score averaged over the texts too
+  const bi = await headProbes(fakeModel(BI_KINDS), { ids: [a, b], inductionTokens: [[20, 21, 22]], ablation: false });
+  close(bi.nextToken[0][0], 1);
+  close(bi.nextToken[0][2], (1 / a.length + 1 / b.length) / 2);
+  assert.deepEqual(bi.nextToken[1], [0, 0, 0]);
 });
 
 test('headProbes: cancel between forward passes, with no forward after the abort', async () => {

@@ -162,6 +162,15 @@ describe('interventions through fillMask, and the masked-LM ablation of headProb
       assert.ok(Math.abs(s.ablation - want) < 1e-5, `${s.layer}.${s.head}: ${s.ablation} vs ${want}`);
     }
     assert.ok(r.scores.some((s) => Math.abs(s.ablation) > 1e-3), 'some head matters for the masked words');
+    // bidirectional maps: each head's next-token score, a plain float64 loop over the text's own maps
+    const { attentions } = await model.forward(ids, { outputAttentions: true });
+    const L = ids.length;
+    for (const s of r.scores) {
+      const a = attentions[s.layer].data;
+      let sum = 0;
+      for (let i = 0; i + 1 < L; i++) sum += a[(s.head * L + i) * L + i + 1];
+      assert.ok(typeof s.nextToken === 'number' && Math.abs(s.nextToken - sum / (L - 1)) < 1e-6, `${s.layer}.${s.head}: next-token ${s.nextToken} vs ${sum / (L - 1)}`);
+    }
   });
 });
 

@@ -51,6 +51,8 @@ test('headProbes: previous-token, sink, entropy and induction match the referenc
     const err = maxDiff(r[k].flat(), P[key]);
     assert.ok(err < 1e-5, `${k}: max |diff| ${err}`);
   }
+  // a GPT's maps are causal: no next-token score (0 by construction)
+  assert.equal(r.nextToken, null);
 });
 
 test('headProbes: each head\'s ablation effect matches the reference (needs headMask in model.forward)', async (t) => {

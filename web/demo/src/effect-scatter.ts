@@ -1,7 +1,8 @@
 // "Find heads": qkv's headProbes on whatever model is loaded (tiny, Hub, dropped), on the
-// prompt: each head's previous-token, induction and sink scores (what its map says) and its
-// ablation effect (the prompt's loss with the head removed minus with it: what it does). One
-// forward per head, with the page's progress bar and Cancel.
+// prompt: each head's previous-token, induction and sink scores, and next-token on a
+// bidirectional model (qkv gives a causal model none: 0 by construction, the message says so),
+// what its map says; and its ablation effect (the prompt's loss with the head removed minus
+// with it: what it does). One forward per head, with the page's progress bar and Cancel.
 // Then (1) a probe label per head with its score, e.g. "induction 0.62", beside the pattern
 // labels; (2) the map-vs-effect scatter: x = the head's strongest probe score, y = its ablation
 // effect as a share of the largest change (of either sign), so a head that does what its map says
@@ -14,15 +15,21 @@ import type { DemoModel, qkv } from './api';
 import { stoppedBy, type ForwardProgress } from './forward-progress';
 import { $, message } from './ui';
 
-type Probe = 'induction' | 'previous token' | 'sink';
+type Probe = 'induction' | 'previous token' | 'next token' | 'sink';
 export interface ProbeLabel { name: Probe; score: number }
 export interface ScatterPoint { layer: number; head: number; label: ProbeLabel; effect: number; share: number; off: number }
 
-/** The head's strongest of the three map probes. */
+/** The head's strongest map probe (next token only where it was measured: not on a causal model). */
 export function probeLabel(s: qkv.HeadScore): ProbeLabel {
-  const c: ProbeLabel[] = [{ name: 'induction', score: s.induction }, { name: 'previous token', score: s.previousToken }, { name: 'sink', score: s.sink }];
+  const c: ProbeLabel[] = [{ name: 'induction', score: s.induction }, { name: 'previous token', score: s.previousToken }];
+  if (s.nextToken !== null) c.push({ name: 'next token', score: s.nextToken });
+  c.push({ name: 'sink', score: s.sink });
   return c.reduce((a, b) => (b.score > a.score ? b : a));
 }
+
+/** The message's word on the next-token probe where qkv gave none (a causal model). */
+export const noNextToken = (r: qkv.HeadProbeResult): string =>
+  (r.nextToken === null ? ' No next-token score: the maps are causal, so every head\'s is 0 by construction.' : '');
 
 export const labelText = (l: ProbeLabel): string => `${l.name} ${l.score.toFixed(2)}`;
 
@@ -87,7 +94,7 @@ export class HeadFinder {
       }), 'forward passes');
       if (m !== this.host.model()) return;
       this.result = r; this.of = m; this.points = scatterPoints(r);
-      message(msg, this.host.said?.(r, ids) ?? `Probed on ${ids && ids.length >= 2 ? `the prompt (${ids.length} tokens)` : 'a random sequence'}; induction on 2 random sequences repeated twice. Loss with every head: ${r.baseLoss?.toFixed(3) ?? '–'} nats per token.`, 'ok');
+      message(msg, (this.host.said?.(r, ids) ?? `Probed on ${ids && ids.length >= 2 ? `the prompt (${ids.length} tokens)` : 'a random sequence'}; induction on 2 random sequences repeated twice. Loss with every head: ${r.baseLoss?.toFixed(3) ?? '–'} nats per token.`) + noNextToken(r), 'ok');
       document.body.dataset.probes = 'done';
     } catch (e) {
       const stopped = stoppedBy(e);

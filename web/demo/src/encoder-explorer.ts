@@ -12,6 +12,7 @@ import { FLOW_MAX, MAP_NOTE, MapCache, flow, type MapMode } from './map-mode';
 import { HeadFinder } from './effect-scatter';
 import { HeadTest } from './test-head';
 import { maskReadout } from './mask-readout';
+import { MASK_PANEL } from './test-panel';
 import { toolsModel } from './encoder-model';
 import { ModelView, type Selected } from './modelview';
 import { allHeadStats, type HeadStats } from './patterns';
@@ -47,7 +48,7 @@ export class EncoderExplorer {
     const model = () => this.toolsOf(host.model());
     const changed = () => host.draw();
     const busy = () => false;
-    this.test = new HeadTest({ model, data: host.data, busy, forward: this.forward, changed, readout: maskReadout(host.model) });
+    this.test = new HeadTest({ model, data: host.data, busy, forward: this.forward, changed, readout: maskReadout(host.model), panel: MASK_PANEL });
     this.finder = new HeadFinder({
       model, ids: () => host.data()?.ids ?? null, busy, forward: this.forward, changed,
       select: (layer, head) => this.select(layer, head), said: (r) => said(r, host.model()), unit: 'nats per masked token',

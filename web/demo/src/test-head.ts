@@ -6,11 +6,13 @@
 // The heads are chosen by clicking them in the model view with "clicks remove" on; cells by
 // clicking them in the enlarged heat map (up to 64 tokens, tokens not words, raw maps).
 // Where the distribution is read and which loss is printed is the page's Readout: the model
-// page's next token (NEXT_TOKEN), the encoders page's [MASK] (./mask-readout.ts).
+// page's next token (NEXT_TOKEN), the encoders page's [MASK] (./mask-readout.ts). The panel's
+// markup is built here from ./test-panel.ts (one copy for both pages), in the page's words.
 import { qkv, type DemoModel, type Interventions } from './api';
 import type { AttnData } from './contract';
 import { allHeadStats, type HeadStats } from './patterns';
 import { stoppedBy, type ForwardProgress } from './forward-progress';
+import { NEXT_TOKEN_PANEL, buildTestPanel, type TestPanelWords } from './test-panel';
 import { $, message, showToken } from './ui';
 
 export interface Block { layer: number; head: number; q: number; k: number }
@@ -84,6 +86,8 @@ export interface TestHost {
   changed(): void;
   /** default NEXT_TOKEN */
   readout?: Readout;
+  /** the panel's words (built in place of #test-panel), default NEXT_TOKEN_PANEL */
+  panel?: TestPanelWords;
 }
 
 export class HeadTest {
@@ -96,6 +100,7 @@ export class HeadTest {
   private tried = '';
 
   constructor(private host: TestHost) {
+    buildTestPanel($('#test-panel'), host.panel ?? NEXT_TOKEN_PANEL);
     $('#test-clear').addEventListener('click', () => { this.clear(); this.host.changed(); });
     $('#test-run').addEventListener('click', () => void this.run());
     $('#maps-after').addEventListener('change', () => this.host.changed());

@@ -4,8 +4,15 @@
  * key j; every score is a mean over query rows, so it lies in [0, 1] (entropy: [0, ln L]).
  *
  *  - previous-token: mean over i >= 1 of A[i][i-1], the weight on the token just before.
- *  - sink (first-token share): mean over i >= 1 of A[i][0]. Row 0 is left out of both (in a
- *    causal model it can only attend to itself).
+ *  - next-token: mean over i = 0..L-2 of A[i][i+1], the weight on the token just after (row
+ *    L-1 has none). A bidirectional head that reads its right neighbour scores near 1.
+ *    Causal maps (every weight above the diagonal exactly 0, in every head of every layer)
+ *    score 0 by construction, whatever their heads do, so they get null instead of a table of
+ *    zeros: "0 because the model cannot look ahead" must not read as a measured 0 (a
+ *    bidirectional head that gives its right neighbour nothing). The maps decide, not the
+ *    model's kind, so the rule holds for any model whose maps these are.
+ *  - sink (first-token share): mean over i >= 1 of A[i][0]. Row 0 is left out of it and of
+ *    previous-token (in a causal model it can only attend to itself).
  *  - entropy: mean over i >= 1 of -sum_j A[i][j] ln A[i][j], in nats (0 * ln 0 = 0).
  *  - induction (Olsson et al. 2022, "In-context Learning and Induction Heads"): on a sequence
  *    prefix + x + x (x: T random tokens, repeated once), the mean over the second copy's
@@ -21,24 +28,44 @@ import { checkAttentions } from './fuse.js';
 /** [layer][head] */
 export type HeadTable = number[][];
 
-/** Previous-token, sink and entropy scores of every head, [layer][head] each. */
+/** Previous-token, next-token, sink and entropy scores of every head, [layer][head] each. */
 export interface HeadPatternScores {
   previousToken: HeadTable;
+  /** null when the maps are causal (0 by construction: see the file's comment) */
+  nextToken: HeadTable | null;
   sink: HeadTable;
   entropy: HeadTable;
 }
 
-/** The previous-token, sink and entropy scores of every head of `attentions` (L >= 2). */
+/** Whether every weight above the diagonal of every head's [L, L] map is exactly 0 (causal maps). */
+function causal(layers: readonly Float32Array[], heads: readonly number[], L: number): boolean {
+  return layers.every((a, l) => {
+    for (let r = 0; r < heads[l] * L; r++) {
+      const o = r * L, i = r % L;
+      for (let j = i + 1; j < L; j++) if (a[o + j] !== 0) return false;
+    }
+    return true;
+  });
+}
+
+/** The previous-token, next-token, sink and entropy scores of every head of `attentions` (L >= 2). */
 export function headPatternScores(attentions: readonly Tensor[]): HeadPatternScores {
   const fn = 'headPatternScores';
   const att = checkAttentions(fn, attentions);
   const { L } = att;
   if (L < 2) throw new RangeError(`${fn}: the maps are [${L}, ${L}]: the scores average over queries 1..L-1, so L must be at least 2`);
   const previousToken: HeadTable = [], sink: HeadTable = [], entropy: HeadTable = [];
+  // next-token: measured only where a query can see the key after it (not in causal maps)
+  const nextToken: HeadTable | null = causal(att.layers, att.heads, L) ? null : [];
   att.layers.forEach((a, l) => {
     const H = att.heads[l];
-    const p: number[] = [], s: number[] = [], e: number[] = [];
+    const p: number[] = [], n: number[] = [], s: number[] = [], e: number[] = [];
     for (let h = 0; h < H; h++) {
+      if (nextToken) {
+        let sn = 0;
+        for (let i = 0; i + 1 < L; i++) sn += a[(h * L + i) * L + i + 1];
+        n.push(sn / (L - 1));
+      }
       let sp = 0, ss = 0, se = 0;
       for (let i = 1; i < L; i++) {
         const r = (h * L + i) * L;
@@ -56,10 +83,11 @@ export function headPatternScores(attentions: readonly Tensor[]): HeadPatternSco
       e.push(se / (L - 1));
     }
     previousToken.push(p);
+    nextToken?.push(n);
     sink.push(s);
     entropy.push(e);
   });
-  return { previousToken, sink, entropy };
+  return { previousToken, nextToken, sink, entropy };
 }
 
 /**

@@ -1,9 +1,12 @@
 /**
  * headProbes: what each head of a loaded model does, measured. Scores read off its maps
- * (head-scores.ts: previous-token, sink, entropy on a text; induction on random tokens
- * repeated twice) and each head's ablation effect: the change in the mean next-token loss on
- * the text when the head's attention probabilities are multiplied by 0 (`headMask`, Hugging
- * Face head_mask semantics), one forward pass per head.
+ * (head-scores.ts: previous-token, next-token, sink, entropy on a text; induction on random
+ * tokens repeated twice) and each head's ablation effect: the change in the mean next-token
+ * loss on the text when the head's attention probabilities are multiplied by 0 (`headMask`,
+ * Hugging Face head_mask semantics), one forward pass per head.
+ *
+ * The next-token score is null for a causal model (a decoder): its maps give the next token
+ * 0 by construction, so a 0 there would say nothing about the head (head-scores.ts).
  *
  * A map says which values a head mixed; the ablation says what the model loses without them.
  * The two can disagree (a head with a sharp previous-token map whose removal costs nothing),
@@ -45,9 +48,9 @@ export interface ProbeProgress {
 
 export interface HeadProbeOptions {
   /**
-   * Token ids of the text the previous-token, sink and entropy scores and the ablation loss
-   * are measured on; or several texts (an array of id arrays): the scores are then averaged
-   * over the texts and the loss over all their predicted tokens.
+   * Token ids of the text the previous-token, next-token, sink and entropy scores and the
+   * ablation loss are measured on; or several texts (an array of id arrays): the scores are
+   * then averaged over the texts and the loss over all their predicted tokens.
    */
   ids?: ArrayLike<number> | ArrayLike<number>[];
   /** The text as a string (tokenized with model.tokenizer), or several; instead of ids. */
@@ -82,6 +85,8 @@ export interface HeadScore {
   layer: number;
   head: number;
   previousToken: number;
+  /** null for a causal model: 0 by construction there, not measured (head-scores.ts) */
+  nextToken: number | null;
   induction: number;
   sink: number;
   entropy: number;
@@ -95,6 +100,8 @@ export interface HeadProbeResult {
   heads: number;
   /** Each score as [layer][head]. */
   previousToken: HeadTable;
+  /** null for a causal model (its maps' weight on the next token is 0 by construction) */
+  nextToken: HeadTable | null;
   induction: HeadTable;
   sink: HeadTable;
   entropy: HeadTable;
@@ -104,7 +111,7 @@ export interface HeadProbeResult {
   scores: HeadScore[];
   /** Mean next-token loss (an encoder's: masked-token loss) in nats per predicted token of the ablation's texts with every head (headMask all 1), or null. */
   baseLoss: number | null;
-  /** The texts (token ids) the previous-token, sink and entropy scores were measured on. */
+  /** The texts (token ids) the previous-token, next-token, sink and entropy scores were measured on. */
   ids: number[][];
   /** The texts the ablation loss was measured on ([] without ablation); an encoder's as masked. */
   ablationIds: number[][];
@@ -288,17 +295,21 @@ export async function headProbes(model: ProbeModel, options: HeadProbeOptions = 
   const layers = lastSeq!.attentions!.length;
   const headsPer = lastSeq!.attentions!.map((a) => a.shape[a.shape.length - 3]);
   if (texts) {
-    const sum = { previousToken: [] as HeadTable, sink: [] as HeadTable, entropy: [] as HeadTable };
+    const sum = { previousToken: [] as HeadTable, nextToken: [] as HeadTable, sink: [] as HeadTable, entropy: [] as HeadTable };
+    let lookAhead = false;
     for (const t of texts) {
       const r = await model.forward(t, mapsOnly);
       if (!r.attentions) throw new Error(`${fn}: model.forward returned no attentions for outputAttentions: true`);
       const p = headPatternScores(r.attentions);
-      for (const k of ['previousToken', 'sink', 'entropy'] as const) {
-        sum[k] = sum[k].length ? sum[k].map((row, l) => row.map((v, h) => v + p[k][l][h] / texts!.length)) : p[k].map((row) => row.map((v) => v / texts!.length));
+      // next-token: null only when every text's maps are causal (a causal text's weights there are 0)
+      lookAhead ||= p.nextToken !== null;
+      const q = { ...p, nextToken: p.nextToken ?? p.previousToken.map((row) => row.map(() => 0)) };
+      for (const k of ['previousToken', 'nextToken', 'sink', 'entropy'] as const) {
+        sum[k] = sum[k].length ? sum[k].map((row, l) => row.map((v, h) => v + q[k][l][h] / texts!.length)) : q[k].map((row) => row.map((v) => v / texts!.length));
       }
       await step('text');
     }
-    pattern = sum;
+    pattern = { ...sum, nextToken: lookAhead ? sum.nextToken : null };
   }
   const textIds = texts ?? [seqs[0]];
   // mean loss over every predicted (a decoder's) or masked (an encoder's) token of every ablation text
@@ -341,13 +352,13 @@ export async function headProbes(model: ProbeModel, options: HeadProbeOptions = 
     for (let h = 0; h < headsPer[l]; h++) {
       scores.push({
         layer: l, head: h,
-        previousToken: pattern.previousToken[l][h], induction: induction[l][h], sink: pattern.sink[l][h],
+        previousToken: pattern.previousToken[l][h], nextToken: pattern.nextToken ? pattern.nextToken[l][h] : null, induction: induction[l][h], sink: pattern.sink[l][h],
         entropy: pattern.entropy[l][h], ablation: ablationTable ? ablationTable[l][h] : null,
       });
     }
   }
   return {
-    layers, heads: H, previousToken: pattern.previousToken, induction, sink: pattern.sink, entropy: pattern.entropy,
+    layers, heads: H, previousToken: pattern.previousToken, nextToken: pattern.nextToken, induction, sink: pattern.sink, entropy: pattern.entropy,
     ablation: ablationTable, scores, baseLoss, ids: textIds, ablationIds, ablationTargets, inductionTokens: firsts,
   };
 }
