@@ -1,9 +1,9 @@
 // GPT-2 small (124M, random weights of its shape: make_gpt2_small.mjs) in Node: qkv's wasm model
 // with its weights as F32, F16, int8 and int4, against onnxruntime-web on the same weights with past
 // key/values (export_onnx_kv.py --last-logits), as F32 and as transformers.js's `q8` (the same
-// graph through quantize_onnx_q8.py: int8 per-tensor weights, DynamicQuantizeLinear + MatMulInteger,
-// what onnxruntime's quantize_dynamic writes), 1 and 2 threads, each runtime and setting in a
-// process of its own. Measured per process:
+// graph through bench/onnx_q8.py ORT_Q8_OPTIONS: int8 per-tensor weights, DynamicQuantizeLinear
+// + MatMulInteger, what onnxruntime's quantize_dynamic writes), 1 and 2 threads, each runtime and
+// setting in a process of its own. Measured per process:
 //  - load: loadModel / InferenceSession.create, seconds, and the process's peak RSS after it;
 //  - prefill: a forward of 32 / 128 / 512 tokens to the last position's logits (what a
 //    generation's prefill computes; ORT's export slices the last position before its LM head);
@@ -35,6 +35,9 @@ const REPS = Number(arg('--reps', 3));
 const TOKENS = Number(arg('--tokens', 24));
 const ONNX = path.join(DIR, 'gpt2-small-kv-last.onnx');
 const ONNX_Q8 = path.join(DIR, 'gpt2-small-kv-last-q8.onnx');
+// bench/onnx_q8.py's options for GPT-2's q8 peer (int8_accuracy.mjs passes the same): weights per
+// tensor, +-127, Gemm (GPT-2's Conv1D) as MatMul + Add, the embedding Gathers int8; names as before
+const ORT_Q8_OPTIONS = ['--per-tensor', '--no-reduce-range', '--gemm', '--gather', '--names', 'weight'];
 const RUNS = arg('--runs', '');
 const JSON_NAME = arg('--json', 'model-gpt2-small-node.json');
 const DIST = process.env.QKV_DIST ? path.resolve(process.env.QKV_DIST) : path.join(ROOT, 'dist');
@@ -165,7 +168,7 @@ function prepare() {
       '--out', ONNX, '--last-logits'], { stdio: 'inherit' });
   }
   if (!existsSync(ONNX_Q8) || statSync(ONNX_Q8).mtimeMs < statSync(ONNX).mtimeMs) {
-    execFileSync('/usr/bin/python3', [path.join(ROOT, 'bench/model/quantize_onnx_q8.py'), ONNX, ONNX_Q8], { stdio: 'inherit' });
+    execFileSync('/usr/bin/python3', [path.join(ROOT, 'bench/onnx_q8.py'), ONNX, ONNX_Q8, ...ORT_Q8_OPTIONS], { stdio: 'inherit' });
   }
   // this machine's read bandwidth and mul+add peak, in wasm (bench/matmul/)
   execFileSync('bash', [path.join(ROOT, 'bench/matmul/run.sh'), '--build-only'], { stdio: 'inherit' });

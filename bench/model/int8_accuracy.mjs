@@ -11,8 +11,8 @@
 // when present. forward(ids, { logits: 'all' }) (the prefill path: x quantized to int16 per row and
 // block of 32, int8 x int16 dot products, src/matmul/gemm_q8.cpp).
 // The peer, measured the same way on the same windows: onnxruntime-web's F32 graph against its
-// q8 graph (export_onnx_kv.py, all positions' logits, through quantize_onnx_q8.py: int8 weights per
-// tensor, activations uint8 per tensor, as transformers.js's q8 exports). --no-ort skips it.
+// q8 graph (export_onnx_kv.py, all positions' logits, through bench/onnx_q8.py ORT_Q8_OPTIONS: int8
+// weights per tensor, activations uint8 per tensor, as transformers.js's q8 exports). --no-ort skips it.
 // Writes bench/results/model-int8-accuracy.json and prints a table.
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
@@ -25,6 +25,9 @@ const arg = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) +
 const GPT2 = path.resolve(ROOT, arg('--gpt2', 'build/gpt2-small/f32'));
 const POSITIONS = Number(arg('--positions', 2048));
 const ORT = !args.includes('--no-ort');
+// bench/onnx_q8.py's options for GPT-2's q8 peer, as gpt2_small.mjs passes them: weights per tensor,
+// +-127, Gemm (GPT-2's Conv1D) as MatMul + Add, the embedding Gathers int8; names as before
+const ORT_Q8_OPTIONS = ['--per-tensor', '--no-reduce-range', '--gemm', '--gather', '--names', 'weight'];
 const DIST = process.env.QKV_DIST ? path.resolve(process.env.QKV_DIST) : path.join(ROOT, 'dist');
 
 const qkv = await import(pathToFileURL(path.join(DIST, 'index.js')).href);
@@ -92,7 +95,7 @@ async function compare(name, dir, ids, window) {
 }
 
 // onnxruntime-web F32 vs q8 on the same weights and windows: the all-positions export of `dir`
-// (export_onnx_kv.py) and its q8 twin (quantize_onnx_q8.py), made into `cache` on first use
+// (export_onnx_kv.py) and its q8 twin (bench/onnx_q8.py), made into `cache` on first use
 async function compareOrt(name, dir, ids, window, cache) {
   const ort = await import('onnxruntime-web');
   ort.env.wasm.numThreads = 1;
@@ -102,7 +105,7 @@ async function compareOrt(name, dir, ids, window, cache) {
     execFileSync('/usr/bin/python3', [path.join(ROOT, 'bench/model/export_onnx_kv.py'), '--model', dir, '--out', cache], { stdio: 'inherit' });
   }
   if (!existsSync(q8) || statSync(q8).mtimeMs < statSync(cache).mtimeMs) {
-    execFileSync('/usr/bin/python3', [path.join(ROOT, 'bench/model/quantize_onnx_q8.py'), cache, q8], { stdio: 'inherit' });
+    execFileSync('/usr/bin/python3', [path.join(ROOT, 'bench/onnx_q8.py'), cache, q8, ...ORT_Q8_OPTIONS], { stdio: 'inherit' });
   }
   const cfg = JSON.parse(readFileSync(path.join(dir, 'config.json'), 'utf8'));
   const { vocab_size: V, n_layer: NL, n_head: H, n_embd: E } = cfg;
