@@ -23,8 +23,8 @@ struct Int16Panel {
 // in the calling thread's buffer, valid until that thread's next call
 using PanelOf = Int16Panel (*)(const WeightMatrix& w, int64_t g, int count);
 
-// int8 values at q (k-pairs in Q8's order, `n` of them) -> int16 at out; halves at h (`n`
-// of them, a multiple of 4) -> d * 2^-112 at out (halves_low)
+// n int8 values at q -> int16 at out; n IEEE halves at h -> d * 2^-112 at out (the value
+// halves::halves_low gives, for any n)
 void widen_int8(const int8_t* q, int64_t n, int16_t* out);
 void widen_scales(const uint16_t* h, int64_t n, float* out);
 

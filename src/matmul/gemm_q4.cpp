@@ -93,9 +93,10 @@ void unpack_group(const uint8_t* set_data, int64_t blocks, int16_t* out) {
 #endif
 
 // Q4's panel for groups [g, g + count) (gemm_int8.hpp): q = u - 8 of each nibble, in Q8's
-// order, and the groups' scales (d of either sign) as floats worth d * 2^-112. Q8's k-pair lanes (c, parity) are
-// Q4's int16 lanes L = 2 c + parity, so a group is its nibble j = group % 4 of every lane; Q4's
-// blocks of a set follow each other as Q8's blocks of a group do.
+// order, and the groups' scales (d of either sign) as floats worth d * 2^-112. Q8's k-pair
+// lanes (c, parity) are Q4's int16 lanes L = 2 c + parity, so a group is its nibble
+// j = group % 4 of every lane; Q4's blocks of a set follow each other as Q8's blocks of a
+// group do.
 Int16Panel q4_panel(const WeightMatrix& w, int64_t g, int count) {
   const int64_t blocks = Q4Layout::of(w.K, w.N).blocks;
   thread_local std::vector<int16_t> data;  // [count][blocks][16 k-pairs][4 columns][2]
