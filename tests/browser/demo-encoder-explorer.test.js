@@ -156,6 +156,11 @@ test('Encoders page, find heads: the scatter point of the head whose removal cos
   const next = r.scores.find((s) => s.layer === 0 && s.head === 1);
   assert.equal(best(next)[0], 'next token', `layer 0 head 1's strongest probe in Node: ${best(next)}`);
   assert.equal(await page.textContent('#thumbs button.thumb[data-layer="0"][data-head="1"] .probe'), `next token ${next.nextToken.toFixed(2)}`);
+  // ... and the pattern badge read off its map says so too (it read "mixed" when the badges looked
+  // only at keys up to the query, as if every model were causal); layer 0 head 0 looks back
+  assert.equal(await page.textContent('#thumbs button.thumb[data-layer="0"][data-head="1"] .tag'), 'next token');
+  assert.match(await page.getAttribute('#thumbs button.thumb[data-layer="0"][data-head="1"]', 'title'), /\(most weight on the token just after\); previous 0\.0\d, next 0\.9\d,/);
+  assert.equal(await page.textContent('#thumbs button.thumb[data-layer="0"][data-head="0"] .tag'), 'previous token');
   // the warning box names the head farthest from the diagonal, with its strongest probe, and shows it on a click
   // (any head within 1e-3 of the largest distance: the page's wasm variant may round differently)
   const off = (s) => Math.abs(best(s)[1] - s.ablation / biggest);

@@ -117,7 +117,7 @@ export class ModelView {
         b.querySelector('.ent')!.textContent = `H ${s.entropy.toFixed(2)} b`;
         b.setAttribute('aria-pressed', String(l === sel.layer && h === sel.head));
         b.setAttribute('aria-label', `layer ${l} head ${h}: ${s.label}, mean entropy ${s.entropy.toFixed(2)} bits`);
-        b.title = `layer ${l}, head ${h}: ${s.label} (${PATTERN_NOTE[s.label]}); previous ${s.prev.toFixed(2)}, first ${s.sink.toFixed(2)}, self ${s.self.toFixed(2)}`;
+        b.title = `layer ${l}, head ${h}: ${s.label} (${PATTERN_NOTE[s.label]}); previous ${s.prev.toFixed(2)}, ${s.next > 0 ? `next ${s.next.toFixed(2)}, ` : ''}first ${s.sink.toFixed(2)}, self ${s.self.toFixed(2)}`;
       }
     }
     const t1 = performance.now();
