@@ -9,7 +9,7 @@ onnx package alone:
                                                        [--names node|weight]
 
     MiniLM (bench/encoder/make_minilm.py):  no options (the defaults are convert.py's for BERT-like models)
-    GPT-2 small (bench/model/gpt2_small.mjs, int8_accuracy.mjs):
+    GPT-2 small (bench/model/ort_q8.mjs, for gpt2_small.mjs and int8_accuracy.mjs):
                                             --per-tensor --no-reduce-range --gemm --gather --names weight
 
 Every MatMul whose weight W (its second input) is a 2-D float32 initializer [K, N] becomes

@@ -1,7 +1,7 @@
 // GPT-2 small (124M, random weights of its shape: make_gpt2_small.mjs) in Node: qkv's wasm model
 // with its weights as F32, F16, int8 and int4, against onnxruntime-web on the same weights with past
 // key/values (export_onnx_kv.py --last-logits), as F32 and as transformers.js's `q8` (the same
-// graph through bench/onnx_q8.py ORT_Q8_OPTIONS: int8 per-tensor weights, DynamicQuantizeLinear
+// graph through bench/onnx_q8.py (ort_q8.mjs): int8 per-tensor weights, DynamicQuantizeLinear
 // + MatMulInteger, what onnxruntime's quantize_dynamic writes), 1 and 2 threads, each runtime and
 // setting in a process of its own. Measured per process:
 //  - load: loadModel / InferenceSession.create, seconds, and the process's peak RSS after it;
@@ -26,6 +26,7 @@ import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'no
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { ensureGpt2Q8 } from './ort_q8.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const args = process.argv.slice(2);
@@ -35,9 +36,6 @@ const REPS = Number(arg('--reps', 3));
 const TOKENS = Number(arg('--tokens', 24));
 const ONNX = path.join(DIR, 'gpt2-small-kv-last.onnx');
 const ONNX_Q8 = path.join(DIR, 'gpt2-small-kv-last-q8.onnx');
-// bench/onnx_q8.py's options for GPT-2's q8 peer (int8_accuracy.mjs passes the same): weights per
-// tensor, +-127, Gemm (GPT-2's Conv1D) as MatMul + Add, the embedding Gathers int8; names as before
-const ORT_Q8_OPTIONS = ['--per-tensor', '--no-reduce-range', '--gemm', '--gather', '--names', 'weight'];
 const RUNS = arg('--runs', '');
 const JSON_NAME = arg('--json', 'model-gpt2-small-node.json');
 const DIST = process.env.QKV_DIST ? path.resolve(process.env.QKV_DIST) : path.join(ROOT, 'dist');
@@ -167,9 +165,7 @@ function prepare() {
     execFileSync('/usr/bin/python3', [path.join(ROOT, 'bench/model/export_onnx_kv.py'), '--model', path.join(DIR, 'f32'),
       '--out', ONNX, '--last-logits'], { stdio: 'inherit' });
   }
-  if (!existsSync(ONNX_Q8) || statSync(ONNX_Q8).mtimeMs < statSync(ONNX).mtimeMs) {
-    execFileSync('/usr/bin/python3', [path.join(ROOT, 'bench/onnx_q8.py'), ONNX, ONNX_Q8, ...ORT_Q8_OPTIONS], { stdio: 'inherit' });
-  }
+  ensureGpt2Q8(ONNX, ONNX_Q8);
   // this machine's read bandwidth and mul+add peak, in wasm (bench/matmul/)
   execFileSync('bash', [path.join(ROOT, 'bench/matmul/run.sh'), '--build-only'], { stdio: 'inherit' });
   const r = spawnSync(process.execPath, [path.join(ROOT, 'build/bench-matmul/bench-simd.cjs'), '1', '-', 'limits'], { encoding: 'utf8' });

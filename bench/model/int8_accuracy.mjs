@@ -11,13 +11,14 @@
 // when present. forward(ids, { logits: 'all' }) (the prefill path: x quantized to int16 per row and
 // block of 32, int8 x int16 dot products, src/matmul/gemm_q8.cpp).
 // The peer, measured the same way on the same windows: onnxruntime-web's F32 graph against its
-// q8 graph (export_onnx_kv.py, all positions' logits, through bench/onnx_q8.py ORT_Q8_OPTIONS: int8
+// q8 graph (export_onnx_kv.py, all positions' logits, through bench/onnx_q8.py (ort_q8.mjs): int8
 // weights per tensor, activations uint8 per tensor, as transformers.js's q8 exports). --no-ort skips it.
 // Writes bench/results/model-int8-accuracy.json and prints a table.
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { ensureGpt2Q8 } from './ort_q8.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const args = process.argv.slice(2);
@@ -25,9 +26,6 @@ const arg = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) +
 const GPT2 = path.resolve(ROOT, arg('--gpt2', 'build/gpt2-small/f32'));
 const POSITIONS = Number(arg('--positions', 2048));
 const ORT = !args.includes('--no-ort');
-// bench/onnx_q8.py's options for GPT-2's q8 peer, as gpt2_small.mjs passes them: weights per tensor,
-// +-127, Gemm (GPT-2's Conv1D) as MatMul + Add, the embedding Gathers int8; names as before
-const ORT_Q8_OPTIONS = ['--per-tensor', '--no-reduce-range', '--gemm', '--gather', '--names', 'weight'];
 const DIST = process.env.QKV_DIST ? path.resolve(process.env.QKV_DIST) : path.join(ROOT, 'dist');
 
 const qkv = await import(pathToFileURL(path.join(DIST, 'index.js')).href);
@@ -104,9 +102,7 @@ async function compareOrt(name, dir, ids, window, cache) {
   if (!existsSync(cache)) {
     execFileSync('/usr/bin/python3', [path.join(ROOT, 'bench/model/export_onnx_kv.py'), '--model', dir, '--out', cache], { stdio: 'inherit' });
   }
-  if (!existsSync(q8) || statSync(q8).mtimeMs < statSync(cache).mtimeMs) {
-    execFileSync('/usr/bin/python3', [path.join(ROOT, 'bench/onnx_q8.py'), cache, q8, ...ORT_Q8_OPTIONS], { stdio: 'inherit' });
-  }
+  ensureGpt2Q8(cache, q8);
   const cfg = JSON.parse(readFileSync(path.join(dir, 'config.json'), 'utf8'));
   const { vocab_size: V, n_layer: NL, n_head: H, n_embd: E } = cfg;
   const opts = { executionProviders: ['wasm'], graphOptimizationLevel: 'all' };
