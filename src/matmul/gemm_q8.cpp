@@ -72,10 +72,10 @@ void quantize_rows(const float* x, int64_t M, int64_t K, QuantizedRows& out) {
     for (int64_t b = 0; b < blocks; ++b) {
       // the block, read in place; the last, short one copied with zeros past K
       const int64_t n = std::min<int64_t>(32, K - b * 32);
-      float tail[32] = {};
+      float tail[32];  // zeroed only when used: this loop runs for every row and block
       const float* xb = x + m * K + b * 32;
       if (n < 32) {
-        std::copy(xb, xb + n, tail);
+        std::fill(std::copy(xb, xb + n, tail), tail + 32, 0.0f);
         xb = tail;
       }
       const float d = block_amax(xb) / 32767.0f;
