@@ -24,7 +24,8 @@
 // a flag there). Unrolling k by hand puts more loads in one block (7-25% slower in both V8s);
 // LLVM's own unrolling keeps an exit test, so a block, per k. README "The relaxed-SIMD build".
 // QKV_GEMM_MR / QKV_GEMM_NV override the tile (for such measurements).
-// Every y element adds its products in k order in any split, so the thread count changes no bit.
+// Every y element adds its products in k order in any split, so the thread count changes no bit
+// (a float InOut W: in k order within each of its two parts, matmul.hpp's inout_split).
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -64,14 +65,22 @@ constexpr int kNR = kNV * kW;     // columns of a micro-tile and of a packed pan
 constexpr int64_t kKC = 256;      // rows of W per packed block
 constexpr int64_t kNC = 768;      // columns per work item (its packed block: 768 KB)
 
-// c[R][kNR] += a[kc][R] b[kc][kNR]: a and b packed, c rows ldc apart
+// Where a micro-tile's sums start and end: from c (from_zero false) or from zero; back into c
+// (sum_into null) or added to sum_into's tile (rows ld_into apart) as sum_into + acc
+struct TileEnds {
+  bool from_zero = false;
+  float* sum_into = nullptr;
+  int64_t ld_into = 0;
+};
+
+// c[R][kNR] += a[kc][R] b[kc][kNR] (or as `ends` says): a and b packed, c rows ldc apart
 template <int R>
-void micro_kernel(const float* a, const float* b, int64_t kc, float* c, int64_t ldc) {
+void micro_kernel(const float* a, const float* b, int64_t kc, float* c, int64_t ldc, const TileEnds& ends) {
   V acc[R][kNV];
   QKV_UNROLL
   for (int r = 0; r < R; ++r) {
     QKV_UNROLL
-    for (int v = 0; v < kNV; ++v) acc[r][v] = simd::load<V>(c + r * ldc + v * kW);
+    for (int v = 0; v < kNV; ++v) acc[r][v] = ends.from_zero ? V(0.0f) : simd::load<V>(c + r * ldc + v * kW);
   }
   for (int64_t k = 0; k < kc; ++k, a += R, b += kNR) {
     V bk[kNV];
@@ -84,6 +93,15 @@ void micro_kernel(const float* a, const float* b, int64_t kc, float* c, int64_t 
       for (int v = 0; v < kNV; ++v) acc[r][v] = simd::madd(ar, bk[v], acc[r][v]);
     }
   }
+  if (ends.sum_into) {
+    QKV_UNROLL
+    for (int r = 0; r < R; ++r) {
+      float* out = ends.sum_into + r * ends.ld_into;
+      QKV_UNROLL
+      for (int v = 0; v < kNV; ++v) simd::store(out + v * kW, simd::load<V>(out + v * kW) + acc[r][v]);
+    }
+    return;
+  }
   QKV_UNROLL
   for (int r = 0; r < R; ++r) {
     QKV_UNROLL
@@ -93,11 +111,11 @@ void micro_kernel(const float* a, const float* b, int64_t kc, float* c, int64_t 
 
 // the tile's rows: kMR, or fewer at the bottom edge
 template <int R = kMR>
-void micro(int rows, const float* a, const float* b, int64_t kc, float* c, int64_t ldc) {
+void micro(int rows, const float* a, const float* b, int64_t kc, float* c, int64_t ldc, const TileEnds& ends) {
   if constexpr (R > 1) {
-    if (rows < R) return micro<R - 1>(rows, a, b, kc, c, ldc);
+    if (rows < R) return micro<R - 1>(rows, a, b, kc, c, ldc, ends);
   }
-  micro_kernel<R>(a, b, kc, c, ldc);
+  micro_kernel<R>(a, b, kc, c, ldc, ends);
 }
 
 // ------------------------------------------------------------------ packing W
@@ -373,11 +391,13 @@ void pack_x(const float* x, int64_t M, int64_t K, int64_t k0, int64_t k1, float*
 
 // ------------------------------------------------------------------ one work item
 
-// y[:, j0 : j1] = bias + x W[:, j0 : j1]
+// y[:, j0 : j1] = bias + x W[:, j0 : j1]; a float InOut W in two parts of its rows (inout_split):
+// the first added to bias in y, the second summed from zero apart (in `second`, [M][cols], when
+// it takes more than one block of rows), its last block's sums then added to y
 void gemm_columns(const WeightMatrix& w, const float* x, int64_t M, const float* bias, float* y, int64_t j0,
                   int64_t j1) {
-  const int64_t K = w.K, N = w.N, cols = j1 - j0, count = (cols + kNR - 1) / kNR;
-  thread_local std::vector<float> panels, xs, line;
+  const int64_t K = w.K, N = w.N, cols = j1 - j0, count = (cols + kNR - 1) / kNR, split = inout_split(w);
+  thread_local std::vector<float> panels, xs, line, second;
   panels.resize(size_t(count * kKC * kNR));
   xs.resize(size_t(M * std::min(K, kKC)));
   for (int64_t m = 0; m < M; ++m) {
@@ -388,27 +408,52 @@ void gemm_columns(const WeightMatrix& w, const float* x, int64_t M, const float*
       std::fill(row + j0, row + j1, 0.0f);
     }
   }
-  for (int64_t k0 = 0; k0 < K; k0 += kKC) {
-    const int64_t k1 = std::min(K, k0 + kKC), kc = k1 - k0;
-    pack_w(w, k0, k1, j0, j1, panels.data(), line);
-    pack_x(x, M, K, k0, k1, xs.data());
-    for (int64_t p = 0; p < count; ++p) {
-      const float* b = panels.data() + p * kc * kNR;
-      const int64_t c0 = j0 + p * kNR, n = std::min<int64_t>(kNR, j1 - c0);
-      for (int64_t m0 = 0; m0 < M; m0 += kMR) {
-        const int rows = int(std::min<int64_t>(kMR, M - m0));
-        const float* a = xs.data() + m0 * kc;
-        if (n == kNR) {
-          micro(rows, a, b, kc, y + m0 * N + c0, N);
-        } else {  // the last, narrower panel: through a full-width tile
-          float tile[kMR * kNR] = {};
-          for (int r = 0; r < rows; ++r) std::copy(y + (m0 + r) * N + c0, y + (m0 + r) * N + c0 + n, tile + r * kNR);
-          micro(rows, a, b, kc, tile, kNR);
-          for (int r = 0; r < rows; ++r) std::copy(tile + r * kNR, tile + r * kNR + n, y + (m0 + r) * N + c0);
+  // out[m * ld + j - j0] += x[m, kb : ke] W[kb : ke, j] for j in [j0, j1), in blocks of about
+  // equal length, a multiple of 8 rows of W (Q8's k-pairs, the 16-bit packing's 8) up to kKC.
+  // apart: the sums start from zero, and the last block's go to y (y + sums) rather than out
+  const auto add_rows = [&](int64_t kb, int64_t ke, float* out, int64_t ld, bool apart) {
+    const int64_t blocks = (ke - kb + kKC - 1) / kKC, step = ((ke - kb + blocks - 1) / blocks + 7) / 8 * 8;
+    for (int64_t k0 = kb; k0 < ke; k0 += step) {
+      const int64_t k1 = std::min(ke, k0 + step), kc = k1 - k0;
+      pack_w(w, k0, k1, j0, j1, panels.data(), line);
+      pack_x(x, M, K, k0, k1, xs.data());
+      for (int64_t p = 0; p < count; ++p) {
+        const float* b = panels.data() + p * kc * kNR;
+        const int64_t c0 = p * kNR, n = std::min<int64_t>(kNR, cols - c0);
+        for (int64_t m0 = 0; m0 < M; m0 += kMR) {
+          const int rows = int(std::min<int64_t>(kMR, M - m0));
+          const float* a = xs.data() + m0 * kc;
+          float* c = out + m0 * ld + c0;
+          float* yc = y + m0 * N + j0 + c0;
+          TileEnds ends;
+          ends.from_zero = apart && k0 == kb;
+          if (apart && k1 == ke) ends.sum_into = yc, ends.ld_into = N;
+          if (n == kNR) {
+            micro(rows, a, b, kc, c, ld, ends);
+          } else {  // the last, narrower panel: through a full-width tile
+            float tile[kMR * kNR] = {};
+            if (!ends.from_zero)
+              for (int r = 0; r < rows; ++r) std::copy(c + r * ld, c + r * ld + n, tile + r * kNR);
+            micro(rows, a, b, kc, tile, kNR, TileEnds{});
+            for (int r = 0; r < rows; ++r) {
+              for (int64_t j = 0; j < n; ++j) {
+                if (ends.sum_into) {
+                  yc[r * N + j] = yc[r * N + j] + tile[r * kNR + j];
+                } else {
+                  c[r * ld + j] = tile[r * kNR + j];
+                }
+              }
+            }
+          }
         }
       }
     }
-  }
+  };
+  add_rows(0, split, y + j0, N, false);
+  if (split == K) return;
+  if (K - split <= kKC) return add_rows(split, K, y + j0, N, true);  // one block: from zero straight into y
+  second.resize(size_t(M * cols));                                   // the blocks before the last sum into it
+  add_rows(split, K, second.data(), cols, true);
 }
 
 }  // namespace

@@ -2,10 +2,12 @@
 //
 // Each weight is read once, from a few sequential streams, and used once: the kernels are
 // bound by memory bandwidth, so they do little per weight besides widening it.
-//  InOut [K, N] (GPT-2's Conv1D): 4 rows of W at a time, y[n] += x[k+r] W[k+r, n] for r = 0..3
-//    in order; y (<= a few thousand floats) stays in L1 while the 4 rows stream past. Each y
-//    element adds its products in k order after its bias, as the matrix product (gemm.cpp)
-//    does: one token decoded gives the bits the same token gets in a prefill.
+//  InOut [K, N] (GPT-2's Conv1D): 8 rows of W at a time, y[n] += x[k+r] W[k+r, n] for r = 0..7
+//    in order; y (<= a few thousand floats) stays in L1 while the 8 rows stream past. The rows
+//    are summed in two parts (matmul.hpp's inout_split): each y element adds the first part's
+//    products in k order after its bias, the second's in k order from zero, then the two, as
+//    the matrix product (gemm.cpp) does: one token decoded gives the bits the same token gets
+//    in a prefill. Two threads take a part each, so each streams whole rows.
 //    (F32 only, in practice: the loader rewrites 16-bit Conv1D matrices [N, K], weight_loader.cpp.)
 //  OutIn [N, K] (the tied LM head reads wte [V, E] so; Llama's matrices; GPT-2's 16-bit ones):
 //    8 columns at a time (16 for 16-bit weights), far apart (as many long sequential streams),
@@ -119,12 +121,13 @@ void half_rows(const uint16_t* w, int64_t N, const float* xs, float* acc, float*
 // y[n0:n1] = bias + sum_k x[k] W[k, n0:n1], W 16-bit. Columns in groups of 8: each 16-byte load
 // of a row gives the group's even columns in one vector and its odd ones in another
 // (halves.hpp); acc keeps them in that order ([even 4][odd 4] per group) until the end.
+// x_scaled: x * 2^56 for F16, x for BF16.
 template <WeightType T>
-void gemv_half_inout(const WeightMatrix& w, const GemvInput& in, const float* bias, float* y, int64_t n0, int64_t n1) {
+void gemv_half_inout(const WeightMatrix& w, const float* x, const float* x_scaled, const float* bias, float* y,
+                     int64_t n0, int64_t n1) {
   constexpr bool kF16 = T == WeightType::F16;
   const int64_t K = w.K, N = w.N;
   const uint16_t* W = static_cast<const uint16_t*>(w.data);
-  const float* x = in.x;
   thread_local std::vector<float> acc_buffer;
   acc_buffer.resize(size_t(n1 - n0));
   float* acc = acc_buffer.data() - n0;  // acc[n] for n in [n0, n1)
@@ -134,7 +137,9 @@ void gemv_half_inout(const WeightMatrix& w, const GemvInput& in, const float* bi
   const float scale = kF16 ? 1.0f / halves::kF16Half : 1.0f;
 #ifndef QKV_NO_SIMD
   grouped = n0 + (n1 - n0) / 8 * 8;
-  const float* xs = kF16 ? in.scaled.data() : x;  // F16: x * 2^56
+  const float* xs = x_scaled;
+#else
+  (void)x_scaled;
 #endif
   for (int64_t n = n0; n < grouped; n += 8) {
     for (int64_t i = 0; i < 4; ++i) {
@@ -294,17 +299,24 @@ void prepare(const WeightMatrix& w, const float* x, GemvInput& in) {
   }
 }
 
-// y for the columns [n0, n1) (n0 on a unit boundary)
-void gemv_columns(const WeightMatrix& w, const GemvInput& in, const float* bias, float* y, int64_t n0, int64_t n1) {
+// y for the columns [n0, n1) (n0 on a unit boundary) over W's rows [k0, k1): one part of a
+// float InOut matrix (inout_split), the whole of K for the rest (k0 = 0, k1 = K)
+void gemv_columns(const WeightMatrix& w, const GemvInput& in, int64_t k0, int64_t k1, const float* bias, float* y,
+                  int64_t n0, int64_t n1) {
   const bool inout = w.layout == WeightLayout::InOut;
+  WeightMatrix rows = w;  // W[k0 : k1, :] (InOut: rows of storage)
+  rows.K = k1 - k0;
+  const size_t element = w.type == WeightType::F32 ? sizeof(float) : sizeof(uint16_t);
+  if (inout) rows.data = static_cast<const char*>(w.data) + size_t(k0 * w.N) * element;
   switch (w.type) {
     case WeightType::F32:
-      return inout ? gemv_f32_inout(w, in.x, bias, y, n0, n1) : gemv_outin<WeightType::F32>(w, in, bias, y, n0, n1);
+      return inout ? gemv_f32_inout(rows, in.x + k0, bias, y, n0, n1)
+                   : gemv_outin<WeightType::F32>(w, in, bias, y, n0, n1);
     case WeightType::F16:
-      return inout ? gemv_half_inout<WeightType::F16>(w, in, bias, y, n0, n1)
+      return inout ? gemv_half_inout<WeightType::F16>(rows, in.x + k0, in.scaled.data() + k0, bias, y, n0, n1)
                    : gemv_outin<WeightType::F16>(w, in, bias, y, n0, n1);
     case WeightType::BF16:
-      return inout ? gemv_half_inout<WeightType::BF16>(w, in, bias, y, n0, n1)
+      return inout ? gemv_half_inout<WeightType::BF16>(rows, in.x + k0, in.x + k0, bias, y, n0, n1)
                    : gemv_outin<WeightType::BF16>(w, in, bias, y, n0, n1);
     case WeightType::Q8:
       return gemv_q8(w, in, bias, y, n0 / 4, (n1 + 3) / 4);
@@ -328,8 +340,10 @@ void gemv(const WeightMatrix& w, const float* x, const float* bias, float* y, in
 
 // Every output's columns, in 8-column units (two Q8 groups; a 16-byte load of a 16-bit row),
 // laid end to end and cut into one contiguous range of units per thread: a range may end in
-// one matrix and go on in the next. A column's operations do not depend on the range it falls
-// in, so the bits are those of separate calls on any thread count.
+// one matrix and go on in the next. A float InOut matrix split in two parts of its rows
+// (inout_split) has its units twice, the first part's then the second's; the second part's sums
+// go to a buffer that is added to y once every thread is done. A column's operations do not
+// depend on the range it falls in, so the bits are those of separate calls on any thread count.
 void gemv_many(const MatmulOutput* outputs, size_t count, const float* x, int threads) {
   constexpr int64_t kUnit = 8;
   // x prepared once per weight type (and, for 16-bit weights, layout). The caller's thread
@@ -337,13 +351,20 @@ void gemv_many(const MatmulOutput* outputs, size_t count, const float* x, int th
   // (naming a thread_local in the lambda would give each helper its own, empty one)
   thread_local std::vector<GemvInput> prepared_buffers;
   thread_local std::vector<const GemvInput*> input_buffer;
-  thread_local std::vector<int64_t> first_unit_buffer;
+  thread_local std::vector<int64_t> first_unit_buffer, split_buffer, second_buffer;
+  thread_local std::vector<float> second_sums_buffer;
   std::vector<GemvInput>& prepared = prepared_buffers;
   std::vector<const GemvInput*>& input = input_buffer;   // output i reads *input[i]
   std::vector<int64_t>& first_unit = first_unit_buffer;  // output i: units [first_unit[i], first_unit[i + 1])
+  std::vector<int64_t>& split = split_buffer;            // output i: its rows' parts [0, split[i]), [split[i], K)
+  std::vector<int64_t>& second = second_buffer;          // output i's second part: second_sums[second[i] ..]
+  std::vector<float>& second_sums = second_sums_buffer;
   if (prepared.size() < count) prepared.resize(count);
   input.assign(count, nullptr);
   first_unit.assign(count + 1, 0);
+  split.assign(count, 0);
+  second.assign(count, 0);
+  int64_t second_total = 0;
   int64_t bytes = 0;  // weights read
   for (size_t i = 0; i < count; ++i) {
     const WeightMatrix& w = *outputs[i].w;
@@ -356,9 +377,13 @@ void gemv_many(const MatmulOutput* outputs, size_t count, const float* x, int th
       prepare(w, x, prepared[i]);
       input[i] = &prepared[i];
     }
-    first_unit[i + 1] = first_unit[i] + (w.N + kUnit - 1) / kUnit;
+    split[i] = inout_split(w);
+    const int64_t parts = split[i] < w.K ? 2 : 1;
+    if (parts == 2) second[i] = second_total, second_total += w.N;
+    first_unit[i + 1] = first_unit[i] + parts * ((w.N + kUnit - 1) / kUnit);
     bytes += int64_t(w.bytes());
   }
+  second_sums.resize(size_t(second_total));
   const int64_t units = first_unit[count];
   // units [u0, u1) of every output they cross
   const auto run_units = [&](int64_t u0, int64_t u1) {
@@ -366,14 +391,34 @@ void gemv_many(const MatmulOutput* outputs, size_t count, const float* x, int th
       const int64_t a = std::max(u0, first_unit[i]), b = std::min(u1, first_unit[i + 1]);
       if (a >= b) continue;
       const WeightMatrix& w = *outputs[i].w;
-      const int64_t n0 = (a - first_unit[i]) * kUnit, n1 = std::min(w.N, (b - first_unit[i]) * kUnit);
-      gemv_columns(w, *input[i], outputs[i].bias, outputs[i].y, n0, n1);
+      const int64_t per_part = (w.N + kUnit - 1) / kUnit;
+      for (int64_t part = 0; part * per_part < first_unit[i + 1] - first_unit[i]; ++part) {
+        const int64_t lo = std::max(a - first_unit[i], part * per_part) - part * per_part,
+                      hi = std::min(b - first_unit[i], (part + 1) * per_part) - part * per_part;
+        if (lo >= hi) continue;
+        const int64_t n0 = lo * kUnit, n1 = std::min(w.N, hi * kUnit);
+        if (part == 0) {
+          gemv_columns(w, *input[i], 0, split[i], outputs[i].bias, outputs[i].y, n0, n1);
+        } else {
+          gemv_columns(w, *input[i], split[i], w.K, nullptr, second_sums.data() + second[i], n0, n1);
+        }
+      }
     }
   };
   threads = useful_threads(threads, units, bytes, kMinGemvBytesPerThread);
-  if (threads <= 1) return run_units(0, units);
-  parallel_for(threads, threads,
-               [&](int64_t item, int) { run_units(units * item / threads, units * (item + 1) / threads); });
+  if (threads <= 1) {
+    run_units(0, units);
+  } else {
+    parallel_for(threads, threads,
+                 [&](int64_t item, int) { run_units(units * item / threads, units * (item + 1) / threads); });
+  }
+  // y = (bias + the first part) + the second part, as the matrix product adds them (gemm.cpp)
+  for (size_t i = 0; i < count; ++i) {
+    if (split[i] == outputs[i].w->K) continue;
+    const float* t = second_sums.data() + second[i];
+    float* y = outputs[i].y;
+    for (int64_t n = 0; n < outputs[i].w->N; ++n) y[n] += t[n];
+  }
 }
 
 }  // namespace qkv::detail
