@@ -9,10 +9,12 @@
 // lies near the diagonal; (3) the warning box names the head farthest from the diagonal.
 // On an encoder (the encoders page) the effect is qkv's masked-LM one: the change in the
 // masked-token loss, the prompt masked BERT-style from seed 0 (docs/interpret.md); the host's
-// `said` and `unit` word it.
+// `said` and `unit` word it. The section's markup is built here from ./probe-panel.ts (one copy
+// for both pages), in the page's words.
 import * as d3 from 'd3';
 import type { DemoModel, qkv } from './api';
 import { stoppedBy, type ForwardProgress } from './forward-progress';
+import { NEXT_TOKEN_PROBES, buildProbePanel, type ProbePanelWords } from './probe-panel';
 import { $, message } from './ui';
 
 type Probe = 'induction' | 'previous token' | 'next token' | 'sink';
@@ -57,6 +59,8 @@ export interface FinderHost {
   said?(r: qkv.HeadProbeResult, ids: number[] | null): string;
   /** the effect's unit, default 'nats per token' */
   unit?: string;
+  /** the section's words (built in place of #probe-panel), default NEXT_TOKEN_PROBES */
+  panel?: ProbePanelWords;
 }
 
 const W = 340, H = 300, M = { l: 46, r: 12, t: 12, b: 42 };
@@ -69,6 +73,7 @@ export class HeadFinder {
   private again = false;
 
   constructor(private host: FinderHost) {
+    buildProbePanel($('#probe-panel'), host.panel ?? NEXT_TOKEN_PROBES);
     $('#find-heads').addEventListener('click', () => void this.run());
   }
 

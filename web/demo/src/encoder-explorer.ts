@@ -13,6 +13,7 @@ import { HeadFinder } from './effect-scatter';
 import { HeadTest } from './test-head';
 import { maskReadout } from './mask-readout';
 import { MASK_PANEL } from './test-panel';
+import { MASK_PROBES } from './probe-panel';
 import { toolsModel } from './encoder-model';
 import { ModelView, type Selected } from './modelview';
 import { allHeadStats, type HeadStats } from './patterns';
@@ -51,7 +52,7 @@ export class EncoderExplorer {
     this.test = new HeadTest({ model, data: host.data, busy, forward: this.forward, changed, readout: maskReadout(host.model), panel: MASK_PANEL });
     this.finder = new HeadFinder({
       model, ids: () => host.data()?.ids ?? null, busy, forward: this.forward, changed,
-      select: (layer, head) => this.select(layer, head), said: (r) => said(r, host.model()), unit: 'nats per masked token',
+      select: (layer, head) => this.select(layer, head), said: (r) => said(r, host.model()), unit: 'nats per masked token', panel: MASK_PROBES,
     });
     this.modelView = new ModelView($('#thumbs'), $('#heatmap'), (s) => {
       if (this.test.removeMode && !this.test.mapsAfter && !this.fused) this.test.toggleHead(s.layer, s.head);

@@ -4,6 +4,7 @@
 // the pages and the browser tests read; the labels and aria attributes are those the pages'
 // HTML had. What differs between the pages is the sentence under the heading and, on the
 // encoders page, the field for the word whose masked-token loss is printed (mask-readout.ts).
+import { el } from './ui';
 
 export interface TestPanelWords {
   /** the sentence under the heading: the question, and what runs again */
@@ -22,14 +23,6 @@ export const MASK_PANEL: TestPanelWords = {
   intro: 'Does the filled word depend on what a map shows? Remove heads, or block query → key cells, and the sentence runs again: the prediction at the [MASK] before and after.',
   target: { label: 'The word that belongs at [MASK] (for the loss)', value: 'heaven' },
 };
-
-/** An element with a class, attributes and children (strings become text). */
-function el(tag: string, attrs: Record<string, string | true> = {}, ...children: (Node | string)[]): HTMLElement {
-  const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v === true ? '' : v);
-  e.append(...children);
-  return e;
-}
 
 /** Builds the panel in place of `slot` and returns it. */
 export function buildTestPanel(slot: HTMLElement, words: TestPanelWords): HTMLElement {

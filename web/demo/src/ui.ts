@@ -1,9 +1,18 @@
-// Small DOM helpers shared by the pages: element lookup, progress bars, messages, formatting.
+// Small DOM helpers shared by the pages: element lookup and building, progress bars, messages,
+// formatting.
 import * as d3 from 'd3';
 
 export function $<T extends Element = HTMLElement>(sel: string, root: ParentNode = document): T {
   const e = root.querySelector<T>(sel);
   if (!e) throw new Error(`demo: element ${sel} not found`);
+  return e;
+}
+
+/** An element with attributes (true: present, empty) and children (strings become text). */
+export function el(tag: string, attrs: Record<string, string | true> = {}, ...children: (Node | string)[]): HTMLElement {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v === true ? '' : v);
+  e.append(...children);
   return e;
 }
 
