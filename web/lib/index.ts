@@ -41,7 +41,7 @@ export { KVCache, type KVCacheOptions, type KVCacheAttendOptions } from './kvcac
 export {
   attentionRollout, attentionRolloutSync, attentionFlow, attentionFlowSync, FLOW_MAX_LENGTH, type HeadFusion, type RolloutOptions,
   type FlowOptions, type FlowAsyncOptions,
-  headProbes, headPatternScores, inductionScores, nextTokenLoss, type HeadProbeOptions, type HeadProbeResult, type HeadScore,
+  headProbes, headPatternScores, inductionScores, isCausalMap, nextTokenLoss, type HeadProbeOptions, type HeadProbeResult, type HeadScore,
   type ProbeModel, type ProbeProgress, type HeadPatternScores, type HeadTable,
 } from './interpret/index.js';
 export { env, WEBGPU_THRESHOLD, type Env, type RanOn, type Variant } from './env.js';

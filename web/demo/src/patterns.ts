@@ -1,5 +1,6 @@
 // Per-head summaries read off the weights alone: mean row entropy and a label for a few
 // recognisable patterns. The labels describe where the weight went, not what the head is for.
+import { qkv } from './api';
 import type { AttnData } from './contract';
 
 export type PatternLabel = 'previous token' | 'next token' | 'first-token sink' | 'self' | 'broad' | 'mixed';
@@ -29,12 +30,12 @@ const THRESHOLD = 0.45;
 
 /**
  * One head's summary from its rows (row q: the weights of query q over all L keys). A causal
- * head (no weight above the diagonal) sees keys 0..q from row q; any other (an encoder's) sees
+ * head (no weight above the diagonal: qkv's isCausalMap) sees keys 0..q from row q; any other (an encoder's) sees
  * all L, and its entropy is normalised by log2 L and its next-token weight read.
  */
 export function headStats(rows: Float32Array[]): HeadStats {
   const L = rows.length;
-  const causal = rows.every((r, q) => { for (let k = q + 1; k < r.length; k++) if (r[k] > 0) return false; return true; });
+  const causal = qkv.isCausalMap((q) => rows[q], L);
   let H = 0, nH = 0, prev = 0, next = 0, sink = 0, self = 0, n = 0;
   for (let q = 1; q < L; q++) {
     const r = rows[q];

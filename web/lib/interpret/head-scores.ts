@@ -23,6 +23,7 @@
  */
 import { fmtShape } from '../errors.js';
 import type { Tensor } from '../tensor.js';
+import { isCausalMap } from './causal.js';
 import { checkAttentions } from './fuse.js';
 
 /** [layer][head] */
@@ -40,10 +41,7 @@ export interface HeadPatternScores {
 /** Whether every weight above the diagonal of every head's [L, L] map is exactly 0 (causal maps). */
 function causal(layers: readonly Float32Array[], heads: readonly number[], L: number): boolean {
   return layers.every((a, l) => {
-    for (let r = 0; r < heads[l] * L; r++) {
-      const o = r * L, i = r % L;
-      for (let j = i + 1; j < L; j++) if (a[o + j] !== 0) return false;
-    }
+    for (let h = 0; h < heads[l]; h++) if (!isCausalMap((q) => a.subarray((h * L + q) * L, (h * L + q + 1) * L), L)) return false;
     return true;
   });
 }

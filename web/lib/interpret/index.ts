@@ -4,6 +4,7 @@
  * ablation effect).
  */
 export { type HeadFusion } from './fuse.js';
+export { isCausalMap } from './causal.js';
 export { attentionRollout, attentionRolloutSync, type RolloutOptions } from './rollout.js';
 export { attentionFlow, attentionFlowSync, FLOW_MAX_LENGTH, type FlowOptions, type FlowAsyncOptions } from './flow.js';
 export { headPatternScores, inductionScores, type HeadPatternScores, type HeadTable } from './head-scores.js';
