@@ -2,18 +2,21 @@
 // tools/serve-demo.mjs, COOP/COEP), every page at 1280x800 and 390x844 with no console errors
 // or warnings, the model page generating 20 tokens with a full explorer, hover/click/export,
 // a damaged and a real dropped checkpoint, the playground's scale toggle and a small benchmark run.
-// Screenshots: build/artifacts/demo/, and docs/images/model-page.png (the README's, committed).
+// Screenshots: build/artifacts/demo/ (the README's picture among them, model-page.png); with
+// QKV_UPDATE_README_SHOT=1 it is also written to docs/images/model-page.png, the committed one
+// (a plain test run leaves the tree clean).
 // Run: node --test tests/browser/demo.test.js (after the Vite build; tools/stages/60-demo.sh does both).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { ROOT, launch, openPage } from './harness.js';
 import { serveDemo } from '../../tools/serve-demo.mjs';
 
 const ART = join(ROOT, 'build/artifacts/demo');
 const README_SHOT = join(ROOT, 'docs/images/model-page.png');
+const UPDATE_README_SHOT = process.env.QKV_UPDATE_README_SHOT === '1';
 const DESKTOP = { width: 1280, height: 800 }, PHONE = { width: 390, height: 844 };
 
 let server, url, browser;
@@ -21,7 +24,6 @@ let server, url, browser;
 before(async () => {
   assert.ok(existsSync(join(ROOT, 'build/demo/index.html')), 'build/demo/ is missing: run the Vite build first (tools/stages/60-demo.sh)');
   await mkdir(ART, { recursive: true });
-  await mkdir(dirname(README_SHOT), { recursive: true });
   ({ server, url } = await serveDemo({ port: 0 }));
   browser = await launch();
 });
@@ -109,11 +111,13 @@ test('model page: generates 20 tokens; explorer shows n_layer x n_head heads who
   // model view: n_layer x n_head thumbnails; clicking one opens its heat map
   await page.click('#tab-model');
   assert.equal(await page.locator('#thumbs .thumb').count(), nL * nH);
-  // The README's picture of the demo (committed; rewritten on every run, so it stays current):
-  // the top of the page at 1280x800 as a person sees it after generating, the model view's maps.
+  // The README's picture of the demo: the top of the page at 1280x800 as a person sees it after
+  // generating, the model view's maps. Into build/artifacts/demo/ on every run; into docs/images/
+  // (committed) only when asked, so that a test run does not change the tree.
   await page.mouse.move(1, 1);
   await page.evaluate(() => window.scrollTo(0, 0));
-  await page.screenshot({ path: README_SHOT });
+  const readme = await page.screenshot({ path: join(ART, 'model-page.png') });
+  if (UPDATE_README_SHOT) await writeFile(README_SHOT, readme);
   await page.click(`#thumbs .thumb[data-layer="${nL - 1}"][data-head="${nH - 1}"]`);
   assert.match(await page.textContent('#heatmap svg'), new RegExp(`layer ${nL - 1} · head ${nH - 1}`));
   const sums = await page.$$eval('#heatmap .rowsum', (els) => els.map((e) => Number(e.getAttribute('data-sum'))));
