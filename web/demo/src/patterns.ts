@@ -30,8 +30,8 @@ const THRESHOLD = 0.45;
 
 /**
  * One head's summary from its rows (row q: the weights of query q over all L keys). A causal
- * head (no weight above the diagonal: qkv's isCausalMap) sees keys 0..q from row q; any other (an encoder's) sees
- * all L, and its entropy is normalised by log2 L and its next-token weight read.
+ * head (no weight above the diagonal: qkv's isCausalMap) sees keys 0..q from row q; any other
+ * (an encoder's) sees all L, and its entropy is normalised by log2 L and its next-token weight read.
  */
 export function headStats(rows: Float32Array[]): HeadStats {
   const L = rows.length;
