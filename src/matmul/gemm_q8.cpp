@@ -152,17 +152,25 @@ void tile(const int16_t* wg, const float* sg, int64_t blocks, const int16_t* xr,
     for (int g = 0; g < G; ++g) f[r][g] = _mm_setzero_ps();
   }
   for (int64_t b = 0; b < blocks; ++b) {
-    __m128i s[R][G];
-    QKV_UNROLL
-    for (int r = 0; r < R; ++r) {
-      QKV_UNROLL
-      for (int g = 0; g < G; ++g) s[r][g] = _mm_setzero_si128();
-    }
     const int16_t* wb = wg + b * 128;
     const int16_t* xb = xr + b * 32;
+    // the block's first k-pair starts its sums (no zeroing, no add)
+    __m128i s[R][G];
+    {
+      __m128i wv[G], xv[R];
+      QKV_UNROLL
+      for (int g = 0; g < G; ++g) wv[g] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb + g * blocks * 128));
+      QKV_UNROLL
+      for (int r = 0; r < R; ++r) xv[r] = splat_pair(xb + r * Kp);
+      QKV_UNROLL
+      for (int r = 0; r < R; ++r) {
+        QKV_UNROLL
+        for (int g = 0; g < G; ++g) s[r][g] = _mm_madd_epi16(wv[g], xv[r]);
+      }
+    }
     // one k-pair per iteration, not unrolled: V8 schedules a block's loads ahead of its arithmetic,
     // so an unrolled body would hold every load of it live at once
-    _Pragma("GCC unroll 1") for (int p = 0; p < 16; ++p) {
+    _Pragma("GCC unroll 1") for (int p = 1; p < 16; ++p) {
       __m128i wv[G], xv[R];
       QKV_UNROLL
       for (int g = 0; g < G; ++g)
