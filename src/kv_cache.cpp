@@ -32,6 +32,35 @@ void KVCache::append(const float* key, const float* value, int64_t n) {
   length_ += n;
 }
 
+void KVCache::reserve(int64_t capacity) {
+  if (capacity <= capacity_) return;
+  std::vector<float> keys(size_t(batch_ * kv_heads_ * capacity * head_dim_), 0.0f);
+  std::vector<float> values(size_t(batch_ * kv_heads_ * capacity * value_dim_), 0.0f);
+  for (int64_t bg = 0; bg < batch_ * kv_heads_; ++bg) {  // each (batch, kv head): its first length_ rows
+    std::copy_n(keys_.data() + bg * capacity_ * head_dim_, length_ * head_dim_,
+                keys.data() + bg * capacity * head_dim_);
+    std::copy_n(values_.data() + bg * capacity_ * value_dim_, length_ * value_dim_,
+                values.data() + bg * capacity * value_dim_);
+  }
+  keys_ = std::move(keys);
+  values_ = std::move(values);
+  capacity_ = capacity;
+}
+
+int64_t reserve_positions(std::vector<KVCache>& caches, int64_t layers, int64_t kv_heads, int64_t head_dim,
+                          int64_t positions, int64_t limit) {
+  const int64_t cap = caches.empty() ? 0 : caches[0].capacity();
+  if (!caches.empty() && cap >= positions) return cap;
+  const int64_t want = std::min(limit, std::max({positions, 2 * cap, int64_t(64)}));
+  if (caches.empty()) {
+    caches.reserve(size_t(layers));
+    for (int64_t l = 0; l < layers; ++l) caches.emplace_back(1, kv_heads, want, head_dim, head_dim);
+  } else {
+    for (auto& cache : caches) cache.reserve(want);  // a layer at a time: one old and one new cache at once
+  }
+  return want;
+}
+
 void KVCache::attend(const float* query, int64_t heads, int64_t lq, const AttentionOptions& options, float* output,
                      float* weights) const {
   // read the cache in place: each kv head holds `capacity` rows, the first length() are used

@@ -25,6 +25,10 @@ class KVCache {
   void attend(const float* query, int64_t heads, int64_t lq, const AttentionOptions& options, float* output,
               float* weights = nullptr) const;
 
+  // Grows the storage to hold at least `capacity` positions, keeping the cached ones (one copy
+  // of each (batch, kv head)'s rows); never shrinks.
+  void reserve(int64_t capacity);
+
   void clear() { length_ = 0; }
   int64_t length() const { return length_; }
   int64_t capacity() const { return capacity_; }
@@ -41,5 +45,12 @@ class KVCache {
   std::vector<float> keys_;    // (B, Hkv, capacity, D)
   std::vector<float> values_;  // (B, Hkv, capacity, Dv)
 };
+
+// A decoder's per-layer caches, grown to hold `positions`: created on first use, then each grown
+// to double its capacity (at least 64 positions, at least `positions`), never past `limit` (the
+// model's context), so a short generation does not hold a cache for the whole context.
+// Returns the capacity they hold.
+int64_t reserve_positions(std::vector<KVCache>& caches, int64_t layers, int64_t kv_heads, int64_t head_dim,
+                          int64_t positions, int64_t limit);
 
 }  // namespace qkv

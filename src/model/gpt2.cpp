@@ -228,15 +228,11 @@ void GPT2::run(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache>
 
 // ----------------------------------------------------------------------------- session
 
-GPT2Session::GPT2Session(const GPT2& model) : model_(model) {
-  const GPT2Config& c = model.config();
-  caches_.reserve(size_t(c.n_layer));
-  for (int64_t l = 0; l < c.n_layer; ++l) caches_.emplace_back(1, c.n_head, c.n_positions, c.head_dim(), c.head_dim());
-}
+GPT2Session::GPT2Session(const GPT2& model) : model_(model) {}
 
 size_t GPT2Session::cache_bytes() const {
   const GPT2Config& c = model_.config();
-  return size_t(c.n_layer) * 2 * size_t(c.n_head) * size_t(c.n_positions) * size_t(c.head_dim()) * sizeof(float);
+  return caches_.size() * 2 * size_t(c.n_head) * size_t(capacity()) * size_t(c.head_dim()) * sizeof(float);
 }
 
 void GPT2Session::reset() {
@@ -249,6 +245,10 @@ void GPT2Session::prefill(const int32_t* ids, int64_t L, float* logits, float* a
   if (L >= 1 && position_ + L > model_.config().n_positions) {
     throw std::length_error("GPT2Session: " + std::to_string(position_) + " cached + " + std::to_string(L) +
                             " new tokens exceed n_positions = " + std::to_string(model_.config().n_positions));
+  }
+  if (L >= 1) {
+    const GPT2Config& c = model_.config();
+    reserve_positions(caches_, c.n_layer, c.n_head, c.head_dim(), position_ + L, c.n_positions);
   }
   model_.run(ids, L, position_, &caches_, scratch_, logits, all_logits, attentions, queries, keys, iv);
   position_ += L;

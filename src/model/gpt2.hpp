@@ -119,7 +119,8 @@ class GPT2Session {
 
   void reset();
   int64_t position() const { return position_; }
-  size_t cache_bytes() const;  // the KV caches' memory (allocated for all n_positions)
+  int64_t capacity() const { return caches_.empty() ? 0 : caches_[0].capacity(); }
+  size_t cache_bytes() const;  // the KV caches' memory (capacity positions, grown by doubling)
   const GPT2& model() const { return model_; }
 
  private:

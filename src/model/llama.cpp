@@ -253,28 +253,8 @@ LlamaSession::LlamaSession(const Llama& model) : model_(model) {}
 
 void LlamaSession::reserve(int64_t positions) {
   const LlamaConfig& c = model_.config();
-  const int64_t cap = capacity();
-  if (!caches_.empty() && cap >= positions) return;
-  // double (at least 64 positions), never past the model's context
-  const int64_t want = std::min(c.max_position_embeddings, std::max({positions, 2 * cap, int64_t(64)}));
-  const int64_t Hkv = c.num_key_value_heads, D = c.head_dim;
-  std::vector<KVCache> grown;
-  grown.reserve(size_t(c.num_hidden_layers));
-  std::vector<float> k, v;
-  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
-    grown.emplace_back(1, Hkv, want, D, D);
-    if (caches_.empty() || position_ == 0) continue;
-    // copy the cached [Hkv, position_, D] rows of each head out of [Hkv, cap, D] storage
-    const KVCache& old = caches_[size_t(l)];
-    k.resize(size_t(Hkv * position_ * D));
-    v.resize(k.size());
-    for (int64_t h = 0; h < Hkv; ++h) {
-      std::copy(old.keys() + h * cap * D, old.keys() + (h * cap + position_) * D, k.data() + h * position_ * D);
-      std::copy(old.values() + h * cap * D, old.values() + (h * cap + position_) * D, v.data() + h * position_ * D);
-    }
-    grown.back().append(k.data(), v.data(), position_);
-  }
-  caches_ = std::move(grown);
+  reserve_positions(caches_, c.num_hidden_layers, c.num_key_value_heads, c.head_dim, positions,
+                    c.max_position_embeddings);
 }
 
 size_t LlamaSession::cache_bytes() const {

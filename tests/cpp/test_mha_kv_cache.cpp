@@ -106,11 +106,14 @@ TEST_CASE("KV cache: decoding step by step equals a full causal recompute (GQA)"
   std::vector<float> full(B * H * L * Dv);
   attention_reference(s, q.data(), k.data(), v.data(), causal, full.data());
 
-  KVCache cache(B, Hkv, 64, D, Dv);
+  // room for 8 positions at first, grown (reserve) whenever the next append would not fit: the
+  // rows cached so far must move to the wider storage intact
+  KVCache cache(B, Hkv, 8, D, Dv);
   std::vector<float> stepwise(full.size());
   // a prefill of 5 positions, then steps of 1 and 3
   for (int64_t t = 0; t < L;) {
     const int64_t n = t == 0 ? 5 : (t % 2 ? 1 : std::min<int64_t>(3, L - t));
+    if (t + n > cache.capacity()) cache.reserve(cache.capacity() + 7);
     std::vector<float> kn(B * Hkv * n * D), vn(B * Hkv * n * Dv), qn(B * H * n * D), on(B * H * n * Dv);
     for (int64_t bg = 0; bg < B * Hkv; ++bg)
       for (int64_t i = 0; i < n; ++i) {
@@ -126,5 +129,8 @@ TEST_CASE("KV cache: decoding step by step equals a full causal recompute (GQA)"
     t += n;
   }
   CHECK(cache.length() == L);
+  CHECK(cache.capacity() == 43);  // 8, then +7 five times
   CHECK(testing::max_abs_diff(stepwise, full) <= 1e-5f);
+  cache.reserve(10);  // never shrinks
+  CHECK(cache.capacity() == 43);
 }

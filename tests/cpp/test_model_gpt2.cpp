@@ -261,6 +261,35 @@ TEST_CASE("gpt2: session steps give the same logits and attention rows as the fu
                  "prompt (20) + n_new (21) exceed n_positions = 40"));
 }
 
+TEST_CASE("gpt2: the session's cache grows with the context, not allocated for all n_positions") {
+  TinyConfig tc;
+  tc.n_layer = 2, tc.n_head = 4, tc.n_embd = 32, tc.n_positions = 300, tc.vocab_size = 64;
+  GPT2 model = random_model(tc, 9);
+  const int64_t L = 150, V = tc.vocab_size, D = tc.n_embd / tc.n_head;
+  std::vector<int32_t> ids(static_cast<size_t>(L));
+  for (int64_t i = 0; i < L; ++i) ids[size_t(i)] = int32_t((i * 37 + 11) % V);
+  std::vector<float> full(size_t(L * V));
+  model.forward(ids.data(), L, full.data());
+  GPT2Session s(model);
+  CHECK(s.cache_bytes() == 0);
+  std::vector<float> logits(static_cast<size_t>(V));
+  s.prefill(ids.data(), 60, logits.data());
+  CHECK(s.capacity() == 64);
+  CHECK(s.cache_bytes() == size_t(tc.n_layer * 2 * tc.n_head * 64 * D) * sizeof(float));
+  float worst = max_abs_err(logits.data(), full.data() + 59 * V, size_t(V));
+  for (int64_t t = 60; t < L; ++t) {
+    s.step(ids[size_t(t)], logits.data());
+    worst = std::max(worst, max_abs_err(logits.data(), full.data() + t * V, size_t(V)));
+  }
+  CHECK(s.capacity() == 256);  // 64 -> 128 -> 256
+  CHECK(worst <= 1e-5f);
+  s.reset();  // keeps the grown caches
+  CHECK(s.capacity() == 256);
+  std::vector<int32_t> to_end(size_t(tc.n_positions), 1);
+  s.prefill(to_end.data(), tc.n_positions, logits.data());
+  CHECK(s.capacity() == 300);  // never past n_positions
+}
+
 TEST_CASE("gpt2: forward's queries and keys reproduce its attentions") {
   // softmax(q k^T / sqrt(D) + causal mask) over the returned q and k == the returned attentions
   auto check = [](const GPT2& model, const std::vector<int32_t>& ids) {
