@@ -88,6 +88,12 @@ struct Decoder {
     });
   }
 
+  // session: room for `positions` in the KV caches now (generate: prompt + maxNewTokens), so they are
+  // allocated once rather than grown by doubling
+  std::string reserve(int positions) {
+    return guarded([&] { session.reserve(positions); });
+  }
+
   void reset() { session.reset(); }
   int position() const { return static_cast<int>(session.position()); }
   void set_threads(int threads) { model.set_threads(threads); }
@@ -103,6 +109,7 @@ void bind_decoder(const char* name) {
       .function("memory", &D::memory)
       .function("prefill", &D::prefill)
       .function("step", &D::step)
+      .function("reserve", &D::reserve)
       .function("reset", &D::reset)
       .function("position", &D::position)
       .function("setThreads", &D::set_threads)

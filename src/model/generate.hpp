@@ -31,6 +31,7 @@ std::vector<int32_t> generate_tokens(const Model& model, int64_t vocab_size, int
   if (use_cache) {
     // logits [V] of the last position, one step per new token
     Session session(model);
+    session.reserve(int64_t(prompt.size()) + n_new);  // one allocation for the whole generation
     session.prefill(ids.data(), int64_t(ids.size()), logits.data());
     for (int64_t i = 0; i < n_new; ++i) {
       const int32_t next = sample(logits.data(), vocab_size, options, rng);

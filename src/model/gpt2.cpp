@@ -235,6 +235,11 @@ size_t GPT2Session::cache_bytes() const {
   return caches_.size() * 2 * size_t(c.n_head) * size_t(capacity()) * size_t(c.head_dim()) * sizeof(float);
 }
 
+void GPT2Session::reserve(int64_t positions) {
+  const GPT2Config& c = model_.config();
+  reserve_positions(caches_, c.n_layer, c.n_head, c.head_dim(), positions, c.n_positions);
+}
+
 void GPT2Session::reset() {
   for (auto& cache : caches_) cache.clear();
   position_ = 0;
@@ -246,10 +251,7 @@ void GPT2Session::prefill(const int32_t* ids, int64_t L, float* logits, float* a
     throw std::length_error("GPT2Session: " + std::to_string(position_) + " cached + " + std::to_string(L) +
                             " new tokens exceed n_positions = " + std::to_string(model_.config().n_positions));
   }
-  if (L >= 1) {
-    const GPT2Config& c = model_.config();
-    reserve_positions(caches_, c.n_layer, c.n_head, c.head_dim(), position_ + L, c.n_positions);
-  }
+  if (L >= 1) reserve(position_ + L);
   model_.run(ids, L, position_, &caches_, scratch_, logits, all_logits, attentions, queries, keys, iv);
   position_ += L;
 }

@@ -120,6 +120,9 @@ class GPT2Session {
   void reset();
   int64_t position() const { return position_; }
   int64_t capacity() const { return caches_.empty() ? 0 : caches_[0].capacity(); }
+  // Room for `positions` in the caches now (at least 64, at most n_positions), so a generation of
+  // known length grows them once, not by doubling; keeps what they hold.
+  void reserve(int64_t positions);
   size_t cache_bytes() const;  // the KV caches' memory (capacity positions, grown by doubling)
   const GPT2& model() const { return model_; }
 

@@ -89,10 +89,11 @@ class LlamaSession {
   int64_t position() const { return position_; }
   int64_t capacity() const { return caches_.empty() ? 0 : caches_[0].capacity(); }
   size_t cache_bytes() const;  // the KV caches' memory (capacity positions, grown by doubling)
-
- private:
+  // Room for `positions` in the caches now (at least 64, at most max_position_embeddings), so a
+  // generation of known length grows them once, not by doubling; keeps what they hold.
   void reserve(int64_t positions);
 
+ private:
   const Llama& model_;
   std::vector<KVCache> caches_;
   LlamaScratch scratch_;

@@ -288,6 +288,18 @@ TEST_CASE("gpt2: the session's cache grows with the context, not allocated for a
   std::vector<int32_t> to_end(size_t(tc.n_positions), 1);
   s.prefill(to_end.data(), tc.n_positions, logits.data());
   CHECK(s.capacity() == 300);  // never past n_positions
+  // a generation of known length reserves it up front: one allocation, no doubling
+  GPT2Session r(model);
+  r.reserve(100);
+  CHECK(r.capacity() == 100);
+  CHECK(r.cache_bytes() == size_t(tc.n_layer * 2 * tc.n_head * 100 * D) * sizeof(float));
+  r.prefill(ids.data(), 90, logits.data());
+  CHECK(r.capacity() == 100);
+  CHECK(max_abs_err(logits.data(), full.data() + 89 * V, size_t(V)) <= 1e-5f);
+  r.reserve(5000);
+  CHECK(r.capacity() == 300);
+  r.step(ids[90], logits.data());  // the 90 cached positions moved intact
+  CHECK(max_abs_err(logits.data(), full.data() + 90 * V, size_t(V)) <= 1e-5f);
 }
 
 TEST_CASE("gpt2: forward's queries and keys reproduce its attentions") {

@@ -86,6 +86,17 @@ test("weights 'auto' | 'f32' | 'f16' | 'int8': logits vs PyTorch within each dty
       got[weights] = mem;
       assert.equal(mem.dtype, dtype[weights]);
       assert.ok(mem.wasmHeap >= mem.weights + mem.kvCache);
+      assert.equal(mem.kvCache, 0, `${weights}: no KV cache before a generation`);
+      if (weights === 'auto') {
+        // generate() sizes the caches once for prompt + maxNewTokens (at least 64 positions, at most
+        // n_positions: 64 here, so the C++ tests check the sizes in between)
+        const maxNew = 20;
+        for await (const _ of model.generate(c.ids, { maxNewTokens: maxNew, temperature: 0 })) { /* run to the end */ }
+        const { n_layer, n_head, n_embd, n_positions } = M.config;
+        const positions = Math.min(n_positions, Math.max(64, c.ids.length + maxNew));
+        assert.equal(model.memoryUsage().kvCache, n_layer * 2 * n_embd * positions * 4,
+          `the caches hold ${positions} positions of ${n_layer} layers x ${n_head} heads`);
+      }
       if (weights === 'auto' || weights === 'f32') {
         assert.equal(mem.file, fileBytes, 'read in place from the file buffer');
         assert.equal(mem.converted, 0);

@@ -58,6 +58,8 @@ export async function forwardInChunks(
     const pQ = qs ? scope.alloc(4 * NL * H * C1 * D, `queries of a chunk ${fmtShape([NL, H, C1, D])}`) : 0;
     const pK = ks ? scope.alloc(4 * NL * Hkv * C1 * D, `keys of a chunk ${fmtShape([NL, Hkv, C1, D])}`) : 0;
     handle().reset();
+    const reserved = handle().reserve(L); // all L positions at once, not grown chunk by chunk
+    if (reserved) throw wasmError(fn, reserved);
     o.onProgress?.(0, L);
     for (let p0 = 0, c = 0; p0 < L; p0 += c) {
       c = L - p0 - C === 1 ? C + 1 : Math.min(C, L - p0);

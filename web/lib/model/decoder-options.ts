@@ -70,7 +70,7 @@ export interface ModelMemoryUsage {
   converted: number;
   /** 1-D parameters (biases, layer norms) widened to float32 (the rest are read in place). */
   vectors: number;
-  /** The KV caches of generate() (grown by doubling as the context fills, from 64 positions, up to the model's context). */
+  /** The KV caches of generate() (0 until a generation; then sized for its prompt + maxNewTokens, at least 64 positions). */
   kvCache: number;
   /** forward()'s buffers, grown to the longest call so far. */
   scratch: number;

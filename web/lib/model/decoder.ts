@@ -37,6 +37,8 @@ export interface WasmDecoder extends EmbindHandle {
   memory(): WasmMemory;
   prefill(ids: number, L: number, logits: number, attentions: number, queries: number, keys: number, allLogits: boolean, iv: WasmInterventions): string;
   step(id: number, logits: number, attentions: number, iv: WasmInterventions): string;
+  /** Room for `positions` in the KV caches now ('' or the error). */
+  reserve(positions: number): string;
   reset(): void;
   position(): number;
   setThreads(threads: number): void;
@@ -313,7 +315,9 @@ export class DecoderModel<C extends object = Record<string, unknown>> {
       const attFloats = want ? NL * H * Math.max(L * L, L + maxNew) : 0;
       const pAtt = want ? scope.alloc(4 * attFloats, `attentions (${attFloats} floats)`) : 0;
       h.reset();
-      let err = h.prefill(pIds, L, pLogits, pAtt, 0, 0, false, iv);
+      let err = h.reserve(L + maxNew); // the caches' size for the whole generation, allocated once
+      if (err) throw wasmError(fn, err);
+      err = h.prefill(pIds, L, pLogits, pAtt, 0, 0, false, iv);
       if (err) throw wasmError(fn, err);
       // rows[l] = [H, Lk] from the buffer: the last query row of each layer and head
       const rows = (Lq: number, Lk: number): Tensor[] => {
