@@ -47,10 +47,10 @@ void KVCache::reserve(int64_t capacity) {
   capacity_ = capacity;
 }
 
-int64_t reserve_positions(std::vector<KVCache>& caches, int64_t layers, int64_t kv_heads, int64_t head_dim,
-                          int64_t positions, int64_t limit) {
+void reserve_positions(std::vector<KVCache>& caches, int64_t layers, int64_t kv_heads, int64_t head_dim,
+                       int64_t positions, int64_t limit) {
   const int64_t cap = caches.empty() ? 0 : caches[0].capacity();
-  if (!caches.empty() && cap >= positions) return cap;
+  if (!caches.empty() && cap >= positions) return;
   const int64_t want = std::min(limit, std::max({positions, 2 * cap, int64_t(64)}));
   if (caches.empty()) {
     caches.reserve(size_t(layers));
@@ -58,7 +58,14 @@ int64_t reserve_positions(std::vector<KVCache>& caches, int64_t layers, int64_t 
   } else {
     for (auto& cache : caches) cache.reserve(want);  // a layer at a time: one old and one new cache at once
   }
-  return want;
+}
+
+size_t cache_bytes(const std::vector<KVCache>& caches) {
+  size_t n = 0;
+  for (const KVCache& c : caches) {
+    n += size_t(c.batch() * c.kv_heads() * c.capacity() * (c.head_dim() + c.value_dim())) * sizeof(float);
+  }
+  return n;
 }
 
 void KVCache::attend(const float* query, int64_t heads, int64_t lq, const AttentionOptions& options, float* output,

@@ -3,6 +3,7 @@
 // without recomputing the past.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -49,8 +50,10 @@ class KVCache {
 // A decoder's per-layer caches, grown to hold `positions`: created on first use, then each grown
 // to double its capacity (at least 64 positions, at least `positions`), never past `limit` (the
 // model's context), so a short generation does not hold a cache for the whole context.
-// Returns the capacity they hold.
-int64_t reserve_positions(std::vector<KVCache>& caches, int64_t layers, int64_t kv_heads, int64_t head_dim,
-                          int64_t positions, int64_t limit);
+void reserve_positions(std::vector<KVCache>& caches, int64_t layers, int64_t kv_heads, int64_t head_dim,
+                       int64_t positions, int64_t limit);
+
+// The caches' memory: keys and values for their whole capacity, in bytes.
+size_t cache_bytes(const std::vector<KVCache>& caches);
 
 }  // namespace qkv

@@ -418,8 +418,8 @@ int main(int argc, char** argv) {
     // best time of a pass over the stack on t threads; a threaded run times 1 and t threads in
     // turn (passes interleaved, so that load from other jobs falls on both alike)
     // Each pass also sums the same matrices' bytes (sum_pass, one stream each, 1 thread): the
-    // read rate of this very memory, beside the 512 MiB probe's (on a VM the two can differ by
-    // 1.5x: the guest's memory is not all equally fast, and the probe lands elsewhere each run)
+    // read rate of this very memory, laid out as the GEMV finds it (many matrices of 2-9 MB),
+    // beside the 512 MiB probe's
     double best = 1e30, best_one = 1e30, best_sum = 1e30;
     float sink = 0.0f;
     for (int pass = 0; pass < (mode == "gemm" ? 0 : 6); ++pass) {

@@ -230,10 +230,7 @@ void GPT2::run(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache>
 
 GPT2Session::GPT2Session(const GPT2& model) : model_(model) {}
 
-size_t GPT2Session::cache_bytes() const {
-  const GPT2Config& c = model_.config();
-  return caches_.size() * 2 * size_t(c.n_head) * size_t(capacity()) * size_t(c.head_dim()) * sizeof(float);
-}
+size_t GPT2Session::cache_bytes() const { return qkv::cache_bytes(caches_); }
 
 void GPT2Session::reserve(int64_t positions) {
   const GPT2Config& c = model_.config();

@@ -123,7 +123,7 @@ class GPT2Session {
   // Room for `positions` in the caches now (at least 64, at most n_positions), so a generation of
   // known length grows them once, not by doubling; keeps what they hold.
   void reserve(int64_t positions);
-  size_t cache_bytes() const;  // the KV caches' memory (capacity positions, grown by doubling)
+  size_t cache_bytes() const;  // the KV caches' memory (capacity() positions)
   const GPT2& model() const { return model_; }
 
  private:

@@ -257,10 +257,7 @@ void LlamaSession::reserve(int64_t positions) {
                     c.max_position_embeddings);
 }
 
-size_t LlamaSession::cache_bytes() const {
-  const LlamaConfig& c = model_.config();
-  return caches_.size() * 2 * size_t(c.num_key_value_heads) * size_t(capacity()) * size_t(c.head_dim) * sizeof(float);
-}
+size_t LlamaSession::cache_bytes() const { return qkv::cache_bytes(caches_); }
 
 void LlamaSession::reset() {
   for (auto& cache : caches_) cache.clear();

@@ -88,7 +88,7 @@ class LlamaSession {
   void reset();
   int64_t position() const { return position_; }
   int64_t capacity() const { return caches_.empty() ? 0 : caches_[0].capacity(); }
-  size_t cache_bytes() const;  // the KV caches' memory (capacity positions, grown by doubling)
+  size_t cache_bytes() const;  // the KV caches' memory (capacity() positions)
   // Room for `positions` in the caches now (at least 64, at most max_position_embeddings), so a
   // generation of known length grows them once, not by doubling; keeps what they hold.
   void reserve(int64_t positions);
