@@ -20,7 +20,8 @@
 //
 // --runs: a subset of the runs, named <runtime>-<weights>-<threads> (qkv-f32-1, qkv-f16-2,
 // qkv-int8-1, ort-f32-1, ort-q8-2, ...); targets whose runs are missing are left out.
-// Writes bench/results/<--json> (default model-gpt2-small-node.json) and prints a table.
+// Writes bench/results/<--json> (default model-gpt2-small-node.json; an absolute path as given) and
+// prints a table.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -264,7 +265,7 @@ function parent() {
     total_s: (performance.now() - t0) / 1000,
   };
   mkdirSync(path.join(ROOT, 'bench', 'results'), { recursive: true });
-  const file = path.join(ROOT, 'bench', 'results', JSON_NAME);
+  const file = path.resolve(ROOT, 'bench', 'results', JSON_NAME);  // a path of its own (absolute) as given
   writeFileSync(file, JSON.stringify(out, null, 2) + '\n');
 
   const rows = [];
