@@ -264,8 +264,8 @@ function parent() {
     targets,
     total_s: (performance.now() - t0) / 1000,
   };
-  mkdirSync(path.join(ROOT, 'bench', 'results'), { recursive: true });
   const file = path.resolve(ROOT, 'bench', 'results', JSON_NAME);  // a path of its own (absolute) as given
+  mkdirSync(path.dirname(file), { recursive: true });
   writeFileSync(file, JSON.stringify(out, null, 2) + '\n');
 
   const rows = [];
