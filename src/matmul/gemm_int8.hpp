@@ -10,10 +10,11 @@
 
 namespace qkv::detail {
 
-// The weights of `count` consecutive groups of 4 columns, in Q8's order widened to int16: group
-// i's values at data + i * blocks * 128 ([blocks][16 k-pairs][4 columns][2], the int8 values
-// exactly), its scales at scales + i * blocks * 4 ([blocks][4]: d * 2^-112 with d's sign, what
-// halves::halves_low gives for the stored IEEE half; |d| >= 2^-14 or d = 0)
+// The weights of `count` consecutive groups of 4 columns widened to int16, the groups' k-pairs
+// side by side: data [blocks][16 k-pairs][count groups][4 columns][2] (the int8 values exactly;
+// a group's k-pair as Q8 stores it), scales [blocks][count][4] (d * 2^-112 with d's sign, what
+// halves::halves_low gives for the stored IEEE half; |d| >= 2^-14 or d = 0). The micro-kernel
+// then reads one k-pair of the whole tile at one pointer.
 struct Int16Panel {
   const int16_t* data = nullptr;
   const float* scales = nullptr;

@@ -80,57 +80,58 @@ inline __m128i nibble(__m128i v) {
   if constexpr (J == 1 || J == 2) return _mm_and_si128(_mm_srli_epi16(v, 4 * J), _mm_set1_epi16(15));
 }
 
-// group J of a Q4 set (its nibble J) for all blocks, into Q8's layout as int16: q = u - 8, one
-// k-pair (8 lanes) per load and store
+// group J of a Q4 set (its nibble J) for all blocks, into Q8's k-pair order as int16: q = u - 8,
+// one k-pair (8 lanes) per load and store, k-pair kp at out + kp * stride
 template <int J>
-void unpack_group(const uint8_t* set_data, int64_t blocks, int16_t* out) {
+void unpack_group(const uint8_t* set_data, int64_t blocks, int16_t* out, int64_t stride) {
   const __m128i eight = _mm_set1_epi16(8);
   for (int64_t kp = 0; kp < blocks * 16; ++kp) {  // k-pairs of all blocks, in order
     const __m128i u = nibble<J>(_mm_loadu_si128(reinterpret_cast<const __m128i*>(set_data + kp * 16)));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + kp * 8), _mm_sub_epi16(u, eight));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + kp * stride), _mm_sub_epi16(u, eight));
   }
 }
 #endif
 
 // Q4's panel for groups [g, g + count) (gemm_int8.hpp): q = u - 8 of each nibble, in Q8's
-// order, and the groups' scales (d of either sign) as floats worth d * 2^-112. Q8's k-pair
-// lanes (c, parity) are Q4's int16 lanes L = 2 c + parity, so a group is its nibble
-// j = group % 4 of every lane; Q4's blocks of a set follow each other as Q8's blocks of a
-// group do.
+// k-pair order, the groups' k-pairs side by side, and the groups' scales (d of either sign) as
+// floats worth d * 2^-112. Q8's k-pair lanes (c, parity) are Q4's int16 lanes L = 2 c + parity,
+// so a group is its nibble j = group % 4 of every lane; Q4's blocks of a set follow each other as
+// Q8's blocks of a group do.
 Int16Panel q4_panel(const WeightMatrix& w, int64_t g, int count) {
   const int64_t blocks = Q4Layout::of(w.K, w.N).blocks;
-  thread_local std::vector<int16_t> data;  // [count][blocks][16 k-pairs][4 columns][2]
-  thread_local std::vector<float> scales;  // [count][blocks][4]
+  thread_local std::vector<int16_t> data;  // [blocks][16 k-pairs][count][4 columns][2]
+  thread_local std::vector<float> scales;  // [blocks][count][4]
   data.resize(size_t(count * blocks * 128));
   scales.resize(size_t(count * blocks * 4));
   const uint8_t* src = static_cast<const uint8_t*>(w.data);
+  const int64_t stride = count * 8;  // int16 from one k-pair of a group to its next
   for (int i = 0; i < count; ++i) {
     const int64_t set = (g + i) / 4;
-    const int j = int((g + i) % 4);                 // the group's nibble in each int16 lane
-    const uint8_t* sd = src + set * blocks * 256;   // [blocks][16 k-pairs][8 int16 lanes]
-    int16_t* out = data.data() + i * blocks * 128;  // [blocks][16 k-pairs][8 lanes]
+    const int j = int((g + i) % 4);                // the group's nibble in each int16 lane
+    const uint8_t* sd = src + set * blocks * 256;  // [blocks][16 k-pairs][8 int16 lanes]
+    int16_t* out = data.data() + i * 8;            // k-pair kp at out + kp * stride
     for (int64_t b = 0; b < blocks; ++b)
-      widen_scales(w.scales + (set * blocks + b) * 16 + 4 * j, 4, scales.data() + (i * blocks + b) * 4);
+      widen_scales(w.scales + (set * blocks + b) * 16 + 4 * j, 4, scales.data() + (b * count + i) * 4);
 #ifndef QKV_NO_SIMD
     switch (j) {
       case 0:
-        unpack_group<0>(sd, blocks, out);
+        unpack_group<0>(sd, blocks, out, stride);
         break;
       case 1:
-        unpack_group<1>(sd, blocks, out);
+        unpack_group<1>(sd, blocks, out, stride);
         break;
       case 2:
-        unpack_group<2>(sd, blocks, out);
+        unpack_group<2>(sd, blocks, out, stride);
         break;
       default:
-        unpack_group<3>(sd, blocks, out);
+        unpack_group<3>(sd, blocks, out, stride);
         break;
     }
 #else
     for (int64_t kp = 0; kp < blocks * 16; ++kp) {
       for (int lane = 0; lane < 8; ++lane) {
         const int u = (sd[kp * 16 + lane * 2 + j / 2] >> ((j % 2) * 4)) & 15;  // the lane's little-endian bytes
-        out[kp * 8 + lane] = int16_t(u - 8);
+        out[kp * stride + lane] = int16_t(u - 8);
       }
     }
 #endif

@@ -7,20 +7,21 @@
 //
 //  x:  each row, per block of 32 (as the matrix-vector product quantizes its x, gemv_q8.cpp):
 //      d = max|x| / 32767, xq = nearest(x / d) clamped to +-32767, so |x - d xq| <= d / 2 =
-//      max|x_block| / 65534. Kept [M][Kp] int16, zeros past K.
-//  W:  panels in Q8's layout (a group's 4 columns, its K in blocks of 16 k-pairs, each k-pair
-//      (k, k+1) of column 0, 1, 2, 3) widened to int16, with the scales as floats worth
-//      d_w * 2^-112 (gemm_int8.hpp), fetched a tile (kG groups) at a time from the PanelOf the
-//      caller gives, into the thread's buffer: the widening and the scales' conversion are done
-//      once per tile, where the kernel would redo them for every kR rows.
-//  The micro-kernel: kR rows x kG groups (4 columns each). Per k-pair, kG 16-byte weight loads,
-//      kR 4-byte loads of (xq[k], xq[k+1]) splatted to all 4 lanes (v128.load32_splat), kR x kG
-//      dot products (each lane: one column's 2 products) and adds: the loads need no ALU, so
-//      the dot products and adds are all its arithmetic (before, kG v128.load8x8_s widened the
-//      int8 weights in the loop: 2 of 18 ALU ops per k-pair). Per block, each int32 sum goes to
-//      float and accumulates sum * (d_w * d_x), the scales' product formed as gemv_q8 forms it
-//      (d_w * 2^-112 times d_x * 2^112, held per row and block), so a row's result has the bits
-//      the matrix-vector product gives that row.
+//      max|x_block| / 65534. Kept in sets of kR rows, [sets][Kp/2 k-pairs][kR rows][2] int16,
+//      zeros past K and in the last set's padding rows.
+//  W:  panels of a tile's kG groups widened to int16, the groups' k-pairs side by side (a group's
+//      k-pair as Q8 stores it: (k, k+1) of column 0, 1, 2, 3), with the scales as floats worth
+//      d_w * 2^-112 (gemm_int8.hpp), fetched a tile at a time from the PanelOf the caller gives,
+//      into the thread's buffer: the widening and the scales' conversion are done once per tile,
+//      where the kernel would redo them for every set of rows.
+//  The micro-kernel: kR = 2 rows x kG = 4 groups (16 columns). Per k-pair, kG 16-byte weight
+//      loads, kR 4-byte loads of (xq[k], xq[k+1]) splatted to all 4 lanes (v128.load32_splat),
+//      kR x kG dot products (each lane: one column's 2 products) and adds: the loads need no
+//      ALU, so the dot products and adds are all its arithmetic. The weights and the rows' pairs
+//      are each read at one pointer plus constants (2 pointer increments per k-pair, no address
+//      arithmetic per load). Per block, each int32 sum goes to float and accumulates sum * (d_w *
+//      d_x), the scales' product formed as gemv_q8 forms it (d_w * 2^-112 times d_x * 2^112, held
+//      per row and block), so a row's result has the bits the matrix-vector product gives that row.
 //  Loops: the thread's groups, kG at a time (their panel, kG * Kp * 8 bytes, in L1 or L2), then
 //      all rows, kR at a time (x from L2): each weight is loaded M / kR times, from cache.
 // Every y element sums its blocks in k order in any split: the thread count changes no bit.
@@ -44,31 +45,34 @@ namespace qkv::detail {
 namespace {
 
 #ifndef QKV_GEMM_Q8_ROWS
-#define QKV_GEMM_Q8_ROWS 4
+#define QKV_GEMM_Q8_ROWS 2
 #endif
 #ifndef QKV_GEMM_Q8_GROUPS
-#define QKV_GEMM_Q8_GROUPS 2
+#define QKV_GEMM_Q8_GROUPS 4
 #endif
 constexpr int kR = QKV_GEMM_Q8_ROWS;    // rows of a micro-tile
 constexpr int kG = QKV_GEMM_Q8_GROUPS;  // groups of 4 columns of a micro-tile
 
-// x quantized once per call, read by every thread
+// x quantized once per call, read by every thread. Rows in sets of kR (the last set padded with
+// zero rows), each set's k-pairs side by side, so that the micro-kernel reads a set's kR pairs
+// at one pointer: q [sets][Kp/2 k-pairs][kR rows][2], scale and wide [sets][blocks][kR].
 struct QuantizedRows {
   int64_t blocks = 0;        // Kp / 32
-  std::vector<int16_t> q;    // [M][Kp]
-  std::vector<float> scale;  // [M][blocks]: x ~= scale * q
-  std::vector<float> wide;   // [M][blocks]: scale * 2^112
+  std::vector<int16_t> q;    // [sets][Kp/2][kR][2]
+  std::vector<float> scale;  // [sets][blocks][kR]: x ~= scale * q (0 for a padding row)
+  std::vector<float> wide;   // [sets][blocks][kR]: scale * 2^112
   bool wide_finite = true;   // no inf in `wide` (every |x| < ~2^31)
 };
 
 void quantize_rows(const float* x, int64_t M, int64_t K, QuantizedRows& out) {
-  const int64_t blocks = (K + 31) / 32, Kp = blocks * 32;
+  const int64_t blocks = (K + 31) / 32, Kp = blocks * 32, sets = (M + kR - 1) / kR;
   out.blocks = blocks;
-  out.q.resize(size_t(M * Kp));
-  out.scale.resize(size_t(M * blocks));
-  out.wide.resize(size_t(M * blocks));
+  out.q.assign(size_t(sets * kR * Kp), 0);
+  out.scale.assign(size_t(sets * kR * blocks), 0.0f);
+  out.wide.assign(size_t(sets * kR * blocks), 0.0f);
   out.wide_finite = true;
   for (int64_t m = 0; m < M; ++m) {
+    const int64_t set = m / kR, r = m % kR;
     for (int64_t b = 0; b < blocks; ++b) {
       // the block, read in place; the last, short one copied with zeros past K
       const int64_t n = std::min<int64_t>(32, K - b * 32);
@@ -80,7 +84,7 @@ void quantize_rows(const float* x, int64_t M, int64_t K, QuantizedRows& out) {
       }
       const float d = block_amax(xb) / 32767.0f;
       const float inv = d > 0.0f ? 1.0f / d : 0.0f;
-      int16_t* q = out.q.data() + m * Kp + b * 32;
+      int16_t q[32];
 #ifndef QKV_NO_SIMD
       // as prepare_q8 (x_int16.hpp)
       const __m128 vinv = _mm_set1_ps(inv);
@@ -88,9 +92,13 @@ void quantize_rows(const float* x, int64_t M, int64_t K, QuantizedRows& out) {
 #else
       for (int i = 0; i < 32; ++i) q[i] = round_to_i16(xb[i], inv);
 #endif
-      out.scale[size_t(m * blocks + b)] = d;
-      out.wide[size_t(m * blocks + b)] = d * halves::kF16Scale;
-      out.wide_finite = out.wide_finite && std::isfinite(out.wide[size_t(m * blocks + b)]);
+      // k-pair p of the block to its place among the set's rows
+      int16_t* dst = out.q.data() + ((set * blocks + b) * 16 * kR + r) * 2;
+      for (int p = 0; p < 16; ++p) std::memcpy(dst + p * kR * 2, q + 2 * p, 4);
+      const size_t at = size_t((set * blocks + b) * kR + r);
+      out.scale[at] = d;
+      out.wide[at] = d * halves::kF16Scale;
+      out.wide_finite = out.wide_finite && std::isfinite(out.wide[at]);
     }
   }
 }
@@ -107,25 +115,25 @@ inline void store_tile(const float* acc, int rows, int groups, int64_t m0, int64
   }
 }
 
-// The plain loop over rows [m0, m0 + rows) and the panel's `groups` groups: the scalar build's
+// The plain loop over the row set `set` and the panel's `groups` groups: the scalar build's
 // kernel and the SIMD build's where x's folded scales overflow (|x| beyond ~2^31). The same
 // operations per element as tile(): int32 block sums, exact, then acc += sum * (d_w * d_x).
-__attribute__((noinline)) void tile_plain(const Int16Panel& panel, const QuantizedRows& xq, int rows, int groups,
-                                          int64_t m0, float* acc) {
-  const int64_t blocks = xq.blocks, Kp = blocks * 32;
-  for (int r = 0; r < rows; ++r) {
-    const int16_t* xr = xq.q.data() + (m0 + r) * Kp;
+__attribute__((noinline)) void tile_plain(const Int16Panel& panel, const QuantizedRows& xq, int groups, int64_t set,
+                                          float* acc) {
+  const int64_t blocks = xq.blocks;
+  for (int r = 0; r < kR; ++r) {
     for (int g = 0; g < groups; ++g) {
       for (int c = 0; c < 4; ++c) {
         float sum_f = 0.0f;
         for (int64_t b = 0; b < blocks; ++b) {
-          const int16_t* wb = panel.data + (g * blocks + b) * 128;
           int32_t sum = 0;
-          for (int p = 0; p < 16; ++p)
-            sum += int32_t(wb[p * 8 + c * 2]) * xr[b * 32 + 2 * p] +
-                   int32_t(wb[p * 8 + c * 2 + 1]) * xr[b * 32 + 2 * p + 1];
-          const float dw = panel.scales[(g * blocks + b) * 4 + c] * halves::kF16Scale;  // d_w, exactly
-          sum_f += float(sum) * (dw * xq.scale[size_t((m0 + r) * blocks + b)]);
+          for (int p = 0; p < 16; ++p) {
+            const int16_t* wp = panel.data + ((b * 16 + p) * groups + g) * 8 + c * 2;
+            const int16_t* xp = xq.q.data() + (((set * blocks + b) * 16 + p) * kR + r) * 2;
+            sum += int32_t(wp[0]) * xp[0] + int32_t(wp[1]) * xp[1];
+          }
+          const float dw = panel.scales[(b * groups + g) * 4 + c] * halves::kF16Scale;  // d_w, exactly
+          sum_f += float(sum) * (dw * xq.scale[size_t((set * blocks + b) * kR + r)]);
         }
         acc[r * kG * 4 + g * 4 + c] = sum_f;
       }
@@ -140,11 +148,13 @@ inline __m128i splat_pair(const int16_t* p) {  // (p[0], p[1]) in all 4 lanes: v
   return _mm_set1_epi32(v);
 }
 
-// acc[R][kG * 4] (rows kG * 4 apart) = the tile's sums, as tile_plain: R rows at xq rows m0..,
-// G groups at wg (group g at wg + g * blocks * 128), their scales at sg (g * blocks * 4 apart)
-template <int R, int G>
-void tile(const int16_t* wg, const float* sg, int64_t blocks, const int16_t* xr, const float* sx, float* acc) {
-  const int64_t Kp = blocks * 32;
+// acc[kR][kG * 4] = the tile's sums, as tile_plain: kR rows (one set: its k-pairs at x, its
+// folded scales at sx), G groups (the panel at w, [blocks][16][G][8], scales at sw, [blocks][G][4]).
+// Both walk forward through one pointer each, so every load's address is that pointer plus a
+// constant.
+template <int G>
+void tile(const int16_t* w, const float* sw, int64_t blocks, const int16_t* x, const float* sx, float* acc) {
+  constexpr int R = kR;
   __m128 f[R][G];
   QKV_UNROLL
   for (int r = 0; r < R; ++r) {
@@ -152,31 +162,31 @@ void tile(const int16_t* wg, const float* sg, int64_t blocks, const int16_t* xr,
     for (int g = 0; g < G; ++g) f[r][g] = _mm_setzero_ps();
   }
   for (int64_t b = 0; b < blocks; ++b) {
-    const int16_t* wb = wg + b * 128;
-    const int16_t* xb = xr + b * 32;
     // the block's first k-pair starts its sums (no zeroing, no add)
     __m128i s[R][G];
     {
       __m128i wv[G], xv[R];
       QKV_UNROLL
-      for (int g = 0; g < G; ++g) wv[g] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb + g * blocks * 128));
+      for (int g = 0; g < G; ++g) wv[g] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + g * 8));
       QKV_UNROLL
-      for (int r = 0; r < R; ++r) xv[r] = splat_pair(xb + r * Kp);
+      for (int r = 0; r < R; ++r) xv[r] = splat_pair(x + r * 2);
       QKV_UNROLL
       for (int r = 0; r < R; ++r) {
         QKV_UNROLL
         for (int g = 0; g < G; ++g) s[r][g] = _mm_madd_epi16(wv[g], xv[r]);
       }
     }
+    w += G * 8;
+    x += R * 2;
     // one k-pair per iteration, not unrolled: V8 schedules a block's loads ahead of its arithmetic,
     // so an unrolled body would hold every load of it live at once
-    _Pragma("GCC unroll 1") for (int p = 1; p < 16; ++p) {
+    const int16_t* const block_end = w + 15 * G * 8;
+    _Pragma("GCC unroll 1") for (; w < block_end; w += G * 8, x += R * 2) {
       __m128i wv[G], xv[R];
       QKV_UNROLL
-      for (int g = 0; g < G; ++g)
-        wv[g] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb + g * blocks * 128 + p * 8));
+      for (int g = 0; g < G; ++g) wv[g] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + g * 8));
       QKV_UNROLL
-      for (int r = 0; r < R; ++r) xv[r] = splat_pair(xb + r * Kp + 2 * p);
+      for (int r = 0; r < R; ++r) xv[r] = splat_pair(x + r * 2);
       QKV_UNROLL
       for (int r = 0; r < R; ++r) {
         QKV_UNROLL
@@ -185,13 +195,15 @@ void tile(const int16_t* wg, const float* sg, int64_t blocks, const int16_t* xr,
     }
     QKV_UNROLL
     for (int g = 0; g < G; ++g) {
-      const __m128 dw = _mm_loadu_ps(sg + (g * blocks + b) * 4);  // d_w * 2^-112, with its sign
+      const __m128 dw = _mm_loadu_ps(sw + g * 4);  // d_w * 2^-112, with its sign
       QKV_UNROLL
       for (int r = 0; r < R; ++r) {
-        const __m128 d = _mm_mul_ps(dw, _mm_set1_ps(sx[r * blocks + b]));
+        const __m128 d = _mm_mul_ps(dw, _mm_set1_ps(sx[r]));
         f[r][g] = _mm_add_ps(f[r][g], _mm_mul_ps(_mm_cvtepi32_ps(s[r][g]), d));
       }
     }
+    sw += G * 4;
+    sx += R;
   }
   QKV_UNROLL
   for (int r = 0; r < R; ++r) {
@@ -200,14 +212,14 @@ void tile(const int16_t* wg, const float* sg, int64_t blocks, const int16_t* xr,
   }
 }
 
-// the tile's rows: kR, or fewer at the bottom edge
-template <int G, int R = kR>
-void tile_rows(int rows, const int16_t* wg, const float* sg, int64_t blocks, const int16_t* xr, const float* sx,
-               float* acc) {
-  if constexpr (R > 1) {
-    if (rows < R) return tile_rows<G, R - 1>(rows, wg, sg, blocks, xr, sx, acc);
+// the tile's groups: kG, or fewer at the right edge
+template <int G = kG>
+void tile_groups(int groups, const int16_t* w, const float* sw, int64_t blocks, const int16_t* x, const float* sx,
+                 float* acc) {
+  if constexpr (G > 1) {
+    if (groups < G) return tile_groups<G - 1>(groups, w, sw, blocks, x, sx, acc);
   }
-  tile<R, G>(wg, sg, blocks, xr, sx, acc);
+  tile<G>(w, sw, blocks, x, sx, acc);
 }
 #endif
 
@@ -219,40 +231,41 @@ void gemm_int8_groups(const WeightMatrix& w, PanelOf panel_of, const QuantizedRo
   for (int64_t g = g0; g < g1; g += kG) {
     const int groups = int(std::min<int64_t>(kG, g1 - g));
     const Int16Panel panel = panel_of(w, g, groups);  // the tile's weights, used by all M rows from cache
-    for (int64_t m0 = 0; m0 < M; m0 += kR) {
-      const int rows = int(std::min<int64_t>(kR, M - m0));
+    for (int64_t set = 0; set * kR < M; ++set) {
+      const int rows = int(std::min<int64_t>(kR, M - set * kR));  // the rest of the set is padding
 #ifndef QKV_NO_SIMD
       if (xq.wide_finite) {
-        const int16_t* wg = panel.data;
-        const float* sg = panel.scales;
-        const int16_t* xr = xq.q.data() + m0 * Kp;
-        const float* sx = xq.wide.data() + m0 * blocks;
-        if (groups == kG) {
-          tile_rows<kG>(rows, wg, sg, blocks, xr, sx, acc);
-        } else {  // the last groups, one at a time
-          for (int i = 0; i < groups; ++i)
-            tile_rows<1>(rows, wg + i * blocks * 128, sg + i * blocks * 4, blocks, xr, sx, acc + i * 4);
-        }
+        tile_groups(groups, panel.data, panel.scales, blocks, xq.q.data() + set * kR * Kp,
+                    xq.wide.data() + set * kR * blocks, acc);
       } else {
-        tile_plain(panel, xq, rows, groups, m0, acc);
+        tile_plain(panel, xq, groups, set, acc);
       }
 #else
-      tile_plain(panel, xq, rows, groups, m0, acc);
+      (void)Kp;
+      tile_plain(panel, xq, groups, set, acc);
 #endif
-      store_tile(acc, rows, groups, m0, g, bias, y, w.N);
+      store_tile(acc, rows, groups, set * kR, g, bias, y, w.N);
     }
   }
 }
 
-// Q8's panel for groups [g, g + count): the stored int8 values and half scales, widened
+// Q8's panel for groups [g, g + count): the stored int8 values and half scales, widened, the
+// groups' k-pairs side by side (gemm_int8.hpp)
 Int16Panel q8_panel(const WeightMatrix& w, int64_t g, int count) {
   const int64_t blocks = (w.K + 31) / 32;
-  thread_local std::vector<int16_t> data;  // [count][blocks][16 k-pairs][4 columns][2]
-  thread_local std::vector<float> scales;  // [count][blocks][4]
+  thread_local std::vector<int16_t> data;  // [blocks][16 k-pairs][count][4 columns][2]
+  thread_local std::vector<float> scales;  // [blocks][count][4]
   data.resize(size_t(count * blocks * 128));
   scales.resize(size_t(count * blocks * 4));
-  widen_int8(static_cast<const int8_t*>(w.data) + g * blocks * 128, count * blocks * 128, data.data());
-  widen_scales(w.scales + g * blocks * 4, count * blocks * 4, scales.data());
+  const int8_t* q = static_cast<const int8_t*>(w.data) + g * blocks * 128;  // [count][blocks][16][8]
+  for (int i = 0; i < count; ++i) {
+    for (int64_t b = 0; b < blocks; ++b) {
+      const int8_t* src = q + (i * blocks + b) * 128;
+      int16_t* dst = data.data() + (b * 16 * count + i) * 8;
+      for (int p = 0; p < 16; ++p) widen_int8(src + p * 8, 8, dst + p * count * 8);
+      widen_scales(w.scales + ((g + i) * blocks + b) * 4, 4, scales.data() + (b * count + i) * 4);
+    }
+  }
   return {data.data(), scales.data()};
 }
 
@@ -265,6 +278,10 @@ void widen_int8(const int8_t* q, int64_t n, int16_t* out) {
     const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q + i));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), _mm_cvtepi8_epi16(v));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i + 8), _mm_cvtepi8_epi16(_mm_srli_si128(v, 8)));
+  }
+  for (; i + 8 <= n; i += 8) {
+    const __m128i v = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(q + i));  // v128.load8x8_s
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), _mm_cvtepi8_epi16(v));
   }
 #endif
   for (; i < n; ++i) out[i] = q[i];
