@@ -24,9 +24,9 @@ struct Int16Panel {
 // in the calling thread's buffer, valid until that thread's next call
 using PanelOf = Int16Panel (*)(const WeightMatrix& w, int64_t g, int count);
 
-// n int8 values at q -> int16 at out; n IEEE halves at h -> d * 2^-112 at out (the value
-// halves::halves_low gives, for any n)
-void widen_int8(const int8_t* q, int64_t n, int16_t* out);
+// `pairs` k-pairs of int8 values at q (8 each, consecutive) -> int16, k-pair p at out + p * stride;
+// n IEEE halves at h -> d * 2^-112 at out (the value halves::halves_low gives, for any n)
+void widen_int8_pairs(const int8_t* q, int64_t pairs, int16_t* out, int64_t stride);
 void widen_scales(const uint16_t* h, int64_t n, float* out);
 
 // y[M, N] = x[M, K] W + bias, x rounded to int16 per row and block of 32, int32 block sums

@@ -259,32 +259,27 @@ Int16Panel q8_panel(const WeightMatrix& w, int64_t g, int count) {
   scales.resize(size_t(count * blocks * 4));
   const int8_t* q = static_cast<const int8_t*>(w.data) + g * blocks * 128;  // [count][blocks][16][8]
   for (int i = 0; i < count; ++i) {
-    for (int64_t b = 0; b < blocks; ++b) {
-      const int8_t* src = q + (i * blocks + b) * 128;
-      int16_t* dst = data.data() + (b * 16 * count + i) * 8;
-      for (int p = 0; p < 16; ++p) widen_int8(src + p * 8, 8, dst + p * count * 8);
+    widen_int8_pairs(q + i * blocks * 128, blocks * 16, data.data() + i * 8, count * 8);
+    for (int64_t b = 0; b < blocks; ++b)
       widen_scales(w.scales + ((g + i) * blocks + b) * 4, 4, scales.data() + (b * count + i) * 4);
-    }
   }
   return {data.data(), scales.data()};
 }
 
 }  // namespace
 
-void widen_int8(const int8_t* q, int64_t n, int16_t* out) {
-  int64_t i = 0;
+void widen_int8_pairs(const int8_t* q, int64_t pairs, int16_t* out, int64_t stride) {
+  int64_t p = 0;
 #ifndef QKV_NO_SIMD
-  for (; i + 16 <= n; i += 16) {
-    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q + i));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), _mm_cvtepi8_epi16(v));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i + 8), _mm_cvtepi8_epi16(_mm_srli_si128(v, 8)));
-  }
-  for (; i + 8 <= n; i += 8) {
-    const __m128i v = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(q + i));  // v128.load8x8_s
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), _mm_cvtepi8_epi16(v));
+  for (; p + 2 <= pairs; p += 2) {  // two k-pairs per load
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q + p * 8));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + p * stride), _mm_cvtepi8_epi16(v));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + (p + 1) * stride), _mm_cvtepi8_epi16(_mm_srli_si128(v, 8)));
   }
 #endif
-  for (; i < n; ++i) out[i] = q[i];
+  for (; p < pairs; ++p) {
+    for (int e = 0; e < 8; ++e) out[p * stride + e] = q[p * 8 + e];
+  }
 }
 
 void widen_scales(const uint16_t* h, int64_t n, float* out) {
