@@ -226,7 +226,7 @@ void tile_groups(int groups, const int16_t* w, const float* sw, int64_t blocks, 
 // y[:, 4 g0 .. 4 g1) (clipped to N) for all M rows (g0 a multiple of kG)
 void gemm_int8_groups(const WeightMatrix& w, PanelOf panel_of, const QuantizedRows& xq, int64_t M, const float* bias,
                       float* y, int64_t g0, int64_t g1) {
-  const int64_t blocks = xq.blocks, Kp = blocks * 32;
+  const int64_t blocks = xq.blocks;
   float acc[kR * kG * 4];
   for (int64_t g = g0; g < g1; g += kG) {
     const int groups = int(std::min<int64_t>(kG, g1 - g));
@@ -235,13 +235,12 @@ void gemm_int8_groups(const WeightMatrix& w, PanelOf panel_of, const QuantizedRo
       const int rows = int(std::min<int64_t>(kR, M - set * kR));  // the rest of the set is padding
 #ifndef QKV_NO_SIMD
       if (xq.wide_finite) {
-        tile_groups(groups, panel.data, panel.scales, blocks, xq.q.data() + set * kR * Kp,
+        tile_groups(groups, panel.data, panel.scales, blocks, xq.q.data() + set * kR * blocks * 32,
                     xq.wide.data() + set * kR * blocks, acc);
       } else {
         tile_plain(panel, xq, groups, set, acc);
       }
 #else
-      (void)Kp;
       tile_plain(panel, xq, groups, set, acc);
 #endif
       store_tile(acc, rows, groups, set * kR, g, bias, y, w.N);
