@@ -67,17 +67,19 @@ struct QuantizedRows {
 void quantize_rows(const float* x, int64_t M, int64_t K, QuantizedRows& out) {
   const int64_t blocks = (K + 31) / 32, Kp = blocks * 32, sets = (M + kR - 1) / kR;
   out.blocks = blocks;
-  out.q.assign(size_t(sets * kR * Kp), 0);
-  out.scale.assign(size_t(sets * kR * blocks), 0.0f);
-  out.wide.assign(size_t(sets * kR * blocks), 0.0f);
+  out.q.resize(size_t(sets * kR * Kp));
+  out.scale.resize(size_t(sets * kR * blocks));
+  out.wide.resize(size_t(sets * kR * blocks));
   out.wide_finite = true;
-  for (int64_t m = 0; m < M; ++m) {
+  static const float zeros[32] = {};
+  // every place written once: the rows, then the last set's padding rows as blocks of zeros
+  for (int64_t m = 0; m < sets * kR; ++m) {
     const int64_t set = m / kR, r = m % kR;
     for (int64_t b = 0; b < blocks; ++b) {
       // the block, read in place; the last, short one copied with zeros past K
-      const int64_t n = std::min<int64_t>(32, K - b * 32);
+      const int64_t n = m < M ? std::min<int64_t>(32, K - b * 32) : 32;
       float tail[32];  // zeroed only when used: this loop runs for every row and block
-      const float* xb = x + m * K + b * 32;
+      const float* xb = m < M ? x + m * K + b * 32 : zeros;
       if (n < 32) {
         std::fill(std::copy(xb, xb + n, tail), tail + 32, 0.0f);
         xb = tail;
