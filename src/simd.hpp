@@ -20,6 +20,18 @@
 // whatever the optimisation level (GCC and clang both read this pragma).
 #define QKV_UNROLL _Pragma("GCC unroll 16")
 
+namespace qkv {
+// v unchanged, but what it holds hidden from the optimisers (an empty asm that "changes" it). A
+// loop's pointers passed through this at the end of each pass stay pointers bumped by a constant:
+// where LLVM knows a loop's trip count it rewrites them as base + counter * stride, and V8 then
+// computes that address again before the loads of every pass (4 instructions more per k-pair in
+// the 8-bit prefill's micro-kernel, gemm_q8.cpp: 26 -> 30).
+template <class T>
+inline void opaque(T& v) {
+  __asm__("" : "+r"(v));
+}
+}  // namespace qkv
+
 namespace qkv::simd {
 
 template <class V>
@@ -160,7 +172,7 @@ inline V exp2(V x) {
 template <class V>
 inline Exp2<V> exp2_in_registers() {
   const float* k = kExp2Constants;
-  __asm__("" : "+r"(k));
+  opaque(k);
   return Exp2<V>(k);
 }
 

@@ -181,9 +181,11 @@ void tile(const int16_t* w, const float* sw, int64_t blocks, const int16_t* x, c
     w += G * 8;
     x += R * 2;
     // one k-pair per iteration, not unrolled: V8 schedules a block's loads ahead of its arithmetic,
-    // so an unrolled body would hold every load of it live at once
+    // so an unrolled body would hold every load of it live at once (V8 unrolls the loop itself).
+    // The pointers go through opaque() so that they stay pointers (simd.hpp): the same code in
+    // one process, M = 128, K = 768, N = 2304, 12 passes each: 0.84-0.97x the time, median 0.91
     const int16_t* const block_end = w + 15 * G * 8;
-    _Pragma("GCC unroll 1") for (; w < block_end; w += G * 8, x += R * 2) {
+    _Pragma("GCC unroll 1") for (; w < block_end;) {
       __m128i wv[G], xv[R];
       QKV_UNROLL
       for (int g = 0; g < G; ++g) wv[g] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + g * 8));
@@ -194,6 +196,10 @@ void tile(const int16_t* w, const float* sw, int64_t blocks, const int16_t* x, c
         QKV_UNROLL
         for (int g = 0; g < G; ++g) s[r][g] = _mm_add_epi32(s[r][g], _mm_madd_epi16(wv[g], xv[r]));
       }
+      w += G * 8;
+      x += R * 2;
+      opaque(w);
+      opaque(x);
     }
     QKV_UNROLL
     for (int g = 0; g < G; ++g) {
@@ -228,7 +234,6 @@ void tile_groups(int groups, const int16_t* w, const float* sw, int64_t blocks, 
 // y[:, 4 g0 .. 4 g1) (clipped to N) for all M rows (g0 a multiple of kG)
 void gemm_int8_groups(const WeightMatrix& w, PanelOf panel_of, const QuantizedRows& xq, int64_t M, const float* bias,
                       float* y, int64_t g0, int64_t g1) {
-  const int64_t blocks = xq.blocks;
   float acc[kR * kG * 4];
   for (int64_t g = g0; g < g1; g += kG) {
     const int groups = int(std::min<int64_t>(kG, g1 - g));
@@ -237,6 +242,7 @@ void gemm_int8_groups(const WeightMatrix& w, PanelOf panel_of, const QuantizedRo
       const int rows = int(std::min<int64_t>(kR, M - set * kR));  // the rest of the set is padding
 #ifndef QKV_NO_SIMD
       if (xq.wide_finite) {
+        const int64_t blocks = xq.blocks;
         tile_groups(groups, panel.data, panel.scales, blocks, xq.q.data() + set * kR * blocks * 32,
                     xq.wide.data() + set * kR * blocks, acc);
       } else {

@@ -139,8 +139,8 @@ __attribute__((noinline)) void gemv_q4(const WeightMatrix& w, const GemvInput& i
                                        int64_t n0, int64_t n1) {
   int64_t s0 = n0 / 16;
   const int64_t s1 = (n1 + 15) / 16;
-  constexpr int64_t kSets = QKV_Q4_SETS;
 #ifndef QKV_NO_SIMD
+  constexpr int64_t kSets = QKV_Q4_SETS;
   const Q4Layout q = Q4Layout::of(w.K, w.N);
   const uint8_t* data = static_cast<const uint8_t*>(w.data);
   const int16_t* xp = in.pairs.data();
