@@ -19,7 +19,7 @@
 //                                   [--runs qkv-int8-1,ort-q8-1,...] [--json model-gpt2-small-node.json]
 //
 // --runs: a subset of the runs, named <runtime>-<weights>-<threads> (qkv-f32-1, qkv-f16-2,
-// qkv-int8-1, ort-f32-1, ort-q8-2, ...); targets whose runs are missing are left out.
+// qkv-int8-1, ort-f32-1, ort-q8-2, ...), run in that order; targets whose runs are missing are left out.
 // Writes bench/results/<--json> (default model-gpt2-small-node.json; an absolute path as given) and
 // prints a table.
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -200,8 +200,10 @@ function parent() {
     ...['f32', 'q8'].map((weights) => ({ runtime: 'ort', weights, threads })),
   ]);
   const wanted = RUNS ? RUNS.split(',') : null;
-  const specs = wanted ? all.filter((s) => wanted.includes(`${s.runtime}-${s.weights}-${s.threads}`)) : all;
-  if (wanted && specs.length !== wanted.length) throw new Error(`gpt2_small: --runs ${RUNS}: runs are ${all.map((s) => `${s.runtime}-${s.weights}-${s.threads}`).join(', ')}`);
+  const name = (s) => `${s.runtime}-${s.weights}-${s.threads}`;
+  // in the order --runs gives them (ORT first, say, to see whether the order matters)
+  const specs = wanted ? wanted.map((w) => all.find((s) => name(s) === w)).filter(Boolean) : all;
+  if (wanted && specs.length !== wanted.length) throw new Error(`gpt2_small: --runs ${RUNS}: runs are ${all.map(name).join(', ')}`);
   console.error(`gpt2_small: ${specs.length} runs, one process each`);
   const runs = specs.map(child);
   // bytes read per decoded token: the matmuls' matrices (wte is the LM head; wpe gives one row)
