@@ -20,7 +20,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { walkCode } from '../../tools/wasm/wasm-code.mjs';
+import { rewriteFdOpcode } from '../../tools/wasm/relax-fma.mjs';
 import { launch, serve } from '../../tests/browser/harness.js';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -36,23 +36,11 @@ execFileSync('em++', ['-O3', '-std=c++17', '-msimd128', '-mrelaxed-simd', '-sENV
   '-sMAXIMUM_MEMORY=2GB', path.join(HERE, 'relaxed_dot_q4.cpp'), '-o', path.join(OUT_DIR, 'probe.js')],
 { stdio: 'inherit', env: { ...process.env, NODE_PATH: process.env.NODE_PATH ?? '/usr/share/nodejs' } });
 
-// the stand-in's sub-opcode re-encoded in place, at instruction boundaries only (wasm-code.mjs)
+// the stand-in's sub-opcode re-encoded in place, at instruction boundaries only
 const wasmFile = path.join(OUT_DIR, 'probe.wasm');
 const bytes = new Uint8Array(readFileSync(wasmFile));
-const sites = [];
-walkCode(bytes, ({ prefix, op, at, opEnd }) => {
-  if (prefix === 0xfd && op === FD_LLVM14_FMA_F64X2) sites.push({ at, opEnd });
-}, new Map([[FD_LLVM14_FMA_F64X2, null]]));
-for (const { at, opEnd } of sites) {
-  const len = opEnd - at - 1;
-  if (len < 2) throw new Error(`relaxed_dot_q4: the stand-in at offset ${at} has a ${len}-byte sub-opcode; 0x113 needs 2`);
-  let v = FD_RELAXED_DOT_I8X16_I7X16_ADD_S;
-  for (let i = 0; i < len; i++) {
-    bytes[at + 1 + i] = (v & 0x7f) | (i < len - 1 ? 0x80 : 0);
-    v >>>= 7;
-  }
-}
-if (sites.length === 0) throw new Error('relaxed_dot_q4: no stand-in found: the kernel was not compiled as expected');
+const sites = rewriteFdOpcode(bytes, FD_LLVM14_FMA_F64X2, FD_RELAXED_DOT_I8X16_I7X16_ADD_S);
+if (sites === 0) throw new Error('relaxed_dot_q4: no stand-in found: the kernel was not compiled as expected');
 writeFileSync(wasmFile, bytes);
 writeFileSync(path.join(OUT_DIR, 'index.html'), '<!doctype html><script src="probe.js"></script>\n');
 
@@ -87,6 +75,6 @@ mkdirSync(path.dirname(JSON_OUT), { recursive: true });
 writeFileSync(JSON_OUT, JSON.stringify({
   benchmark: 'relaxed-dot-q4', date: new Date().toISOString(), browser: `Chromium ${version}`,
   machine: { cpu: os.cpus()[0]?.model, cores: os.cpus().length, load_average: os.loadavg() },
-  rewritten_sites: sites.length, limits, results: rows,
+  rewritten_sites: sites, limits, results: rows,
 }, null, 2) + '\n');
 console.log(`wrote ${path.relative(ROOT, JSON_OUT)}`);

@@ -10,24 +10,34 @@ import { readFileSync, writeFileSync, renameSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { walkCode, FD_LLVM14_FMA_F32X4, FD_RELAXED_MADD_F32X4 } from './wasm-code.mjs';
 
-/** Rewrites the pre-standard fma in `bytes` (a Uint8Array, changed in place); returns the count. */
-export function rewriteFma(bytes) {
+/**
+ * Rewrites every 0xfd-prefixed instruction with sub-opcode `from` in `bytes` (a Uint8Array,
+ * changed in place) to sub-opcode `to`, re-encoding the LEB in the same number of bytes, so no
+ * offset or size in the module moves; returns the count. Also serves the relaxed int8 dot's
+ * probe (bench/matmul/relaxed_dot_q4.mjs).
+ */
+export function rewriteFdOpcode(bytes, from, to) {
   const sites = [];
   walkCode(bytes, ({ prefix, op, at, opEnd }) => {
-    if (prefix === 0xfd && op === FD_LLVM14_FMA_F32X4) sites.push({ at, opEnd });
-  }, new Map([[FD_LLVM14_FMA_F32X4, null]]));
+    if (prefix === 0xfd && op === from) sites.push({ at, opEnd });
+  }, new Map([[from, null]]));
+  const need = to < 0x80 ? 1 : to < 0x4000 ? 2 : 3;
   for (const { at, opEnd } of sites) {
-    // The sub-opcode's LEB is re-encoded in the same number of bytes (0x105 needs 2; a padded
-    // encoding of 0xaf keeps its length), so no offset or size in the module moves.
+    // a padded encoding of `from` keeps its length (0xaf -> 0x105 needs 2 bytes, as 0xaf has)
     const len = opEnd - at - 1;
-    if (len < 2) throw new Error(`relax-fma: fma sub-opcode at offset ${at} is ${len} byte(s); 0x105 needs 2`);
-    let v = FD_RELAXED_MADD_F32X4;
+    if (len < need) throw new Error(`relax-fma: sub-opcode 0x${from.toString(16)} at offset ${at} is ${len} byte(s); 0x${to.toString(16)} needs ${need}`);
+    let v = to;
     for (let i = 0; i < len; i++) {
       bytes[at + 1 + i] = (v & 0x7f) | (i < len - 1 ? 0x80 : 0);
       v >>>= 7;
     }
   }
   return sites.length;
+}
+
+/** Rewrites the pre-standard fma in `bytes` (a Uint8Array, changed in place); returns the count. */
+export function rewriteFma(bytes) {
+  return rewriteFdOpcode(bytes, FD_LLVM14_FMA_F32X4, FD_RELAXED_MADD_F32X4);
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
