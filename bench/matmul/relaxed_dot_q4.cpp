@@ -254,4 +254,3 @@ extern "C" EMSCRIPTEN_KEEPALIVE int run() {
   }
   return 0;
 }
-int main() { return 0; }

@@ -32,7 +32,7 @@ const FD_RELAXED_DOT_I8X16_I7X16_ADD_S = 0x113;
 
 mkdirSync(OUT_DIR, { recursive: true });
 execFileSync('em++', ['-O3', '-std=c++17', '-msimd128', '-mrelaxed-simd', '-sENVIRONMENT=web', '-sMODULARIZE=1',
-  '-sEXPORT_NAME=createProbe', '-sEXPORTED_FUNCTIONS=_run', '-sINITIAL_MEMORY=512MB', '-sALLOW_MEMORY_GROWTH=1',
+  '-sEXPORT_NAME=createProbe', '-sEXPORTED_FUNCTIONS=_run', '--no-entry', '-sINITIAL_MEMORY=512MB', '-sALLOW_MEMORY_GROWTH=1',
   '-sMAXIMUM_MEMORY=2GB', path.join(HERE, 'relaxed_dot_q4.cpp'), '-o', path.join(OUT_DIR, 'probe.js')],
 { stdio: 'inherit', env: { ...process.env, NODE_PATH: process.env.NODE_PATH ?? '/usr/share/nodejs' } });
 
