@@ -47,6 +47,7 @@ writeFileSync(path.join(OUT_DIR, 'index.html'), '<!doctype html><script src="pro
 const server = await serve({ root: OUT_DIR, isolated: false });
 const browser = await launch();
 const lines = [];
+const version = browser.version();
 try {
   const page = await browser.newPage();
   page.on('console', (m) => lines.push(m.text()));
@@ -63,7 +64,6 @@ const results = lines.filter((l) => l.startsWith('RESULT ')).map((l) => JSON.par
 const limits = results.find((r) => r.read_bandwidth_gbs);
 const rows = results.filter((r) => r.kernel);
 if (!limits || rows.length !== 9) throw new Error(`relaxed_dot_q4: the page printed ${lines.length} lines:\n${lines.join('\n')}`);
-const version = browser.version();
 console.log(`Q4 matrix-vector kernels, Chromium ${version}, 1 thread; read bandwidth ${limits.read_bandwidth_gbs.toFixed(2)} GB/s (this page)`);
 console.log('| shape | kernel | Gweights/s | GB/s of weights | of the bandwidth | max error / max abs y: exact x, own x |');
 console.log('|---|---|---|---|---|---|');
