@@ -23,7 +23,7 @@ class Page {
   evaluate(fn, arg) { return arg === undefined ? this.raw.evaluate(fn) : this.raw.evaluate(fn, arg); }
   async waitFor(fn, arg, { timeout = 30_000, polling = 100 } = {}) {
     if (this.kind === 'playwright') await this.raw.waitForFunction(fn, arg, { timeout, polling });
-    else await this.raw.waitForFunction(fn, { timeout, polling }, arg);
+    else await waitThroughNavigation((t) => this.raw.waitForFunction(fn, { timeout: t, polling }, arg), timeout);
   }
   async waitForSelector(selector, { timeout = 30_000 } = {}) { await this.raw.waitForSelector(selector, { timeout }); }
   click(selector) { return this.raw.click(selector); }
@@ -32,6 +32,23 @@ class Page {
   text(selector) { return this.raw.$eval(selector, (e) => e.innerText); }
   screenshot(path) { return this.raw.screenshot({ path, fullPage: true }); }
   close() { return this.raw.close(); }
+}
+
+/**
+ * Runs a Puppeteer wait again when Firefox's BiDi fails it because the page navigated while it
+ * polled (a reload in progress: "Protocol error (script.evaluate)"); any other error, and a
+ * timeout, go to the caller. `timeout` 0 = none; otherwise the tries share it: `wait(ms)` gets
+ * what is left.
+ */
+async function waitThroughNavigation(wait, timeout) {
+  const deadline = timeout ? Date.now() + timeout : Infinity;
+  for (;;) {
+    try { return await wait(timeout ? Math.max(1, deadline - Date.now()) : 0); } catch (e) {
+      const navigated = /Protocol error \(script\./.test(`${e?.cause?.message ?? ''} ${e?.message ?? ''}`);
+      if (!navigated || e?.name === 'TimeoutError' || Date.now() + 100 >= deadline) throw e;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
 }
 
 async function launchFirefox() {
