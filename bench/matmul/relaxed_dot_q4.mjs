@@ -31,10 +31,14 @@ const FD_LLVM14_FMA_F64X2 = 0xcf;  // f64x2.qfma, pre-standard
 const FD_RELAXED_DOT_I8X16_I7X16_ADD_S = 0x113;
 
 mkdirSync(OUT_DIR, { recursive: true });
-execFileSync('em++', ['-O3', '-std=c++17', '-msimd128', '-mrelaxed-simd', '-sENVIRONMENT=web', '-sMODULARIZE=1',
-  '-sEXPORT_NAME=createProbe', '-sEXPORTED_FUNCTIONS=_run', '--no-entry', '-sINITIAL_MEMORY=512MB', '-sALLOW_MEMORY_GROWTH=1',
-  '-sMAXIMUM_MEMORY=2GB', path.join(HERE, 'relaxed_dot_q4.cpp'), '-o', path.join(OUT_DIR, 'probe.js')],
-{ stdio: 'inherit', env: { ...process.env, NODE_PATH: process.env.NODE_PATH ?? '/usr/share/nodejs' } });
+// compiled at -O3, linked at -O1 (no Binaryen pass over the code), as the library is (wasm/CMakeLists.txt)
+const emEnv = { ...process.env, NODE_PATH: process.env.NODE_PATH ?? '/usr/share/nodejs' };
+const object = path.join(OUT_DIR, 'relaxed_dot_q4.o');
+execFileSync('em++', ['-O3', '-std=c++17', '-msimd128', '-mrelaxed-simd', '-c', path.join(HERE, 'relaxed_dot_q4.cpp'), '-o', object],
+  { stdio: 'inherit', env: emEnv });
+execFileSync('em++', [process.env.QKV_PROBE_LINK_OPT ?? '-O1', '-sENVIRONMENT=web', '-sMODULARIZE=1', '-sEXPORT_NAME=createProbe',
+  '-sEXPORTED_FUNCTIONS=_run', '--no-entry', '-sINITIAL_MEMORY=512MB', '-sALLOW_MEMORY_GROWTH=1', '-sMAXIMUM_MEMORY=2GB',
+  object, '-o', path.join(OUT_DIR, 'probe.js')], { stdio: 'inherit', env: emEnv });
 
 // the stand-in's sub-opcode re-encoded in place, at instruction boundaries only
 const wasmFile = path.join(OUT_DIR, 'probe.wasm');

@@ -15,22 +15,37 @@ mkdir -p "$out/xsimd-include" bench/results
 echo '{ "type": "commonjs" }' > "$out/package.json"
 ln -sfn /usr/include/xsimd "$out/xsimd-include/xsimd"   # xsimd alone (not the host's libc headers)
 srcs=(bench/matmul/bench_matmul.cpp src/matmul/*.cpp src/thread_pool.cpp)
-flags=(-O3 -std=c++17 -Isrc -I"$out/xsimd-include" -msimd128 -msse4.2 -sALLOW_MEMORY_GROWTH=1
-       -sMAXIMUM_MEMORY=4GB -sENVIRONMENT=node -sNODERAWFS=1 -sEXIT_RUNTIME=1 -sSINGLE_FILE=1)
+cflags=(-O3 -std=c++17 -Isrc -I"$out/xsimd-include" -msimd128 -msse4.2)
+# linked at -O1 as the library is (no Binaryen pass: wasm/CMakeLists.txt says why)
+lflags=(-O1 -sALLOW_MEMORY_GROWTH=1 -sMAXIMUM_MEMORY=4GB -sENVIRONMENT=node -sNODERAWFS=1 -sEXIT_RUNTIME=1)
 newer() { [ ! -f "$1" ] || [ -n "$(find src/matmul bench/matmul src/thread_pool.cpp src/simd.hpp src/simd_madd.hpp -newer "$1" -name '*.[ch]pp' | head -1)" ]; }
+# build NAME OUTPUT [flags...]: the sources compiled into $out/NAME-obj/ (two at a time), then
+# linked; of the flags, -D and -m go to the compiler, -s to the linker, the rest to both
+build() {
+  local name=$1 output=$2; shift 2
+  local objs=() comp=() link=() src obj f
+  for f in "$@"; do case $f in -D*|-m*) comp+=("$f") ;; -s*) link+=("$f") ;; *) comp+=("$f"); link+=("$f") ;; esac; done
+  mkdir -p "$out/$name-obj"
+  for src in "${srcs[@]}"; do
+    obj=$out/$name-obj/$(basename "$src" .cpp).o
+    objs+=("$obj")
+    em++ "${cflags[@]}" "${comp[@]}" -c "$src" -o "$obj" &
+    if [ "$(jobs -rp | wc -l)" -ge 2 ]; then wait -n; fi
+  done
+  wait
+  em++ "${lflags[@]}" "${link[@]}" "${objs[@]}" -o "$output"
+}
 if newer "$out/bench-simd.cjs"; then
-  em++ "${flags[@]}" "${srcs[@]}" -o "$out/bench-simd.cjs"
+  build simd "$out/bench-simd.cjs" -sSINGLE_FILE=1
 fi
 if newer "$out/bench-threads.cjs"; then
-  em++ "${flags[@]}" -pthread -sPTHREAD_POOL_SIZE=2 -Wno-pthreads-mem-growth "${srcs[@]}" -o "$out/bench-threads.cjs"
+  build threads "$out/bench-threads.cjs" -sSINGLE_FILE=1 -pthread -sPTHREAD_POOL_SIZE=2 -Wno-pthreads-mem-growth
 fi
 # the relaxed-SIMD twin of bench-simd (f32x4.relaxed_madd in the GEMM micro-kernel and the peak
 # loop): its .wasm apart (not SINGLE_FILE) so that the fma rewrite can run on it, as in the
 # shipped build (tools/wasm/relax-fma.mjs)
 if newer "$out/bench-relaxed.cjs"; then
-  rflags=()
-  for f in "${flags[@]}"; do [ "$f" = -sSINGLE_FILE=1 ] || rflags+=("$f"); done
-  em++ "${rflags[@]}" -mrelaxed-simd -DQKV_RELAXED_SIMD=1 "${srcs[@]}" -o "$out/bench-relaxed.cjs"
+  build relaxed "$out/bench-relaxed.cjs" -mrelaxed-simd -DQKV_RELAXED_SIMD=1
   node tools/wasm/relax-fma.mjs "$out/bench-relaxed.wasm"
 fi
 [ "${1:-}" = --build-only ] && exit 0

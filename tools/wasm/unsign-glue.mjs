@@ -11,10 +11,13 @@ import { readFileSync, writeFileSync } from 'node:fs';
 const file = process.argv[2];
 if (!file) throw new Error('usage: node tools/wasm/unsign-glue.mjs <glue file>');
 const before = readFileSync(file, 'utf8');
-// the heap index of an Atomics call: `<expression>>>2` -> `<expression>>>>2`
-const after = before.replace(/(Atomics\.(?:add|sub)\(GROWABLE_HEAP_I32\(\),this\.ptr\+0)>>2,/g, '$1>>>2,');
-const left = after.match(/Atomics\.\w+\(GROWABLE_HEAP_\w+\(\),[^,]*[^>]>>\d,/g);
+// the heap index of an Atomics call: `<expression>>>2` -> `<expression>>>>2` (the glue minified
+// at link -O2 and above, spaced below)
+const after = before.replace(/(Atomics\.(?:add|sub)\(GROWABLE_HEAP_I32\(\),\s*this\.ptr\s*\+\s*0\s*)>>(\s*2,)/g, '$1>>>$2');
+const left = after.match(/Atomics\.\w+\(GROWABLE_HEAP_\w+\(\),[^,]*[^>]>>\s*\d,/g);
 if (left) throw new Error(`unsign-glue: ${file} still has signed Atomics heap indices: ${left.join(' ')}`);
+const n = (after.match(/Atomics\.(?:add|sub)\(GROWABLE_HEAP_I32\(\),\s*this\.ptr\s*\+\s*0\s*>>>\s*2,/g) ?? []).length;
+// the threads glue has both calls: none found means the glue's form changed, not that none is there
+if (n === 0) throw new Error(`unsign-glue: ${file}: found neither Atomics call on the exception's reference count`);
 if (after !== before) writeFileSync(file, after);
-const n = (after.match(/Atomics\.(?:add|sub)\(GROWABLE_HEAP_I32\(\),this\.ptr\+0>>>2,/g) ?? []).length;
 console.log(`unsign-glue: ${file}: ${n} Atomics heap indices unsigned`);
