@@ -32,13 +32,22 @@ void pack_q4(const WeightMatrix& w, int64_t k0, int64_t k1, int64_t j0, int64_t 
     for (int64_t g = g0; g < g1; ++g) dst[g] = place(set * 16 + g * 4);
     int64_t k = k0;
 #ifndef QKV_NO_SIMD
-    // one 16-byte load per k-pair gives the 4 groups (nibble g of each 16-bit lane: column
-    // 4 g + c at k, k + 1); each group's nibbles -> q as int16 -> floats times its 4 scales
-    const __m128i mask = _mm_set1_epi16(15), eight = _mm_set1_epi16(8);
+    // one 16-byte load per quad and half gives 2 groups (low and high nibbles: column c's 4 k at
+    // bytes 4c .. 4c + 3); a byte shuffle turns each to k-major (4 columns per k), then each k's
+    // 4 bytes -> q as int32 -> floats times the group's 4 scales
+    for (; k < k1 && k % 4 != 0; ++k) {
+      for (int64_t g = g0; g < g1; ++g)
+        for (int64_t c = 0; c < 4; ++c) {
+          const int64_t j = set * 16 + g * 4 + c;
+          dst[g][(k - k0) * nr + c] = j < w.N ? weight_at(w, k, j) : 0.0f;
+        }
+    }
+    const __m128i low = _mm_set1_epi8(15), eight = _mm_set1_epi32(8);
+    const __m128i by_k = _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
     __m128 d[4] = {};
     int64_t db = -1;  // the block whose scales d holds
-    for (; k + 2 <= k1; k += 2) {
-      const int64_t b = k / 32, p = (k % 32) / 2;
+    for (; k + 4 <= k1; k += 4) {
+      const int64_t b = k / 32, quad = (k % 32) / 4;
       if (b != db) {
         const uint16_t* h = w.scales + (set * q.blocks + b) * 16;
         for (int64_t g = g0; g < g1; ++g)
@@ -46,14 +55,20 @@ void pack_q4(const WeightMatrix& w, int64_t k0, int64_t k1, int64_t j0, int64_t 
                              halves::f16_to_f32(h[4 * g + 2]), halves::f16_to_f32(h[4 * g + 3]));
         db = b;
       }
-      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(data + ((set * q.blocks + b) * 16 + p) * 16));
+      const uint8_t* qd = data + ((set * q.blocks + b) * 8 + quad) * 32;
       for (int64_t g = g0; g < g1; ++g) {
-        // [c0k c0k' c1k c1k' c2k c2k' c3k c3k'] as int16
-        const __m128i n = _mm_sub_epi16(_mm_and_si128(_mm_srli_epi16(v, int(4 * g)), mask), eight);
-        const __m128 lo = _mm_cvtepi32_ps(_mm_cvtepi16_epi32(n)),
-                     hi = _mm_cvtepi32_ps(_mm_cvtepi16_epi32(_mm_srli_si128(n, 8)));
-        _mm_storeu_ps(dst[g] + (k - k0) * nr, _mm_mul_ps(_mm_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0)), d[g]));
-        _mm_storeu_ps(dst[g] + (k + 1 - k0) * nr, _mm_mul_ps(_mm_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 1, 3, 1)), d[g]));
+        const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qd + (g / 2) * 16));
+        const __m128i u = _mm_and_si128(g % 2 ? _mm_srli_epi16(v, 4) : v, low);  // u of column c at k + i: byte 4c + i
+        const __m128i t = _mm_shuffle_epi8(u, by_k);                             // byte 4i + c
+        // k + i's 4 columns: bytes 4i .. 4i + 3 of t
+        const __m128i q0 = _mm_sub_epi32(_mm_cvtepu8_epi32(t), eight),
+                      q1 = _mm_sub_epi32(_mm_cvtepu8_epi32(_mm_srli_si128(t, 4)), eight),
+                      q2 = _mm_sub_epi32(_mm_cvtepu8_epi32(_mm_srli_si128(t, 8)), eight),
+                      q3 = _mm_sub_epi32(_mm_cvtepu8_epi32(_mm_srli_si128(t, 12)), eight);
+        _mm_storeu_ps(dst[g] + (k - k0) * nr, _mm_mul_ps(_mm_cvtepi32_ps(q0), d[g]));
+        _mm_storeu_ps(dst[g] + (k + 1 - k0) * nr, _mm_mul_ps(_mm_cvtepi32_ps(q1), d[g]));
+        _mm_storeu_ps(dst[g] + (k + 2 - k0) * nr, _mm_mul_ps(_mm_cvtepi32_ps(q2), d[g]));
+        _mm_storeu_ps(dst[g] + (k + 3 - k0) * nr, _mm_mul_ps(_mm_cvtepi32_ps(q3), d[g]));
       }
     }
 #endif
@@ -71,32 +86,28 @@ void pack_q4(const WeightMatrix& w, int64_t k0, int64_t k1, int64_t j0, int64_t 
 namespace {
 
 #ifndef QKV_NO_SIMD
-// u of nibble J of each int16 lane (a constant shift: wasm's shift by a variable count costs a
-// mask and a move per use in V8)
-template <int J>
-inline __m128i nibble(__m128i v) {
-  if constexpr (J == 3) return _mm_srli_epi16(v, 12);
-  if constexpr (J == 0) return _mm_and_si128(v, _mm_set1_epi16(15));
-  if constexpr (J == 1 || J == 2) return _mm_and_si128(_mm_srli_epi16(v, 4 * J), _mm_set1_epi16(15));
-}
-
-// group J of a Q4 set (its nibble J) for all blocks, into Q8's k-pair order as int16: q = u - 8,
-// one k-pair (8 lanes) per load and store, k-pair kp at out + kp * stride
-template <int J>
+// group G of a Q4 set for all blocks, into Q8's k-pair order as int16: q = u - 8, k-pair kp at
+// out + kp * stride. One load per quad (half G / 2, nibble G % 2: column c's 4 k at bytes
+// 4c .. 4c + 3), a byte shuffle to (c, k) pairs, widened: k-pairs 2 quad and 2 quad + 1.
+template <int G>
 void unpack_group(const uint8_t* set_data, int64_t blocks, int16_t* out, int64_t stride) {
-  const __m128i eight = _mm_set1_epi16(8);
-  for (int64_t kp = 0; kp < blocks * 16; ++kp) {  // k-pairs of all blocks, in order
-    const __m128i u = nibble<J>(_mm_loadu_si128(reinterpret_cast<const __m128i*>(set_data + kp * 16)));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + kp * stride), _mm_sub_epi16(u, eight));
+  const __m128i low = _mm_set1_epi8(15), eight = _mm_set1_epi16(8);
+  // [c0k0 c0k1 c1k0 c1k1 c2k0 c2k1 c3k0 c3k1 | the same for k2, k3]
+  const __m128i pairs = _mm_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15);
+  for (int64_t quad = 0; quad < blocks * 8; ++quad) {  // quads of all blocks, in order
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(set_data + quad * 32 + (G / 2) * 16));
+    const __m128i u = _mm_shuffle_epi8(_mm_and_si128(G % 2 ? _mm_srli_epi16(v, 4) : v, low), pairs);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + (2 * quad) * stride), _mm_sub_epi16(_mm_cvtepu8_epi16(u), eight));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + (2 * quad + 1) * stride),
+                     _mm_sub_epi16(_mm_cvtepu8_epi16(_mm_srli_si128(u, 8)), eight));
   }
 }
 #endif
 
 // Q4's panel for groups [g, g + count) (gemm_int8.hpp): q = u - 8 of each nibble, in Q8's
-// k-pair order, the groups' k-pairs side by side, and the groups' scales (d of either sign) as
-// floats worth d * 2^-112. Q8's k-pair lanes (c, parity) are Q4's int16 lanes L = 2 c + parity,
-// so a group is its nibble j = group % 4 of every lane; Q4's blocks of a set follow each other as
-// Q8's blocks of a group do.
+// k-pair order (lanes (c, parity) of k-pair kp: column c at k = 2 kp + parity), the groups'
+// k-pairs side by side, and the groups' scales (d of either sign) as floats worth d * 2^-112.
+// Q4's blocks of a set follow each other as Q8's blocks of a group do.
 Int16Panel q4_panel(const WeightMatrix& w, int64_t g, int count) {
   const int64_t blocks = Q4Layout::of(w.K, w.N).blocks;
   thread_local std::vector<int16_t> data;  // [blocks][16 k-pairs][count][4 columns][2]
@@ -107,8 +118,8 @@ Int16Panel q4_panel(const WeightMatrix& w, int64_t g, int count) {
   const int64_t stride = count * 8;  // int16 from one k-pair of a group to its next
   for (int i = 0; i < count; ++i) {
     const int64_t set = (g + i) / 4;
-    const int j = int((g + i) % 4);                // the group's nibble in each int16 lane
-    const uint8_t* sd = src + set * blocks * 256;  // [blocks][16 k-pairs][8 int16 lanes]
+    const int j = int((g + i) % 4);                // the group within its set
+    const uint8_t* sd = src + set * blocks * 256;  // [blocks][8 quads][2 halves][16 bytes]
     int16_t* out = data.data() + i * 8;            // k-pair kp at out + kp * stride
     for (int64_t b = 0; b < blocks; ++b)
       widen_scales(w.scales + (set * blocks + b) * 16 + 4 * j, 4, scales.data() + (b * count + i) * 4);
@@ -128,10 +139,10 @@ Int16Panel q4_panel(const WeightMatrix& w, int64_t g, int count) {
         break;
     }
 #else
-    for (int64_t kp = 0; kp < blocks * 16; ++kp) {
-      for (int lane = 0; lane < 8; ++lane) {
-        const int u = (sd[kp * 16 + lane * 2 + j / 2] >> ((j % 2) * 4)) & 15;  // the lane's little-endian bytes
-        out[kp * stride + lane] = int16_t(u - 8);
+    for (int64_t k = 0; k < blocks * 32; ++k) {
+      for (int c = 0; c < 4; ++c) {
+        const uint8_t byte = sd[(k / 4) * 32 + (j / 2) * 16 + 4 * c + k % 4];  // weights.hpp's layout
+        out[(k / 2) * stride + c * 2 + k % 2] = int16_t(((byte >> ((j % 2) * 4)) & 15) - 8);
       }
     }
 #endif

@@ -20,6 +20,7 @@ struct GemvInput {
   std::vector<float> block_scale_wide;  // Q8: [Kp/32] block_scale * 2^112 (see q8_groups)
   bool wide_finite = true;              // Q8: block_scale_wide has no inf (|x| < ~2^31)
   std::vector<int32_t> block_sum8;      // Q4: [Kp/32] 8 * the block's sum of xq (the nibbles' offset)
+  std::vector<int16_t> quads;           // Q4: [Kp/4][even, odd][4 copies of (xq[4q], xq[4q+2]) / (xq[4q+1], xq[4q+3])]
 };
 
 // Rows per part for `streams` parts of `count` rows of `row_bytes` each (gemv_outin; gemv_q8 with
@@ -38,7 +39,7 @@ void prepare_q8(const float* x, int64_t K, GemvInput& in);
 // y[4 g0 .. 4 g1) (clipped to N) = bias + x W for the Q8 groups [g0, g1) (x prepared by prepare_q8).
 void gemv_q8(const WeightMatrix& w, const GemvInput& in, const float* bias, float* y, int64_t g0, int64_t g1);
 
-// x [K] -> what prepare_q8 makes, and in.block_sum8.
+// x [K] -> what prepare_q8 makes, in.block_sum8 and in.quads (the same xq, in Q4's k order).
 void prepare_q4(const float* x, int64_t K, GemvInput& in);
 
 // y[n0, n1) = bias + x W for Q4 weights (x prepared by prepare_q4).

@@ -1,9 +1,10 @@
 // The matrix-vector product over 4-bit weights (Q4, weights.hpp): x quantized to int16 per
-// block of 32 as for Q8 (prepare_q8), the weights' nibbles masked out of one 16-byte load into
-// 4 vectors of int16 (4 groups of 4 columns), each meeting the same x k-pair in an int16 dot
-// product (pmaddwd / i32x4.dot_i16x8_s): each column's partial sum in its own lane. The nibbles
-// are u = q + 8 (0..15): the int32 sum of u * xq over a block, less 8 * sum(xq), is the sum of
-// q * xq, exactly. Sets of 16 columns side by side, far apart (gemv.cpp's file comment).
+// block of 32 as for Q8 (prepare_q8), the weights' nibbles masked out of one 16-byte load (a quad
+// of k, half a set) into 4 vectors of int16: the even and the odd k of 2 groups of 4 columns,
+// each meeting its x pair in an int16 dot product (pmaddwd / i32x4.dot_i16x8_s): each column's
+// partial sum in its own lane. The nibbles are u = q + 8 (0..15): the int32 sum of u * xq over a
+// block, less 8 * sum(xq), is the sum of q * xq, exactly. Sets of 16 columns side by side, far
+// apart (gemv.cpp's file comment).
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -27,11 +28,22 @@ void prepare_q4(const float* x, int64_t K, GemvInput& in) {
   prepare_q8(x, K, in);
   const int64_t blocks = (K + 31) / 32;
   in.block_sum8.resize(size_t(blocks));
+  in.quads.resize(size_t(blocks * 8 * 16));
+  const int16_t* xp = in.pairs.data();  // xq[k] at xp[(k / 2) * 8 + k % 2]
   for (int64_t b = 0; b < blocks; ++b) {
     int32_t sum = 0;  // |xq| <= 32767: 32 of them fit
-    const int16_t* xb = in.pairs.data() + b * 16 * 8;
+    const int16_t* xb = xp + b * 16 * 8;
     for (int p = 0; p < 16; ++p) sum += int32_t(xb[p * 8]) + int32_t(xb[p * 8 + 1]);
     in.block_sum8[size_t(b)] = 8 * sum;
+    for (int q = 0; q < 8; ++q) {
+      int16_t* out = in.quads.data() + (b * 8 + q) * 16;  // [even, odd][4 copies][2]
+      for (int c = 0; c < 4; ++c) {
+        out[c * 2] = xb[(2 * q) * 8];                  // k = 4q
+        out[c * 2 + 1] = xb[(2 * q + 1) * 8];          // 4q + 2
+        out[8 + c * 2] = xb[(2 * q) * 8 + 1];          // 4q + 1
+        out[8 + c * 2 + 1] = xb[(2 * q + 1) * 8 + 1];  // 4q + 3
+      }
+    }
   }
 }
 
@@ -42,11 +54,15 @@ using halves::F4;
 using halves::halves_low;
 
 // out[g][16] = x W for G sets of 16 columns, set g at data + g * stride sets (G streams in
-// flight). Per block and set: 16 k-pairs, one 16-byte load each, nibble j of every int16 lane
-// (u of column 4 j + c at k = 2p + parity) masked into its own vector, 4 int32 sums (exact);
-// then acc += (sum - 8 sum(xq)) * (d * 2^-112) * (dx * 2^112), as q8_groups folds the scales.
+// flight). Per block and set: 8 quads of 2 halves, one 16-byte load each; of half h, the low
+// nibbles of the int16 lanes' low bytes (group 2h, even k), of their high bytes (group 2h, odd
+// k), the high nibbles of the low bytes left in place (group 2h + 1, even k, times 16) and of
+// the high bytes (group 2h + 1, odd k): 5 ops for 4 vectors, as the k-pair layout before this
+// one took. The int32 sums are exact, so the order does not matter: group 2h + 1's are
+// 16 * sum(u xq) once its odd-k part is shifted in; then acc += (sum - 8 sum(xq)) * (d * 2^-112)
+// * (dx * 2^112), as q8_groups folds the scales.
 template <int G>
-void q4_sets(const uint8_t* data, const uint16_t* scales, int64_t blocks, int64_t stride, const int16_t* xp,
+void q4_sets(const uint8_t* data, const uint16_t* scales, int64_t blocks, int64_t stride, const int16_t* xq,
              const float* sx, const int32_t* sum8, float* out) {
   F4 acc[G][4];
   QKV_UNROLL
@@ -56,34 +72,38 @@ void q4_sets(const uint8_t* data, const uint16_t* scales, int64_t blocks, int64_
   }
   const __m128i mask = _mm_set1_epi16(0x000F), mask1 = _mm_set1_epi16(0x00F0);
   for (int64_t b = 0; b < blocks; ++b) {
-    const int16_t* xb = xp + b * 16 * 8;
+    const int16_t* xb = xq + b * 8 * 16;  // [8 quads][even, odd][8]
     const F4 dx(sx[b]);
     const __m128i corr = _mm_set1_epi32(sum8[b]);
     QKV_UNROLL
     for (int g = 0; g < G; ++g) {
       const uint8_t* w = data + (g * stride * blocks + b) * 256;
-      __m128i s0 = _mm_setzero_si128(), s1 = s0, s2 = s0, s3 = s0;
+      __m128i s[4] = {_mm_setzero_si128(), _mm_setzero_si128(), _mm_setzero_si128(), _mm_setzero_si128()};
+      __m128i odd1 = _mm_setzero_si128(), odd3 = odd1;  // groups 1 and 3 at odd k (not times 16)
       QKV_UNROLL
-      for (int p = 0; p < 16; ++p) {
-        const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + p * 16));
-        const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(xb + p * 8));
-        // nibbles 0 and 1 masked (nibble 1 left in place: 16 u, its sum 16 x that of u xq, < 2^28,
-        // undone after), 2 and 3 shifted out: 5 ops for 4 vectors. Measured against 7 shifts (wasm, 1
-        // thread, Q4 only, alternating builds, load 16): GPT-2 layers from memory 12.0 / 11.9 against
-        // 9.5 / 11.1 Gweights/s, 576 x 576 in cache 7.20 / 7.22 against 6.43 / 6.83 GB/s
-        s0 = _mm_add_epi32(s0, _mm_madd_epi16(_mm_and_si128(v, mask), x));
-        s1 = _mm_add_epi32(s1, _mm_madd_epi16(_mm_and_si128(v, mask1), x));
-        s2 = _mm_add_epi32(s2, _mm_madd_epi16(_mm_srli_epi16(_mm_slli_epi16(v, 4), 12), x));
-        s3 = _mm_add_epi32(s3, _mm_madd_epi16(_mm_srli_epi16(v, 12), x));
+      for (int q = 0; q < 8; ++q) {
+        const __m128i xe = _mm_loadu_si128(reinterpret_cast<const __m128i*>(xb + q * 16));
+        const __m128i xo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(xb + q * 16 + 8));
+        const __m128i v0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + q * 32));
+        const __m128i v1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + q * 32 + 16));
+        s[0] = _mm_add_epi32(s[0], _mm_madd_epi16(_mm_and_si128(v0, mask), xe));
+        s[0] = _mm_add_epi32(s[0], _mm_madd_epi16(_mm_and_si128(_mm_srli_epi16(v0, 8), mask), xo));
+        s[1] = _mm_add_epi32(s[1], _mm_madd_epi16(_mm_and_si128(v0, mask1), xe));
+        odd1 = _mm_add_epi32(odd1, _mm_madd_epi16(_mm_srli_epi16(v0, 12), xo));
+        s[2] = _mm_add_epi32(s[2], _mm_madd_epi16(_mm_and_si128(v1, mask), xe));
+        s[2] = _mm_add_epi32(s[2], _mm_madd_epi16(_mm_and_si128(_mm_srli_epi16(v1, 8), mask), xo));
+        s[3] = _mm_add_epi32(s[3], _mm_madd_epi16(_mm_and_si128(v1, mask1), xe));
+        odd3 = _mm_add_epi32(odd3, _mm_madd_epi16(_mm_srli_epi16(v1, 12), xo));
       }
+      // 16 sum(u xq) < 2^28 for groups 1 and 3; 16 (S - 8 sum(xq)) is exact in float, and so is its 1/16
+      s[1] = _mm_add_epi32(s[1], _mm_slli_epi32(odd1, 4));
+      s[3] = _mm_add_epi32(s[3], _mm_slli_epi32(odd3, 4));
       const uint16_t* d = scales + (g * stride * blocks + b) * 16;
-      // 16 (S1 - 8 sum(xq)) is exact in float (|S1 - 8 sum| < 2^23), and so is its 1/16
-      const __m128i s[4] = {s0, s1, s2, s3};
-      const __m128i c[4] = {corr, _mm_slli_epi32(corr, 4), corr, corr};
-      const F4 unscale[4] = {F4(1.0f), F4(0.0625f), F4(1.0f), F4(1.0f)};
+      const __m128i corr16 = _mm_slli_epi32(corr, 4);
       QKV_UNROLL
       for (int j = 0; j < 4; ++j) {
-        const F4 sum = F4(_mm_cvtepi32_ps(_mm_sub_epi32(s[j], c[j]))) * unscale[j];
+        const F4 sum = j % 2 ? F4(_mm_cvtepi32_ps(_mm_sub_epi32(s[j], corr16))) * F4(0.0625f)
+                             : F4(_mm_cvtepi32_ps(_mm_sub_epi32(s[j], corr)));
         acc[g][j] += sum * (halves_low(d + 4 * j) * dx);
       }
     }
@@ -111,12 +131,9 @@ __attribute__((noinline)) void q4_sets_plain(const WeightMatrix& w, const GemvIn
       for (int c16 = 0; c16 < 16; ++c16) {
         const int j = c16 / 4, c = c16 % 4;
         int32_t sum = 0;
-        for (int p = 0; p < 16; ++p) {
-          for (int parity = 0; parity < 2; ++parity) {
-            const int lane = c * 2 + parity;
-            const int u = (wb[p * 16 + lane * 2 + j / 2] >> ((j % 2) * 4)) & 15;
-            sum += u * int32_t(in.pairs[size_t((b * 16 + p) * 8 + lane)]);
-          }
+        for (int kk = 0; kk < 32; ++kk) {  // weights.hpp's layout
+          const int u = (wb[(kk / 4) * 32 + (j / 2) * 16 + 4 * c + kk % 4] >> ((j % 2) * 4)) & 15;
+          sum += u * int32_t(in.pairs[size_t((b * 16 + kk / 2) * 8 + kk % 2)]);
         }
         sum -= in.block_sum8[size_t(b)];
         out[i * 16 + c16] += float(sum) * (halves::f16_to_f32(d[c16]) * in.block_scale[size_t(b)]);
@@ -143,7 +160,7 @@ __attribute__((noinline)) void gemv_q4(const WeightMatrix& w, const GemvInput& i
   constexpr int64_t kSets = QKV_Q4_SETS;
   const Q4Layout q = Q4Layout::of(w.K, w.N);
   const uint8_t* data = static_cast<const uint8_t*>(w.data);
-  const int16_t* xp = in.pairs.data();
+  const int16_t* xq = in.quads.data();
   const float* sx = in.block_scale_wide.data();
   const int32_t* sum8 = in.block_sum8.data();
   // sets far apart, as gemv_q8 takes its groups: the range cut into kSets parts, step j takes set j of each
@@ -152,7 +169,7 @@ __attribute__((noinline)) void gemv_q4(const WeightMatrix& w, const GemvInput& i
     for (int64_t j = 0; j < part; ++j) {
       float out[kSets * 16];
       const int64_t s = s0 + j;
-      q4_sets<kSets>(data + s * q.blocks * 256, w.scales + s * q.blocks * 16, q.blocks, part, xp, sx, sum8, out);
+      q4_sets<kSets>(data + s * q.blocks * 256, w.scales + s * q.blocks * 16, q.blocks, part, xq, sx, sum8, out);
       for (int64_t i = 0; i < kSets; ++i) store_set(out + i * 16, (s + i * part) * 16, n0, n1, bias, y);
     }
     s0 += kSets * part;
@@ -162,7 +179,7 @@ __attribute__((noinline)) void gemv_q4(const WeightMatrix& w, const GemvInput& i
     float out[16];
 #ifndef QKV_NO_SIMD
     if (in.wide_finite) {
-      q4_sets<1>(data + s * q.blocks * 256, w.scales + s * q.blocks * 16, q.blocks, 1, xp, sx, sum8, out);
+      q4_sets<1>(data + s * q.blocks * 256, w.scales + s * q.blocks * 16, q.blocks, 1, xq, sx, sum8, out);
     } else {
       q4_sets_plain(w, in, s, s + 1, out);
     }

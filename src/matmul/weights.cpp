@@ -63,9 +63,9 @@ size_t q8_scale_index(const Q8Layout& q, int64_t k, int64_t n) {
 
 // Q4: the byte holding W[k, n]'s nibble, the nibble's shift in it, and its block's scale index.
 size_t q4_byte(const Q4Layout& q, int64_t k, int64_t n, int* shift) {
-  const int64_t s = n / 16, j = (n % 16) / 4, c = n % 4, b = k / 32, p = (k % 32) / 2, lane = c * 2 + k % 2;
-  *shift = int(j % 2) * 4;  // nibbles 0, 1 in the lane's low byte, 2, 3 in its high byte
-  return size_t(((s * q.blocks + b) * 16 + p) * 16 + lane * 2 + j / 2);
+  const int64_t s = n / 16, g = (n % 16) / 4, c = n % 4, b = k / 32, quad = (k % 32) / 4, i = k % 4;
+  *shift = int(g % 2) * 4;  // groups 0 and 2 in the low nibbles, 1 and 3 in the high ones
+  return size_t(((s * q.blocks + b) * 8 + quad) * 32 + (g / 2) * 16 + 4 * c + i);
 }
 size_t q4_scale_index(const Q4Layout& q, int64_t k, int64_t n) {
   return size_t((n / 16 * q.blocks + k / 32) * 16 + n % 16);
@@ -207,11 +207,11 @@ void quantize_block_q4(const float* v, uint8_t* set, int c16, uint16_t* scale) {
   }
   const float d = halves::f16_to_f32(*scale);  // the scale as stored: q = nearest(v / d)
   const float inv = d != 0.0f ? 1.0f / d : 0.0f;
-  const int j = c16 / 4, c = c16 % 4;
+  const int g = c16 / 4, c = c16 % 4;
   for (int i = 0; i < 32; ++i) {
     const float r = std::min(7.0f, std::max(-8.0f, std::nearbyint(v[i] * inv)));
-    const int u = int(r) + 8, p = i / 2, lane = c * 2 + i % 2;
-    set[p * 16 + lane * 2 + j / 2] |= uint8_t(u << ((j % 2) * 4));
+    const int u = int(r) + 8;
+    set[(i / 4) * 32 + (g / 2) * 16 + 4 * c + i % 4] |= uint8_t(u << ((g % 2) * 4));  // weights.hpp's layout
   }
 }
 

@@ -48,14 +48,17 @@ struct Q8Layout {
 // 0.5625 bytes per weight. K is padded with zeros to Kp (a multiple of 32), N to Np (a
 // multiple of 16). Laid out for the SIMD kernels, 16 columns (4 groups of 4) side by side:
 //
-//   data   [Np/16 sets][Kp/32 blocks][16 k-pairs][8 int16 lanes] (uint16 bits, little-endian)
+//   data   [Np/16 sets][Kp/32 blocks][8 quads][2 halves][16 bytes]
 //   scales [Np/16 sets][Kp/32 blocks][16 columns] IEEE half (uint16 bits)
 //
-// In k-pair p's 16 bytes, int16 lane L = 2 c + parity holds, in its nibble j (bits 4j..4j+3),
-// u for column 4 j + c of the set at k = 2 p + parity. Masking and shifting one 16-byte load
-// gives 4 vectors (j = 0..3), each Q8's k-pair vector of one group of 4 columns (u as int16,
-// lanes (c, parity)); all 4 meet the same (x[2p], x[2p+1]) x 4 in i32x4.dot_i16x8_s, so one x
-// load serves 32 weights.
+// Quad q is k = 4q .. 4q + 3. In half h's 16 bytes, byte 4 c + i holds u at k = 4q + i for
+// column c of group 2h (low nibble) and column c of group 2h + 1 (high nibble): the nibbles of
+// one column's 4 k side by side, what an int8 dot product over 4-byte runs
+// (i32x4.relaxed_dot_i8x16_i7x16_add_s) reads. Read as 8 int16 lanes, lane 2c + e holds k =
+// 4q + 2e (its low byte) and 4q + 2e + 1 (its high byte), so masks and shifts of one load give
+// 4 vectors of int16 u, column c's pair of k in lanes (2c, 2c + 1): the even k (4q, 4q + 2) and
+// the odd k (4q + 1, 4q + 3) of groups 2h and 2h + 1, each meeting its x pair in
+// i32x4.dot_i16x8_s (gemv_q4.cpp).
 struct Q4Layout {
   int64_t sets = 0;    // Np / 16
   int64_t blocks = 0;  // Kp / 32

@@ -80,14 +80,16 @@ function q8Weight(data, scales, K) {
   };
 }
 
-// The Q4 layout (src/matmul/weights.hpp): data [N/16 sets][K/32][16 pairs][8 int16 lanes], lane
-// 2 c + parity holding in its nibble j u = q + 8 of column 4 j + c of the set at k = 2 p + parity;
+// The Q4 layout (src/matmul/weights.hpp): data [N/16 sets][K/32][8 quads][2 halves][16 bytes],
+// byte 4 c + i of half h holding u = q + 8 at k = 4 quad + i of column c of group 2h (low nibble)
+// and of group 2h + 1 (high nibble), group g being the set's columns 4 g .. 4 g + 3;
 // scales [N/16][K/32][16] IEEE halves
 function q4Weight(data, scales, K) {
-  const blocks = Math.ceil(K / 32), lanes = new Uint16Array(data.buffer, data.byteOffset, data.byteLength / 2);
+  const blocks = Math.ceil(K / 32);
   return (k, n) => {
-    const set = Math.floor(n / 16), j = Math.floor((n % 16) / 4), c = n % 4, b = Math.floor(k / 32), p = Math.floor((k % 32) / 2);
-    const u = (lanes[((set * blocks + b) * 16 + p) * 8 + c * 2 + (k % 2)] >> (4 * j)) & 15;
+    const set = Math.floor(n / 16), g = Math.floor((n % 16) / 4), c = n % 4, b = Math.floor(k / 32), quad = Math.floor((k % 32) / 4);
+    const byte = data[((set * blocks + b) * 8 + quad) * 32 + Math.floor(g / 2) * 16 + 4 * c + (k % 4)];
+    const u = (byte >> (4 * (g % 2))) & 15;
     return f16ToF32(scales[(set * blocks + b) * 16 + (n % 16)]) * (u - 8);
   };
 }
