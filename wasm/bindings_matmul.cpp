@@ -92,4 +92,6 @@ EMSCRIPTEN_BINDINGS(qkv_matmul) {
   function("matmulQuantizeQ4", &matmul_quantize_q4);
   function("q4DataBytes", &q4_data_bytes);
   function("q4ScaleCount", &q4_scale_count);
+  function("setRelaxedInt8Dot", &qkv::set_relaxed_int8_dot);
+  function("relaxedInt8Dot", &qkv::relaxed_int8_dot);
 }

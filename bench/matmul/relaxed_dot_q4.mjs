@@ -20,15 +20,13 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { rewriteFdOpcode } from '../../tools/wasm/relax-fma.mjs';
+import { rewriteDot } from '../../tools/wasm/relax-fma.mjs';
 import { launch, serve } from '../../tests/browser/harness.js';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, '../..');
 const OUT_DIR = path.join(ROOT, 'build/relaxed-dot-q4');
 const JSON_OUT = path.resolve(ROOT, process.argv[2] ?? 'bench/results/relaxed-dot-q4-chromium.json');
-const FD_LLVM14_FMA_F64X2 = 0xcf;  // f64x2.qfma, pre-standard
-const FD_RELAXED_DOT_I8X16_I7X16_ADD_S = 0x113;
 
 mkdirSync(OUT_DIR, { recursive: true });
 // compiled at -O3, linked at -O1 (no Binaryen pass over the code), as the library is (wasm/CMakeLists.txt)
@@ -43,7 +41,7 @@ execFileSync('em++', [process.env.QKV_PROBE_LINK_OPT ?? '-O1', '-sENVIRONMENT=we
 // the stand-in's sub-opcode re-encoded in place, at instruction boundaries only
 const wasmFile = path.join(OUT_DIR, 'probe.wasm');
 const bytes = new Uint8Array(readFileSync(wasmFile));
-const sites = rewriteFdOpcode(bytes, FD_LLVM14_FMA_F64X2, FD_RELAXED_DOT_I8X16_I7X16_ADD_S);
+const sites = rewriteDot(bytes);
 if (sites === 0) throw new Error('relaxed_dot_q4: no stand-in found: the kernel was not compiled as expected');
 writeFileSync(wasmFile, bytes);
 writeFileSync(path.join(OUT_DIR, 'index.html'), '<!doctype html><script src="probe.js"></script>\n');

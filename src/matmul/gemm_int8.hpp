@@ -29,10 +29,11 @@ using PanelOf = Int16Panel (*)(const WeightMatrix& w, int64_t g, int count);
 void widen_int8_pairs(const int8_t* q, int64_t pairs, int16_t* out, int64_t stride);
 void widen_scales(const uint16_t* h, int64_t n, float* out);
 
-// y[M, N] = x[M, K] W + bias, x rounded to int16 per row and block of 32, int32 block sums
-// (exact), each block's sum times d_w d_x into float accumulators. Groups of 4 columns are split
-// over the threads in tiles of whole groups; the thread count changes no bit.
+// y[M, N] = x[M, K] W + bias, x rounded to int16 per row and block of 32 (|xq| <= x_limit:
+// 32767, or 127 for Q4 with the relaxed int8 dot), int32 block sums (exact), each block's sum
+// times d_w d_x into float accumulators. Groups of 4 columns are split over the threads in tiles
+// of whole groups; the thread count changes no bit.
 void gemm_int8(const WeightMatrix& w, const float* x, int64_t M, const float* bias, float* y, int threads,
-               PanelOf panel_of);
+               PanelOf panel_of, float x_limit);
 
 }  // namespace qkv::detail

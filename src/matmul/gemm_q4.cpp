@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "matmul/gemm_int8.hpp"
+#include "matmul/gemv_parts.hpp"
 #include "matmul/halves.hpp"
 #include "matmul/matmul.hpp"
 
@@ -21,8 +22,8 @@
 namespace qkv::detail {
 
 void pack_q4(const WeightMatrix& w, int64_t k0, int64_t k1, int64_t j0, int64_t j1, float* panels, int64_t nr) {
-  const Q4Layout q = Q4Layout::of(w.K, w.N);
-  const uint8_t* data = static_cast<const uint8_t*>(w.data);
+  [[maybe_unused]] const Q4Layout q = Q4Layout::of(w.K, w.N);
+  [[maybe_unused]] const uint8_t* data = static_cast<const uint8_t*>(w.data);
   const int64_t kc = k1 - k0;
   const auto place = [&](int64_t j) { return panels + (j - j0) / nr * kc * nr + (j - j0) % nr; };
   for (int64_t set = j0 / 16; set * 16 < j1; ++set) {
@@ -153,7 +154,7 @@ Int16Panel q4_panel(const WeightMatrix& w, int64_t g, int count) {
 }  // namespace
 
 void gemm_q4(const WeightMatrix& w, const float* x, int64_t M, const float* bias, float* y, int threads) {
-  gemm_int8(w, x, M, bias, y, threads, q4_panel);
+  gemm_int8(w, x, M, bias, y, threads, q4_panel, q4_x_limit());  // as the decode's x (gemv_q4.cpp)
 }
 
 }  // namespace qkv::detail

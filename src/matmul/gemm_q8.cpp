@@ -64,7 +64,7 @@ struct QuantizedRows {
   bool wide_finite = true;   // no inf in `wide` (every |x| < ~2^31)
 };
 
-void quantize_rows(const float* x, int64_t M, int64_t K, QuantizedRows& out) {
+void quantize_rows(const float* x, int64_t M, int64_t K, float limit, QuantizedRows& out) {
   const int64_t blocks = (K + 31) / 32, Kp = blocks * 32, sets = (M + kR - 1) / kR;
   out.blocks = blocks;
   out.q.resize(size_t(sets * kR * Kp));
@@ -84,7 +84,7 @@ void quantize_rows(const float* x, int64_t M, int64_t K, QuantizedRows& out) {
         std::fill(std::copy(xb, xb + n, tail), tail + 32, 0.0f);
         xb = tail;
       }
-      const float d = block_amax(xb) / 32767.0f;
+      const float d = block_amax(xb) / limit;
       const float inv = d > 0.0f ? 1.0f / d : 0.0f;
       int16_t q[32];
 #ifndef QKV_NO_SIMD
@@ -299,13 +299,13 @@ void widen_scales(const uint16_t* h, int64_t n, float* out) {
 }
 
 void gemm_int8(const WeightMatrix& w, const float* x, int64_t M, const float* bias, float* y, int threads,
-               PanelOf panel_of) {
+               PanelOf panel_of, float x_limit) {
   if (M <= 0) return;
   thread_local QuantizedRows mine;
   // the caller's rows, which every worker reads during the parallel_for (a lambda names a
   // thread_local directly, so each worker would read its own, empty, one: capture a reference)
   QuantizedRows& xq = mine;
-  quantize_rows(x, M, w.K, xq);
+  quantize_rows(x, M, w.K, x_limit, xq);
   const int64_t groups = (w.N + 3) / 4, tiles = (groups + kG - 1) / kG;
   threads = useful_threads(threads, tiles, M * w.K * w.N, kMinWorkPerThread);
   if (threads <= 1) return gemm_int8_groups(w, panel_of, xq, M, bias, y, 0, groups);
@@ -319,7 +319,7 @@ void gemm_int8(const WeightMatrix& w, const float* x, int64_t M, const float* bi
 }
 
 void gemm_q8(const WeightMatrix& w, const float* x, int64_t M, const float* bias, float* y, int threads) {
-  gemm_int8(w, x, M, bias, y, threads, q8_panel);
+  gemm_int8(w, x, M, bias, y, threads, q8_panel, 32767.0f);
 }
 
 }  // namespace qkv::detail

@@ -21,6 +21,7 @@ struct GemvInput {
   bool wide_finite = true;              // Q8: block_scale_wide has no inf (|x| < ~2^31)
   std::vector<int32_t> block_sum8;      // Q4: [Kp/32] 8 * the block's sum of xq (the nibbles' offset)
   std::vector<int16_t> quads;           // Q4: [Kp/4][even, odd][4 copies of (xq[4q], xq[4q+2]) / (xq[4q+1], xq[4q+3])]
+  std::vector<int8_t> x8;               // Q4, int8 dot: [Kp] xq (|xq| <= 127)
 };
 
 // Rows per part for `streams` parts of `count` rows of `row_bytes` each (gemv_outin; gemv_q8 with
@@ -33,13 +34,20 @@ struct GemvInput {
 // the Q8 kernel's 8 parts of 48 groups of 2304 bytes (576 x 1536) too.
 int64_t part_stride(int64_t count, int64_t row_bytes, int streams);
 
-// x [K] -> in.pairs, in.block_scale(_wide), in.wide_finite: x quantized to int16 per block of 32.
-void prepare_q8(const float* x, int64_t K, GemvInput& in);
+// x [K] -> in.pairs, in.block_scale(_wide), in.wide_finite: x quantized to int16 per block of 32,
+// |xq| <= limit (32767; Q4 with the relaxed int8 dot: 127).
+void prepare_q8(const float* x, int64_t K, GemvInput& in, float limit = 32767.0f);
 
 // y[4 g0 .. 4 g1) (clipped to N) = bias + x W for the Q8 groups [g0, g1) (x prepared by prepare_q8).
 void gemv_q8(const WeightMatrix& w, const GemvInput& in, const float* bias, float* y, int64_t g0, int64_t g1);
 
-// x [K] -> what prepare_q8 makes, in.block_sum8 and in.quads (the same xq, in Q4's k order).
+// The largest |xq| of the 4-bit products' activations (gemv_q4, gemm_q4: the same rounding, so a
+// decoded token gets a prefill's bits): 127 where the relaxed-SIMD build's int8 dot product
+// (i32x4.relaxed_dot_i8x16_i7x16_add_s) runs and computes as the spec says, else 32767.
+float q4_x_limit();
+
+// x [K] -> what prepare_q8 makes (limit q4_x_limit()), in.block_sum8, and in.quads or, for the
+// int8 dot, in.x8 (the same xq, in the kernel's k order).
 void prepare_q4(const float* x, int64_t K, GemvInput& in);
 
 // y[n0, n1) = bias + x W for Q4 weights (x prepared by prepare_q4).

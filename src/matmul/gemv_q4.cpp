@@ -5,12 +5,17 @@
 // partial sum in its own lane. The nibbles are u = q + 8 (0..15): the int32 sum of u * xq over a
 // block, less 8 * sum(xq), is the sum of q * xq, exactly. Sets of 16 columns side by side, far
 // apart (gemv.cpp's file comment).
+// The relaxed-SIMD builds, where the engine computes it as the spec says (checked once, on first
+// use: Node 20's V8 does not), take x as int8 instead and the nibbles as bytes, one
+// i32x4.relaxed_dot_i8x16_i7x16_add_s per 16 weights (docs/kernels.md, "The relaxed int8 dot").
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "matmul/gemv_parts.hpp"
 #include "matmul/halves.hpp"
+#include "matmul/matmul.hpp"
 #include "simd.hpp"
 
 #ifndef QKV_NO_SIMD
@@ -24,17 +29,69 @@
 
 namespace qkv::detail {
 
+#if defined(QKV_RELAXED_SIMD) && !defined(QKV_NO_SIMD)
+namespace {
+typedef double F64x2 __attribute__((vector_size(16)));
+
+// c + the dot products of a's and b's 4-byte runs, lane by lane (a signed, b in 0..127): LLVM 14
+// cannot emit i32x4.relaxed_dot_i8x16_i7x16_add_s, so this is __builtin_wasm_fma_f64x2 (the
+// pre-standard 0xfd 0xcf, used nowhere else), which tools/wasm/relax-fma.mjs rewrites after the
+// link, as it rewrites the float fma. LLVM takes it for a float fma; its operands are never
+// constants, so there is nothing to fold.
+inline __m128i relaxed_dot(__m128i a, __m128i b, __m128i c) {
+  return __m128i(__builtin_wasm_fma_f64x2(F64x2(a), F64x2(b), F64x2(c)));
+}
+
+bool relaxed_dot_on = false;  // set_relaxed_int8_dot
+}  // namespace
+#endif
+
+inline bool use_relaxed_dot() {
+#if defined(QKV_RELAXED_SIMD) && !defined(QKV_NO_SIMD)
+  return relaxed_dot_on;
+#else
+  return false;
+#endif
+}
+
+float q4_x_limit() { return use_relaxed_dot() ? 127.0f : 32767.0f; }
+
+}  // namespace qkv::detail
+
+namespace qkv {
+
+void set_relaxed_int8_dot([[maybe_unused]] bool on) {
+#if defined(QKV_RELAXED_SIMD) && !defined(QKV_NO_SIMD)
+  detail::relaxed_dot_on = on;
+#endif
+}
+
+bool relaxed_int8_dot() { return detail::use_relaxed_dot(); }
+
+}  // namespace qkv
+
+namespace qkv::detail {
+
 void prepare_q4(const float* x, int64_t K, GemvInput& in) {
-  prepare_q8(x, K, in);
+  const bool dot8 = use_relaxed_dot();
+  prepare_q8(x, K, in, dot8 ? 127.0f : 32767.0f);
   const int64_t blocks = (K + 31) / 32;
   in.block_sum8.resize(size_t(blocks));
-  in.quads.resize(size_t(blocks * 8 * 16));
+  if (dot8) {
+    in.x8.resize(size_t(blocks * 32));
+  } else {
+    in.quads.resize(size_t(blocks * 8 * 16));
+  }
   const int16_t* xp = in.pairs.data();  // xq[k] at xp[(k / 2) * 8 + k % 2]
   for (int64_t b = 0; b < blocks; ++b) {
     int32_t sum = 0;  // |xq| <= 32767: 32 of them fit
     const int16_t* xb = xp + b * 16 * 8;
     for (int p = 0; p < 16; ++p) sum += int32_t(xb[p * 8]) + int32_t(xb[p * 8 + 1]);
     in.block_sum8[size_t(b)] = 8 * sum;
+    if (dot8) {
+      for (int k = 0; k < 32; ++k) in.x8[size_t(b * 32 + k)] = int8_t(xb[(k / 2) * 8 + k % 2]);
+      continue;
+    }
     for (int q = 0; q < 8; ++q) {
       int16_t* out = in.quads.data() + (b * 8 + q) * 16;  // [even, odd][4 copies][2]
       for (int c = 0; c < 4; ++c) {
@@ -114,6 +171,56 @@ void q4_sets(const uint8_t* data, const uint16_t* scales, int64_t blocks, int64_
     for (int j = 0; j < 4; ++j) acc[g][j].store_unaligned(out + g * 16 + j * 4);
   }
 }
+
+#if defined(QKV_RELAXED_SIMD)
+// q4_sets with the relaxed int8 dot: per block, set and quad, x's 4 bytes (k = 4q .. 4q + 3)
+// in every lane against each half's low and high nibbles as bytes (0..15, valid i7 operands):
+// one instruction per group of 4 columns and 4 k, the int32 sums the same exact values the int16
+// path (and gemm_q4) makes from the same xq; the same scale products after.
+template <int G>
+void q4_sets_dot(const uint8_t* data, const uint16_t* scales, int64_t blocks, int64_t stride, const int8_t* x8,
+                 const float* sx, const int32_t* sum8, float* out) {
+  F4 acc[G][4];
+  QKV_UNROLL
+  for (int g = 0; g < G; ++g) {
+    QKV_UNROLL
+    for (int j = 0; j < 4; ++j) acc[g][j] = F4(0.0f);
+  }
+  const __m128i low = _mm_set1_epi8(15);
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int8_t* xb = x8 + b * 32;
+    const F4 dx(sx[b]);
+    const __m128i corr = _mm_set1_epi32(sum8[b]);
+    QKV_UNROLL
+    for (int g = 0; g < G; ++g) {
+      const uint8_t* w = data + (g * stride * blocks + b) * 256;
+      __m128i s[4] = {_mm_setzero_si128(), _mm_setzero_si128(), _mm_setzero_si128(), _mm_setzero_si128()};
+      QKV_UNROLL
+      for (int q = 0; q < 8; ++q) {
+        int32_t four;
+        std::memcpy(&four, xb + q * 4, 4);
+        const __m128i x = _mm_set1_epi32(four);
+        const __m128i v0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + q * 32));
+        const __m128i v1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + q * 32 + 16));
+        s[0] = relaxed_dot(x, _mm_and_si128(v0, low), s[0]);
+        s[1] = relaxed_dot(x, _mm_and_si128(_mm_srli_epi16(v0, 4), low), s[1]);
+        s[2] = relaxed_dot(x, _mm_and_si128(v1, low), s[2]);
+        s[3] = relaxed_dot(x, _mm_and_si128(_mm_srli_epi16(v1, 4), low), s[3]);
+      }
+      const uint16_t* d = scales + (g * stride * blocks + b) * 16;
+      QKV_UNROLL
+      for (int j = 0; j < 4; ++j) {
+        acc[g][j] += F4(_mm_cvtepi32_ps(_mm_sub_epi32(s[j], corr))) * (halves_low(d + 4 * j) * dx);
+      }
+    }
+  }
+  QKV_UNROLL
+  for (int g = 0; g < G; ++g) {
+    QKV_UNROLL
+    for (int j = 0; j < 4; ++j) acc[g][j].store_unaligned(out + g * 16 + j * 4);
+  }
+}
+#endif
 #endif
 
 // The plain loop over Q4 sets [s0, s1) into out (16 floats per set): the scalar build's kernel,
@@ -160,7 +267,9 @@ __attribute__((noinline)) void gemv_q4(const WeightMatrix& w, const GemvInput& i
   constexpr int64_t kSets = QKV_Q4_SETS;
   const Q4Layout q = Q4Layout::of(w.K, w.N);
   const uint8_t* data = static_cast<const uint8_t*>(w.data);
+  [[maybe_unused]] const bool dot8 = use_relaxed_dot();  // prepare_q4 made in.x8, not in.quads
   const int16_t* xq = in.quads.data();
+  [[maybe_unused]] const int8_t* x8 = in.x8.data();
   const float* sx = in.block_scale_wide.data();
   const int32_t* sum8 = in.block_sum8.data();
   // sets far apart, as gemv_q8 takes its groups: the range cut into kSets parts, step j takes set j of each
@@ -169,7 +278,12 @@ __attribute__((noinline)) void gemv_q4(const WeightMatrix& w, const GemvInput& i
     for (int64_t j = 0; j < part; ++j) {
       float out[kSets * 16];
       const int64_t s = s0 + j;
-      q4_sets<kSets>(data + s * q.blocks * 256, w.scales + s * q.blocks * 16, q.blocks, part, xq, sx, sum8, out);
+#if defined(QKV_RELAXED_SIMD)
+      if (dot8) {
+        q4_sets_dot<kSets>(data + s * q.blocks * 256, w.scales + s * q.blocks * 16, q.blocks, part, x8, sx, sum8, out);
+      } else
+#endif
+        q4_sets<kSets>(data + s * q.blocks * 256, w.scales + s * q.blocks * 16, q.blocks, part, xq, sx, sum8, out);
       for (int64_t i = 0; i < kSets; ++i) store_set(out + i * 16, (s + i * part) * 16, n0, n1, bias, y);
     }
     s0 += kSets * part;
@@ -179,7 +293,12 @@ __attribute__((noinline)) void gemv_q4(const WeightMatrix& w, const GemvInput& i
     float out[16];
 #ifndef QKV_NO_SIMD
     if (in.wide_finite) {
-      q4_sets<1>(data + s * q.blocks * 256, w.scales + s * q.blocks * 16, q.blocks, 1, xq, sx, sum8, out);
+#if defined(QKV_RELAXED_SIMD)
+      if (dot8) {
+        q4_sets_dot<1>(data + s * q.blocks * 256, w.scales + s * q.blocks * 16, q.blocks, 1, x8, sx, sum8, out);
+      } else
+#endif
+        q4_sets<1>(data + s * q.blocks * 256, w.scales + s * q.blocks * 16, q.blocks, 1, xq, sx, sum8, out);
     } else {
       q4_sets_plain(w, in, s, s + 1, out);
     }

@@ -16,10 +16,11 @@
 
 namespace qkv::detail {
 
-// x [K] -> int16 per block of 32 (scale d = max|x| / 32767, xq = nearest(x / d) clamped to
-// +-32767), laid out as the kernel reads it: each k-pair (xq[2p], xq[2p+1]) 4 times, once per
-// column of a group. The vectors keep their capacity from call to call (no allocation).
-void prepare_q8(const float* x, int64_t K, GemvInput& in) {
+// x [K] -> int16 per block of 32 (scale d = max|x| / limit, xq = nearest(x / d) clamped to
+// +-32767; limit 32767, or 127 for the 4-bit kernels' int8 dot product), laid out as the kernel reads it: each k-pair
+// (xq[2p], xq[2p+1]) 4 times, once per column of a group. The vectors keep their capacity from call to call (no
+// allocation).
+void prepare_q8(const float* x, int64_t K, GemvInput& in, float limit) {
   const Q8Layout q = Q8Layout::of(K, 4);
   in.pairs.resize(size_t(q.blocks * 16 * 8));
   in.block_scale.resize(size_t(q.blocks));
@@ -31,7 +32,7 @@ void prepare_q8(const float* x, int64_t K, GemvInput& in) {
     const int64_t n = std::min<int64_t>(32, K - b * 32);
     std::copy(x + b * 32, x + b * 32 + n, xb);
     int16_t* out = in.pairs.data() + b * 16 * 8;  // [16 k-pairs][4 copies][2]
-    const float d = block_amax(xb) / 32767.0f;
+    const float d = block_amax(xb) / limit;
 #ifndef QKV_NO_SIMD
     const __m128 inv = _mm_set1_ps(d > 0.0f ? 1.0f / d : 0.0f);
     for (int i = 0; i < 32; i += 8) {

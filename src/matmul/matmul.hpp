@@ -44,6 +44,14 @@ inline void matmul_many(std::initializer_list<MatmulOutput> outputs, const float
 // The same as plain loops over weight_at(), accumulating in double: the ground truth.
 void matmul_reference(const WeightMatrix& w, const float* x, int64_t M, const float* bias, float* y);
 
+// The relaxed-SIMD builds' int8 dot product for 4-bit weights (gemv_q4.cpp): off until the JS
+// loader, having checked that this engine computes i32x4.relaxed_dot_i8x16_i7x16_add_s as the
+// spec says, turns it on right after the module loads (a no-op in the other builds). While on,
+// the 4-bit products round x to int8 instead of int16 per block of 32, in decode and prefill
+// alike. Set before any product runs, never after.
+void set_relaxed_int8_dot(bool on);
+bool relaxed_int8_dot();
+
 namespace detail {
 // The two kernels behind matmul(), callable directly (tests and benchmarks run both on any M).
 void gemv(const WeightMatrix& w, const float* x, const float* bias, float* y, int threads);

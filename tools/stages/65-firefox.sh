@@ -11,5 +11,5 @@ cd "$(dirname "$0")/../.."
 bash tools/site.sh --no-library   # builds build/demo/ when stale (tools/build-demo.sh), copies it to build/site/
 export QKV_BROWSER=firefox
 node --test --test-concurrency=1 --test-reporter=spec \
-  tests/browser/api.test.js tests/browser/webgpu-absent-firefox.test.js tests/browser/demo-smoke.test.js \
+  tests/browser/api.test.js tests/browser/matmul-q4.test.js tests/browser/webgpu-absent-firefox.test.js tests/browser/demo-smoke.test.js \
   tests/browser/site.test.js

@@ -12,6 +12,8 @@
 
 export const FD_RELAXED_MADD_F32X4 = 0x105; // f32x4.relaxed_madd (relaxed SIMD, final)
 export const FD_LLVM14_FMA_F32X4 = 0xaf; // f32x4.qfma (pre-standard; LLVM 14's __builtin_wasm_fma_f32x4)
+export const FD_RELAXED_DOT_I8X16_I7X16_ADD_S = 0x113; // i32x4.relaxed_dot_i8x16_i7x16_add_s (relaxed SIMD, final)
+export const FD_LLVM14_FMA_F64X2 = 0xcf; // f64x2.qfma (pre-standard; LLVM 14's __builtin_wasm_fma_f64x2), the relaxed dot's stand-in
 
 class Reader {
   constructor(bytes, pos, end) {

@@ -54,6 +54,49 @@ export function relaxedSimdSupported(): boolean {
   }
 }
 
+// mem[48..64) = i32x4.relaxed_dot_i8x16_i7x16_add_s(mem[0..16), mem[16..32), mem[32..48)):
+// (func (export "run")) and (memory (export "mem") 1)
+const RELAXED_DOT_PROBE = new Uint8Array([
+  0, 97, 115, 109, 1, 0, 0, 0, // magic, version
+  1, 4, 1, 96, 0, 0, // type section: () -> ()
+  3, 2, 1, 0, // function section
+  5, 3, 1, 0, 1, // memory section: 1 page
+  7, 13, 2, 3, 114, 117, 110, 0, 0, 3, 109, 101, 109, 2, 0, // exports "run", "mem"
+  10, 31, 1, 29, 0, // code section: one body of 29 bytes, no locals
+  65, 48, // i32.const 48
+  65, 0, 253, 0, 4, 0, 65, 0, 253, 0, 4, 16, 65, 0, 253, 0, 4, 32, // 3 x (i32.const 0, v128.load offset)
+  253, 147, 2, // i32x4.relaxed_dot_i8x16_i7x16_add_s
+  253, 11, 4, 0, 11, // v128.store, end
+]);
+let relaxedDotAnswer: boolean | undefined;
+
+/**
+ * Whether this engine's i32x4.relaxed_dot_i8x16_i7x16_add_s gives the spec's sums, on operands
+ * every lowering agrees on (the second in 0..127), run once on a fresh module, so in V8's
+ * baseline tier: Node 20's baseline (Liftoff) returns twice the dot without the accumulator,
+ * where its optimizing tier is right, so a kernel's first calls would be wrong there.
+ */
+export function relaxedDotComputes(): boolean {
+  if (relaxedDotAnswer !== undefined) return relaxedDotAnswer;
+  relaxedDotAnswer = false;
+  try {
+    const { exports } = new WebAssembly.Instance(new WebAssembly.Module(RELAXED_DOT_PROBE));
+    const mem = (exports.mem as WebAssembly.Memory).buffer;
+    const a = new Int8Array(mem, 0, 16), b = new Int8Array(mem, 16, 16), c = new Int32Array(mem, 32, 4);
+    for (let i = 0; i < 16; i++) {
+      a[i] = -127 + 17 * i;
+      b[i] = (i * 9) % 128;
+    }
+    c.set([1000, -5, 30000, 7]);
+    (exports.run as () => void)();
+    const got = new Int32Array(mem, 48, 4);
+    relaxedDotAnswer = [0, 1, 2, 3].every((l) => got[l] === c[l] + [0, 1, 2, 3].reduce((s, j) => s + a[4 * l + j] * b[4 * l + j], 0));
+  } catch {
+    // no relaxed SIMD: the answer stays no
+  }
+  return relaxedDotAnswer;
+}
+
 /** The feature probes chooseVariants() asks; replaceable in tests (a probe that says yes wrongly, or no). @internal */
 export const probes = { simd: simdSupported, relaxedSimd: relaxedSimdSupported, threads: threadsSupported };
 
@@ -194,6 +237,8 @@ async function instantiate(variant: Variant): Promise<Loaded> {
     (settings as { qkvPThread?: QkvModule['qkvPThread'] }).qkvPThread?.terminateAllThreads();
     throw e;
   }
+  // before any product runs: the 4-bit kernels' x rounding must not change under a loaded model
+  if (variant.startsWith('simd-relaxed')) module.setRelaxedInt8Dot(relaxedDotComputes());
   const result = { module, variant, poolSize };
   unrefWorkers(module);
   return result;

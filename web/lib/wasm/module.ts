@@ -51,6 +51,9 @@ export interface QkvModule {
   attention(args: WasmAttentionArgs): string;
   /** malloc for any size up to the heap's 4 GB (a bare _malloc refuses 2 GB and more). */
   heapAlloc(bytes: number): number;
+  /** The relaxed-SIMD builds' int8 dot for 4-bit weights: set once by the loader (src/matmul/matmul.hpp). */
+  setRelaxedInt8Dot(on: boolean): void;
+  relaxedInt8Dot(): boolean;
   heapBytes(): number;
   heapInUse(): number;
   lastError(): string;
