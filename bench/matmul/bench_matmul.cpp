@@ -348,6 +348,22 @@ int int_prefill(int threads, const char* out, const char* target, double bw, dou
 }  // namespace
 
 int main(int argc, char** argv) {
+  // --relaxed-dot (anywhere): the relaxed build's int8 dot for Q4, as the JS loader turns it on
+  // where the engine computes it right (Node 20: only with --no-liftoff)
+  bool relaxed_dot = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--relaxed-dot") {
+      relaxed_dot = true;
+      for (int j = i; j + 1 < argc; ++j) argv[j] = argv[j + 1];
+      --argc;
+      --i;
+    }
+  }
+  qkv::set_relaxed_int8_dot(relaxed_dot);
+  if (relaxed_dot && !qkv::relaxed_int8_dot()) {
+    std::fprintf(stderr, "--relaxed-dot: this build has no relaxed int8 dot (only the relaxed-SIMD one)\n");
+    return 2;
+  }
   const int threads = argc > 1 ? std::max(1, std::atoi(argv[1])) : 1;
   g_cpu_clock = threads == 1;
   const char* out = argc > 2 && std::string(argv[2]) != "-" ? argv[2] : nullptr;

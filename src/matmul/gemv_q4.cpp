@@ -22,9 +22,13 @@
 #include <smmintrin.h>  // SSE4.1: Emscripten lowers these to SIMD128
 #endif
 
-// Sets side by side (streams in flight); QKV_Q4_SETS overrides it (for measurements)
+// Sets side by side (streams in flight), of the int16 and of the int8-dot kernel; QKV_Q4_SETS and
+// QKV_Q4_DOT_SETS override them (for measurements)
 #ifndef QKV_Q4_SETS
 #define QKV_Q4_SETS 4
+#endif
+#ifndef QKV_Q4_DOT_SETS
+#define QKV_Q4_DOT_SETS 1
 #endif
 
 namespace qkv::detail {
@@ -257,6 +261,27 @@ inline void store_set(const float* out, int64_t n0s, int64_t n0, int64_t n1, con
 
 }  // namespace
 
+#ifndef QKV_NO_SIMD
+// Sets [s0, s1) far apart, as gemv_q8 takes its groups: the range cut into S parts, step j takes
+// set j of each (`kernel(set, stride, out)`: S sets, stride apart, into out[S * 16]); returns
+// where the whole steps end (the rest, fewer than S sets or a part's leftovers, to the caller).
+template <int S, class Kernel>
+int64_t sets_far_apart(int64_t s0, int64_t s1, int64_t set_bytes, int64_t n0, int64_t n1, const float* bias, float* y,
+                       Kernel kernel) {
+  while (s1 - s0 >= S) {
+    const int64_t part = part_stride(s1 - s0, set_bytes, S);
+    for (int64_t j = 0; j < part; ++j) {
+      float out[S * 16];
+      const int64_t s = s0 + j;
+      kernel(s, part, out);
+      for (int64_t i = 0; i < S; ++i) store_set(out + i * 16, (s + i * part) * 16, n0, n1, bias, y);
+    }
+    s0 += S * part;
+  }
+  return s0;
+}
+#endif
+
 // y[n0, n1) = bias + x W (W Q4; n1 <= N). Computes the whole sets the range touches (a thread's
 // range starts on an 8-column boundary: half a set) and writes only its own columns.
 __attribute__((noinline)) void gemv_q4(const WeightMatrix& w, const GemvInput& in, const float* bias, float* y,
@@ -264,47 +289,45 @@ __attribute__((noinline)) void gemv_q4(const WeightMatrix& w, const GemvInput& i
   int64_t s0 = n0 / 16;
   const int64_t s1 = (n1 + 15) / 16;
 #ifndef QKV_NO_SIMD
-  constexpr int64_t kSets = QKV_Q4_SETS;
   const Q4Layout q = Q4Layout::of(w.K, w.N);
   const uint8_t* data = static_cast<const uint8_t*>(w.data);
-  [[maybe_unused]] const bool dot8 = use_relaxed_dot();  // prepare_q4 made in.x8, not in.quads
-  const int16_t* xq = in.quads.data();
-  [[maybe_unused]] const int8_t* x8 = in.x8.data();
+  const int16_t* xq = in.quads.data();  // prepare_q4 made x8 instead for the int8 dot
   const float* sx = in.block_scale_wide.data();
   const int32_t* sum8 = in.block_sum8.data();
-  // sets far apart, as gemv_q8 takes its groups: the range cut into kSets parts, step j takes set j of each
-  while (in.wide_finite && s1 - s0 >= kSets) {
-    const int64_t part = part_stride(s1 - s0, q.blocks * 256, int(kSets));
-    for (int64_t j = 0; j < part; ++j) {
-      float out[kSets * 16];
-      const int64_t s = s0 + j;
+  const auto set_data = [&](int64_t s) { return data + s * q.blocks * 256; };
+  const auto set_scales = [&](int64_t s) { return w.scales + s * q.blocks * 16; };
+  if (in.wide_finite) {
 #if defined(QKV_RELAXED_SIMD)
-      if (dot8) {
-        q4_sets_dot<kSets>(data + s * q.blocks * 256, w.scales + s * q.blocks * 16, q.blocks, part, x8, sx, sum8, out);
-      } else
-#endif
-        q4_sets<kSets>(data + s * q.blocks * 256, w.scales + s * q.blocks * 16, q.blocks, part, xq, sx, sum8, out);
-      for (int64_t i = 0; i < kSets; ++i) store_set(out + i * 16, (s + i * part) * 16, n0, n1, bias, y);
+    if (use_relaxed_dot()) {
+      const int8_t* x8 = in.x8.data();
+      constexpr int S = QKV_Q4_DOT_SETS;
+      s0 = sets_far_apart<S>(s0, s1, q.blocks * 256, n0, n1, bias, y, [&](int64_t s, int64_t stride, float* out) {
+        q4_sets_dot<S>(set_data(s), set_scales(s), q.blocks, stride, x8, sx, sum8, out);
+      });
+      for (; s0 < s1; ++s0) {
+        float out[16];
+        q4_sets_dot<1>(set_data(s0), set_scales(s0), q.blocks, 1, x8, sx, sum8, out);
+        store_set(out, s0 * 16, n0, n1, bias, y);
+      }
+      return;
     }
-    s0 += kSets * part;
+#endif
+    constexpr int S = QKV_Q4_SETS;
+    s0 = sets_far_apart<S>(s0, s1, q.blocks * 256, n0, n1, bias, y, [&](int64_t s, int64_t stride, float* out) {
+      q4_sets<S>(set_data(s), set_scales(s), q.blocks, stride, xq, sx, sum8, out);
+    });
+    for (; s0 < s1; ++s0) {
+      float out[16];
+      q4_sets<1>(set_data(s0), set_scales(s0), q.blocks, 1, xq, sx, sum8, out);
+      store_set(out, s0 * 16, n0, n1, bias, y);
+    }
+    return;
   }
 #endif
+  // the scalar build, and x beyond the folded scales' range
   for (int64_t s = s0; s < s1; ++s) {
     float out[16];
-#ifndef QKV_NO_SIMD
-    if (in.wide_finite) {
-#if defined(QKV_RELAXED_SIMD)
-      if (dot8) {
-        q4_sets_dot<1>(data + s * q.blocks * 256, w.scales + s * q.blocks * 16, q.blocks, 1, x8, sx, sum8, out);
-      } else
-#endif
-        q4_sets<1>(data + s * q.blocks * 256, w.scales + s * q.blocks * 16, q.blocks, 1, xq, sx, sum8, out);
-    } else {
-      q4_sets_plain(w, in, s, s + 1, out);
-    }
-#else
     q4_sets_plain(w, in, s, s + 1, out);
-#endif
     store_set(out, s * 16, n0, n1, bias, y);
   }
 }
