@@ -3,10 +3,10 @@
 // of k, half a set) into 4 vectors of int16: the even and the odd k of 2 groups of 4 columns,
 // each meeting its x pair in an int16 dot product (pmaddwd / i32x4.dot_i16x8_s): each column's
 // partial sum in its own lane. The nibbles are u = q + 8 (0..15): the int32 sum of u * xq over a
-// block, less 8 * sum(xq), is the sum of q * xq, exactly. Sets of 16 columns side by side, far
-// apart (gemv.cpp's file comment).
-// The relaxed-SIMD builds, where the engine computes it as the spec says (checked once, on first
-// use: Node 20's V8 does not), take x as int8 instead and the nibbles as bytes, one
+// block, less 8 * sum(xq), is the sum of q * xq, exactly. One set of 16 columns at a time, its
+// whole K (QKV_Q4_SETS > 1: that many far apart, as gemv_q8 takes its groups).
+// The relaxed-SIMD builds, where the JS loader found the engine computes it as the spec says
+// (Node 20's baseline tier does not), take x as int8 instead and the nibbles as bytes, one
 // i32x4.relaxed_dot_i8x16_i7x16_add_s per 16 weights (docs/kernels.md, "The relaxed int8 dot").
 #include <algorithm>
 #include <cmath>
@@ -23,9 +23,12 @@
 #endif
 
 // Sets side by side (streams in flight), of the int16 and of the int8-dot kernel; QKV_Q4_SETS and
-// QKV_Q4_DOT_SETS override them (for measurements)
+// QKV_Q4_DOT_SETS override them (for measurements). One each: 4 kept 16 float accumulators beside
+// each set's sums and operands (spilled). GPT-2 small int4 decode, Chromium 156, Zen 5: int16
+// 126 -> 149-153 tok/s, int8 dot 154 -> 210-224; from memory (Node --no-liftoff, the bench)
+// 17.1-18.1 -> 21.2-21.6 and 20.5 -> 27.0 Gweights/s.
 #ifndef QKV_Q4_SETS
-#define QKV_Q4_SETS 4
+#define QKV_Q4_SETS 1
 #endif
 #ifndef QKV_Q4_DOT_SETS
 #define QKV_Q4_DOT_SETS 1
