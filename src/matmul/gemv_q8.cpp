@@ -14,6 +14,11 @@
 #include <smmintrin.h>  // SSE4.1 integer widening and pmaddwd: Emscripten lowers them to SIMD128
 #endif
 
+// Groups side by side (streams in flight); QKV_Q8_GROUPS overrides it (for measurements)
+#ifndef QKV_Q8_GROUPS
+#define QKV_Q8_GROUPS 8
+#endif
+
 namespace qkv::detail {
 
 // x [K] -> int16 per block of 32 (scale d = max|x| / limit, xq = nearest(x / d) clamped to
@@ -154,7 +159,7 @@ __attribute__((noinline)) void gemv_q8(const WeightMatrix& w, const GemvInput& i
   // 0.67 / 0.70); 16 far apart (below): 0.69-0.70 (the LM head: 0.83-0.88). With the
   // group-at-a-time kernel, far apart, SmolLM2's LM head: 8 groups 14.5-15.9 GB/s, 12 14.1-14.4,
   // 16 12.8-14.0 (the old kernel with 16: 10.0-12.2). The bits depend on none of these choices
-  constexpr int64_t kGroups = 8;
+  constexpr int64_t kGroups = QKV_Q8_GROUPS;
 #ifndef QKV_NO_SIMD
   const Q8Layout q = Q8Layout::of(w.K, w.N);
   const int8_t* data = static_cast<const int8_t*>(w.data);
