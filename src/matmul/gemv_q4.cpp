@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "matmul/gemv_parts.hpp"
@@ -265,23 +266,27 @@ inline void store_set(const float* out, int64_t n0s, int64_t n0, int64_t n1, con
 }  // namespace
 
 #ifndef QKV_NO_SIMD
-// Sets [s0, s1) far apart, as gemv_q8 takes its groups: the range cut into S parts, step j takes
-// set j of each (`kernel(set, stride, out)`: S sets, stride apart, into out[S * 16]); returns
-// where the whole steps end (the rest, fewer than S sets or a part's leftovers, to the caller).
+// Sets [s0, s1) into y: S at a time far apart, as gemv_q8 takes its groups (the range cut into S
+// parts, step j takes set j of each), then the rest one at a time. `kernel(G, set, stride, out)`
+// computes G (std::integral_constant) sets, stride apart, into out[G * 16].
 template <int S, class Kernel>
-int64_t sets_far_apart(int64_t s0, int64_t s1, int64_t set_bytes, int64_t n0, int64_t n1, const float* bias, float* y,
-                       Kernel kernel) {
+void all_sets(int64_t s0, int64_t s1, int64_t set_bytes, int64_t n0, int64_t n1, const float* bias, float* y,
+              Kernel kernel) {
   while (s1 - s0 >= S) {
     const int64_t part = part_stride(s1 - s0, set_bytes, S);
     for (int64_t j = 0; j < part; ++j) {
       float out[S * 16];
       const int64_t s = s0 + j;
-      kernel(s, part, out);
+      kernel(std::integral_constant<int, S>{}, s, part, out);
       for (int64_t i = 0; i < S; ++i) store_set(out + i * 16, (s + i * part) * 16, n0, n1, bias, y);
     }
     s0 += S * part;
   }
-  return s0;
+  for (; s0 < s1; ++s0) {
+    float out[16];
+    kernel(std::integral_constant<int, 1>{}, s0, 1, out);
+    store_set(out, s0 * 16, n0, n1, bias, y);
+  }
 }
 #endif
 
@@ -303,28 +308,16 @@ __attribute__((noinline)) void gemv_q4(const WeightMatrix& w, const GemvInput& i
 #if defined(QKV_RELAXED_SIMD)
     if (use_relaxed_dot()) {
       const int8_t* x8 = in.x8.data();
-      constexpr int S = QKV_Q4_DOT_SETS;
-      s0 = sets_far_apart<S>(s0, s1, q.blocks * 256, n0, n1, bias, y, [&](int64_t s, int64_t stride, float* out) {
-        q4_sets_dot<S>(set_data(s), set_scales(s), q.blocks, stride, x8, sx, sum8, out);
-      });
-      for (; s0 < s1; ++s0) {
-        float out[16];
-        q4_sets_dot<1>(set_data(s0), set_scales(s0), q.blocks, 1, x8, sx, sum8, out);
-        store_set(out, s0 * 16, n0, n1, bias, y);
-      }
-      return;
+      return all_sets<QKV_Q4_DOT_SETS>(
+          s0, s1, q.blocks * 256, n0, n1, bias, y, [&](auto G, int64_t s, int64_t stride, float* out) {
+            q4_sets_dot<G.value>(set_data(s), set_scales(s), q.blocks, stride, x8, sx, sum8, out);
+          });
     }
 #endif
-    constexpr int S = QKV_Q4_SETS;
-    s0 = sets_far_apart<S>(s0, s1, q.blocks * 256, n0, n1, bias, y, [&](int64_t s, int64_t stride, float* out) {
-      q4_sets<S>(set_data(s), set_scales(s), q.blocks, stride, xq, sx, sum8, out);
-    });
-    for (; s0 < s1; ++s0) {
-      float out[16];
-      q4_sets<1>(set_data(s0), set_scales(s0), q.blocks, 1, xq, sx, sum8, out);
-      store_set(out, s0 * 16, n0, n1, bias, y);
-    }
-    return;
+    return all_sets<QKV_Q4_SETS>(s0, s1, q.blocks * 256, n0, n1, bias, y,
+                                 [&](auto G, int64_t s, int64_t stride, float* out) {
+                                   q4_sets<G.value>(set_data(s), set_scales(s), q.blocks, stride, xq, sx, sum8, out);
+                                 });
   }
 #endif
   // the scalar build, and x beyond the folded scales' range
