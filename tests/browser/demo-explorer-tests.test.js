@@ -169,7 +169,12 @@ test('find heads: probe labels, the scatter point of a known head where headProb
   // the known head: the one whose removal costs most
   const known = r.scores.reduce((a, b) => (b.ablation > a.ablation ? b : a));
   const [name, score] = best(known);
-  // its point on the screen, read against the axes' tick labels
+  // its point on the screen, read against the axes' tick labels, once the scatter is laid out (the
+  // panel can still be drawing when data-probes says done: ticks all at one place read as 1 / 0)
+  await page.waitForFunction(() => {
+    const xs = [...document.querySelectorAll('#scatter .x-axis .tick text')].map((t) => t.getBoundingClientRect().x);
+    return xs.length >= 2 && xs[0] !== xs.at(-1);
+  }, null, { timeout: 10_000 });
   const ticks = async (axis) => page.$$eval(`#scatter .${axis} .tick`, (ts, ax) => ts.map((t) => {
     const r = t.querySelector('text').getBoundingClientRect();
     return { v: Number(t.textContent.replace('−', '-')), at: ax === 'x-axis' ? r.x + r.width / 2 : r.y + r.height / 2 };
