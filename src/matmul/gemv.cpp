@@ -34,6 +34,13 @@
 #include <smmintrin.h>  // SSE4.1 integer widening and pmaddwd: Emscripten lowers them to SIMD128
 #endif
 
+// Rows of an F32 [K, N] matrix streamed at a time in decode (gemv_f32_inout); QKV_F32_ROWS
+// overrides it (for measurements: on the Zen 5 of docs/benchmarks.md, 16 read 1.2x faster from
+// memory and cost 35% in cache)
+#ifndef QKV_F32_ROWS
+#define QKV_F32_ROWS 8
+#endif
+
 namespace qkv::detail {
 namespace {
 
@@ -84,7 +91,8 @@ void gemv_f32_inout(const WeightMatrix& w, const float* x, const float* bias, fl
 #ifndef QKV_NO_SIMD
   vectors_end = n0 + (n1 - n0) / 8 * 8;
   int64_t k = 0;
-  for (; k + 8 <= K; k += 8) f32_rows<8>(W + k * N + n0, N, x + k, y + n0, y + vectors_end);
+  for (; k + QKV_F32_ROWS <= K; k += QKV_F32_ROWS)
+    f32_rows<QKV_F32_ROWS>(W + k * N + n0, N, x + k, y + n0, y + vectors_end);
   for (; k < K; ++k) f32_rows<1>(W + k * N + n0, N, x + k, y + n0, y + vectors_end);
 #endif
   for (int64_t n = vectors_end; n < n1; ++n) {
