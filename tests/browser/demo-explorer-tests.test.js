@@ -169,21 +169,24 @@ test('find heads: probe labels, the scatter point of a known head where headProb
   // the known head: the one whose removal costs most
   const known = r.scores.reduce((a, b) => (b.ablation > a.ablation ? b : a));
   const [name, score] = best(known);
-  // its point on the screen, read against the axes' tick labels, once the scatter is laid out (the
-  // panel can still be drawing when data-probes says done: ticks all at one place read as 1 / 0)
+  // its point on the screen, read against the axes' tick labels: the ticks and the point in one
+  // read (one layout: the page can still be laying out the model view, which moves and scales
+  // the scatter), once the page's forward passes are over and the ticks are laid out
   await page.waitForFunction(() => {
     const xs = [...document.querySelectorAll('#scatter .x-axis .tick text')].map((t) => t.getBoundingClientRect().x);
-    return xs.length >= 2 && xs[0] !== xs.at(-1);
+    return document.body.dataset.forward !== 'running' && xs.length >= 2 && xs[0] !== xs.at(-1);
   }, null, { timeout: 10_000 });
-  const ticks = async (axis) => page.$$eval(`#scatter .${axis} .tick`, (ts, ax) => ts.map((t) => {
-    const r = t.querySelector('text').getBoundingClientRect();
-    return { v: Number(t.textContent.replace('−', '-')), at: ax === 'x-axis' ? r.x + r.width / 2 : r.y + r.height / 2 };
-  }), axis);
-  const read = (ts, at) => { const [a, b] = [ts[0], ts.at(-1)]; return a.v + ((at - a.at) * (b.v - a.v)) / (b.at - a.at); };
   const point = page.locator(`#scatter .point[data-layer="${known.layer}"][data-head="${known.head}"]`);
   assert.equal(await point.locator('text').textContent(), `${known.layer}.${known.head}`);
-  const c = await point.locator('circle').boundingBox();
-  const x = read(await ticks('x-axis'), c.x + c.width / 2), y = read(await ticks('y-axis'), c.y + c.height / 2);
+  const { x, y } = await page.evaluate(({ layer, head }) => {
+    const ticks = (axis) => [...document.querySelectorAll(`#scatter .${axis} .tick`)].map((t) => {
+      const r = t.querySelector('text').getBoundingClientRect();
+      return { v: Number(t.textContent.replace('−', '-')), at: axis === 'x-axis' ? r.x + r.width / 2 : r.y + r.height / 2 };
+    });
+    const read = (ts, at) => { const [a, b] = [ts[0], ts.at(-1)]; return a.v + ((at - a.at) * (b.v - a.v)) / (b.at - a.at); };
+    const c = document.querySelector(`#scatter .point[data-layer="${layer}"][data-head="${head}"] circle`).getBoundingClientRect();
+    return { x: read(ticks('x-axis'), c.x + c.width / 2), y: read(ticks('y-axis'), c.y + c.height / 2) };
+  }, { layer: known.layer, head: known.head });
   assert.ok(Math.abs(x - score) < 0.02, `x of ${known.layer}.${known.head}: ${x} vs ${name} ${score}`);
   assert.ok(Math.abs(y - known.ablation / biggest) < 0.02, `y: ${y} vs ${known.ablation / biggest}`);
   const title = await point.locator('title').textContent();
