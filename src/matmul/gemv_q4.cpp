@@ -118,6 +118,24 @@ namespace {
 using halves::F4;
 using halves::halves_low;
 
+// G sets' float accumulators (4 vectors of 4 columns each): zeroed, and stored to out[G * 16]
+template <int G>
+inline void zero_sets(F4 (&acc)[G][4]) {
+  QKV_UNROLL
+  for (int g = 0; g < G; ++g) {
+    QKV_UNROLL
+    for (int j = 0; j < 4; ++j) acc[g][j] = F4(0.0f);
+  }
+}
+template <int G>
+inline void store_sets(const F4 (&acc)[G][4], float* out) {
+  QKV_UNROLL
+  for (int g = 0; g < G; ++g) {
+    QKV_UNROLL
+    for (int j = 0; j < 4; ++j) acc[g][j].store_unaligned(out + g * 16 + j * 4);
+  }
+}
+
 // out[g][16] = x W for G sets of 16 columns, set g at data + g * stride sets (G streams in
 // flight). Per block and set: 8 quads of 2 halves, one 16-byte load each; of half h, the low
 // nibbles of the int16 lanes' low bytes (group 2h, even k), of their high bytes (group 2h, odd
@@ -130,11 +148,7 @@ template <int G>
 void q4_sets(const uint8_t* data, const uint16_t* scales, int64_t blocks, int64_t stride, const int16_t* xq,
              const float* sx, const int32_t* sum8, float* out) {
   F4 acc[G][4];
-  QKV_UNROLL
-  for (int g = 0; g < G; ++g) {
-    QKV_UNROLL
-    for (int j = 0; j < 4; ++j) acc[g][j] = F4(0.0f);
-  }
+  zero_sets(acc);
   const __m128i mask = _mm_set1_epi16(0x000F), mask1 = _mm_set1_epi16(0x00F0);
   for (int64_t b = 0; b < blocks; ++b) {
     const int16_t* xb = xq + b * 8 * 16;  // [8 quads][even, odd][8]
@@ -173,11 +187,7 @@ void q4_sets(const uint8_t* data, const uint16_t* scales, int64_t blocks, int64_
       }
     }
   }
-  QKV_UNROLL
-  for (int g = 0; g < G; ++g) {
-    QKV_UNROLL
-    for (int j = 0; j < 4; ++j) acc[g][j].store_unaligned(out + g * 16 + j * 4);
-  }
+  store_sets(acc, out);
 }
 
 #if defined(QKV_RELAXED_SIMD)
@@ -189,11 +199,7 @@ template <int G>
 void q4_sets_dot(const uint8_t* data, const uint16_t* scales, int64_t blocks, int64_t stride, const int8_t* x8,
                  const float* sx, const int32_t* sum8, float* out) {
   F4 acc[G][4];
-  QKV_UNROLL
-  for (int g = 0; g < G; ++g) {
-    QKV_UNROLL
-    for (int j = 0; j < 4; ++j) acc[g][j] = F4(0.0f);
-  }
+  zero_sets(acc);
   const __m128i low = _mm_set1_epi8(15);
   for (int64_t b = 0; b < blocks; ++b) {
     const int8_t* xb = x8 + b * 32;
@@ -222,11 +228,7 @@ void q4_sets_dot(const uint8_t* data, const uint16_t* scales, int64_t blocks, in
       }
     }
   }
-  QKV_UNROLL
-  for (int g = 0; g < G; ++g) {
-    QKV_UNROLL
-    for (int j = 0; j < 4; ++j) acc[g][j].store_unaligned(out + g * 16 + j * 4);
-  }
+  store_sets(acc, out);
 }
 #endif
 #endif
