@@ -319,7 +319,7 @@ void gemm_int8(const WeightMatrix& w, const float* x, int64_t M, const float* bi
 }
 
 void gemm_q8(const WeightMatrix& w, const float* x, int64_t M, const float* bias, float* y, int threads) {
-  gemm_int8(w, x, M, bias, y, threads, q8_panel, 32767.0f);
+  gemm_int8(w, x, M, bias, y, threads, q8_panel, kXqLimit16);
 }
 
 }  // namespace qkv::detail

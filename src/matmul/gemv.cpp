@@ -27,6 +27,7 @@
 #include "matmul/gemv_parts.hpp"
 #include "matmul/halves.hpp"
 #include "matmul/matmul.hpp"
+#include "matmul/x_int16.hpp"
 #include "simd.hpp"
 #include "thread_pool.hpp"
 
@@ -289,7 +290,7 @@ void prepare(const WeightMatrix& w, const float* x, GemvInput& in) {
   in.x = x;
   const int64_t K = w.K;
   if (w.type == WeightType::Q8) {
-    prepare_q8(x, K, in);
+    prepare_q8(x, K, in, kXqLimit16);
   } else if (w.type == WeightType::Q4) {
     prepare_q4(x, K, in);
   } else if (w.type != WeightType::F32) {

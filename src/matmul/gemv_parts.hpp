@@ -35,8 +35,8 @@ struct GemvInput {
 int64_t part_stride(int64_t count, int64_t row_bytes, int streams);
 
 // x [K] -> in.pairs, in.block_scale(_wide), in.wide_finite: x quantized to int16 per block of 32,
-// |xq| <= limit (32767; Q4 with the relaxed int8 dot: 127).
-void prepare_q8(const float* x, int64_t K, GemvInput& in, float limit = 32767.0f);
+// |xq| <= limit (kXqLimit16, x_int16.hpp; Q4 with the relaxed int8 dot: 127).
+void prepare_q8(const float* x, int64_t K, GemvInput& in, float limit);
 
 // y[4 g0 .. 4 g1) (clipped to N) = bias + x W for the Q8 groups [g0, g1) (x prepared by prepare_q8).
 void gemv_q8(const WeightMatrix& w, const GemvInput& in, const float* bias, float* y, int64_t g0, int64_t g1);

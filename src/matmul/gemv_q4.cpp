@@ -17,6 +17,7 @@
 #include "matmul/gemv_parts.hpp"
 #include "matmul/halves.hpp"
 #include "matmul/matmul.hpp"
+#include "matmul/x_int16.hpp"
 #include "simd.hpp"
 
 #ifndef QKV_NO_SIMD
@@ -62,7 +63,7 @@ inline bool use_relaxed_dot() {
 #endif
 }
 
-float q4_x_limit() { return use_relaxed_dot() ? 127.0f : 32767.0f; }
+float q4_x_limit() { return use_relaxed_dot() ? 127.0f : kXqLimit16; }
 
 }  // namespace qkv::detail
 
@@ -81,8 +82,8 @@ bool relaxed_int8_dot() { return detail::use_relaxed_dot(); }
 namespace qkv::detail {
 
 void prepare_q4(const float* x, int64_t K, GemvInput& in) {
-  const bool dot8 = use_relaxed_dot();
-  prepare_q8(x, K, in, dot8 ? 127.0f : 32767.0f);
+  const bool dot8 = use_relaxed_dot();  // x8 for the int8 dot, else quads
+  prepare_q8(x, K, in, q4_x_limit());
   const int64_t blocks = (K + 31) / 32;
   in.block_sum8.resize(size_t(blocks));
   if (dot8) {
@@ -153,7 +154,7 @@ void q4_sets(const uint8_t* data, const uint16_t* scales, int64_t blocks, int64_
   for (int64_t b = 0; b < blocks; ++b) {
     const int16_t* xb = xq + b * 8 * 16;  // [8 quads][even, odd][8]
     const F4 dx(sx[b]);
-    const __m128i corr = _mm_set1_epi32(sum8[b]);
+    const __m128i corr = _mm_set1_epi32(sum8[b]), corr16 = _mm_slli_epi32(corr, 4);
     QKV_UNROLL
     for (int g = 0; g < G; ++g) {
       const uint8_t* w = data + (g * stride * blocks + b) * 256;
@@ -178,7 +179,6 @@ void q4_sets(const uint8_t* data, const uint16_t* scales, int64_t blocks, int64_
       s[1] = _mm_add_epi32(s[1], _mm_slli_epi32(odd1, 4));
       s[3] = _mm_add_epi32(s[3], _mm_slli_epi32(odd3, 4));
       const uint16_t* d = scales + (g * stride * blocks + b) * 16;
-      const __m128i corr16 = _mm_slli_epi32(corr, 4);
       QKV_UNROLL
       for (int j = 0; j < 4; ++j) {
         const F4 sum = j % 2 ? F4(_mm_cvtepi32_ps(_mm_sub_epi32(s[j], corr16))) * F4(0.0625f)

@@ -22,9 +22,9 @@
 namespace qkv::detail {
 
 // x [K] -> int16 per block of 32 (scale d = max|x| / limit, xq = nearest(x / d) clamped to
-// +-32767; limit 32767, or 127 for the 4-bit kernels' int8 dot product), laid out as the kernel reads it: each k-pair
-// (xq[2p], xq[2p+1]) 4 times, once per column of a group. The vectors keep their capacity from call to call (no
-// allocation).
+// +-32767; limit kXqLimit16, or 127 for the 4-bit kernels' int8 dot), laid out as the kernel
+// reads it: each k-pair (xq[2p], xq[2p+1]) 4 times, once per column of a group. The vectors keep
+// their capacity from call to call (no allocation).
 void prepare_q8(const float* x, int64_t K, GemvInput& in, float limit) {
   const Q8Layout q = Q8Layout::of(K, 4);
   in.pairs.resize(size_t(q.blocks * 16 * 8));

@@ -13,6 +13,9 @@
 
 namespace qkv::detail {
 
+// The largest |xq| of the int16 rounding (the 4-bit kernels' int8 dot takes 127: q4_x_limit)
+constexpr float kXqLimit16 = 32767.0f;
+
 inline int16_t round_to_i16(float x, float inv) {
   return int16_t(std::max(-32767.0f, std::min(32767.0f, std::nearbyint(x * inv))));
 }
