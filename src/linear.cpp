@@ -1,6 +1,7 @@
 #include "linear.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 #include <vector>
 
 #include "accumulate.hpp"
@@ -9,6 +10,8 @@ namespace qkv {
 
 void linear(const float* x, int64_t M, int64_t K, const float* W, int64_t N, const float* bias, float* y,
             WeightLayout layout) {
+  if (layout == WeightLayout::Panels)
+    throw std::invalid_argument("linear: layout Panels is for matmul(), not linear()");
   // y = bias (or 0), then y += x W with W as [K, N]; nn.Linear's [N, K] is transposed first.
   for (int64_t m = 0; m < M; ++m) {
     if (bias) {
@@ -29,6 +32,8 @@ void linear(const float* x, int64_t M, int64_t K, const float* W, int64_t N, con
 
 void linear_reference(const float* x, int64_t M, int64_t K, const float* W, int64_t N, const float* bias, float* y,
                       WeightLayout layout) {
+  if (layout == WeightLayout::Panels)
+    throw std::invalid_argument("linear_reference: layout Panels is for matmul(), not linear()");
   for (int64_t m = 0; m < M; ++m) {
     for (int64_t n = 0; n < N; ++n) {
       float acc = bias ? bias[n] : 0.0f;

@@ -7,11 +7,13 @@
 namespace qkv {
 
 enum class WeightLayout {
-  OutIn,  // W is [N, K] (nn.Linear): y[m,n] = sum_k x[m,k] W[n,k]
-  InOut,  // W is [K, N] (Conv1D):    y[m,n] = sum_k x[m,k] W[k,n]
+  OutIn,   // W is [N, K] (nn.Linear): y[m,n] = sum_k x[m,k] W[n,k]
+  InOut,   // W is [K, N] (Conv1D):    y[m,n] = sum_k x[m,k] W[k,n]
+  Panels,  // F32 only, the matmul kernels' own (matmul/weights.hpp): panels of 16 columns,
+           // [ceil(N/16)][K][16]; not a layout linear() reads
 };
 
-// x [M, K], W per layout, bias [N] or nullptr, y [M, N] (overwritten).
+// x [M, K], W per layout (OutIn or InOut), bias [N] or nullptr, y [M, N] (overwritten).
 void linear(const float* x, int64_t M, int64_t K, const float* W, int64_t N, const float* bias, float* y,
             WeightLayout layout);
 

@@ -27,21 +27,25 @@ qkv::WeightType weight_type(const std::string& name) {
   throw std::invalid_argument("matmul: weight type must be F32, F16, BF16, Q8 or Q4, got '" + name + "'");
 }
 
-qkv::WeightMatrix matrix(const std::string& type, bool out_in, int K, int N, uintptr_t data, uintptr_t scales) {
-  return {weight_type(type),
-          out_in ? qkv::WeightLayout::OutIn : qkv::WeightLayout::InOut,
-          K,
-          N,
-          ptr<const void>(data),
-          ptr<const uint16_t>(scales)};
+qkv::WeightLayout weight_layout(const std::string& name) {
+  if (name == "InOut") return qkv::WeightLayout::InOut;
+  if (name == "OutIn") return qkv::WeightLayout::OutIn;
+  if (name == "Panels") return qkv::WeightLayout::Panels;
+  throw std::invalid_argument("matmul: layout must be InOut, OutIn or Panels, got '" + name + "'");
+}
+
+qkv::WeightMatrix matrix(const std::string& type, const std::string& layout, int K, int N, uintptr_t data,
+                         uintptr_t scales) {
+  return {weight_type(type), weight_layout(layout), K, N, ptr<const void>(data), ptr<const uint16_t>(scales)};
 }
 
 // y [M, N] = x [M, K] W + bias; kernel: "auto" (matmul), "gemv" (row by row), "gemm" (the matrix
 // product matmul() takes for M > 1: for Q8 and Q4 the integer one) or "gemm-float" (the float one, any type)
-std::string matmul_run(const std::string& type, bool out_in, int M, int K, int N, uintptr_t data, uintptr_t scales,
-                       uintptr_t x, uintptr_t bias, uintptr_t y, int threads, const std::string& kernel) {
+std::string matmul_run(const std::string& type, const std::string& layout, int M, int K, int N, uintptr_t data,
+                       uintptr_t scales, uintptr_t x, uintptr_t bias, uintptr_t y, int threads,
+                       const std::string& kernel) {
   return guarded([&] {
-    const qkv::WeightMatrix w = matrix(type, out_in, K, N, data, scales);
+    const qkv::WeightMatrix w = matrix(type, layout, K, N, data, scales);
     const float* xs = ptr<const float>(x);
     float* ys = ptr<float>(y);
     if (kernel == "gemv") {
@@ -64,17 +68,17 @@ std::string matmul_run(const std::string& type, bool out_in, int M, int K, int N
 }
 
 // Quantizes a F32 / F16 / BF16 matrix to Q8 into data (q8DataBytes) and scales (q8ScaleCount halves).
-std::string matmul_quantize(const std::string& type, bool out_in, int K, int N, uintptr_t src, uintptr_t data,
-                            uintptr_t scales) {
+std::string matmul_quantize(const std::string& type, const std::string& layout, int K, int N, uintptr_t src,
+                            uintptr_t data, uintptr_t scales) {
   return guarded(
-      [&] { qkv::quantize_q8(matrix(type, out_in, K, N, src, 0), ptr<int8_t>(data), ptr<uint16_t>(scales)); });
+      [&] { qkv::quantize_q8(matrix(type, layout, K, N, src, 0), ptr<int8_t>(data), ptr<uint16_t>(scales)); });
 }
 
 // ... to Q4 into data (q4DataBytes) and scales (q4ScaleCount halves).
-std::string matmul_quantize_q4(const std::string& type, bool out_in, int K, int N, uintptr_t src, uintptr_t data,
-                               uintptr_t scales) {
+std::string matmul_quantize_q4(const std::string& type, const std::string& layout, int K, int N, uintptr_t src,
+                               uintptr_t data, uintptr_t scales) {
   return guarded(
-      [&] { qkv::quantize_q4(matrix(type, out_in, K, N, src, 0), ptr<uint8_t>(data), ptr<uint16_t>(scales)); });
+      [&] { qkv::quantize_q4(matrix(type, layout, K, N, src, 0), ptr<uint8_t>(data), ptr<uint16_t>(scales)); });
 }
 
 double q8_data_bytes(int K, int N) { return double(qkv::Q8Layout::of(K, N).data_bytes()); }

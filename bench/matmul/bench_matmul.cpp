@@ -407,16 +407,21 @@ int main(int argc, char** argv) {
     if (argc > 4 && std::string(argv[4]).find(tn) == std::string::npos) continue;  // only these types
     // GEMV over copies of the 4 layer shapes totalling >= 600 MB as F32: each call reads its
     // matrix from memory, not from a cache
-    // the layers' layout as the model holds them: GPT-2's F32 and Q8 as its file stores them
-    // ([K, N]), F16 and BF16 rewritten [N, K] on load (WeightLoader::load); SmolLM2's (the 5th
-    // argument "smol") [N, K] as nn.Linear stores them. A 6th argument InOut or OutIn forces one.
+    // the layers' layout as the model holds them (WeightLoader::load): F32 in panels of 16
+    // columns; GPT-2's Q8 and Q4 from [K, N] as its file stores them, F16 and BF16 rewritten
+    // [N, K]; SmolLM2's (the 5th argument "smol") [N, K] as nn.Linear stores them. A 6th
+    // argument InOut, OutIn or Panels (F32) forces one.
     const bool smol = argc > 5 && std::string(argv[5]) == "smol";
     const bool half = type == qkv::WeightType::F16 || type == qkv::WeightType::BF16;
     const std::string forced = argc > 6 ? argv[6] : "";
     const qkv::WeightLayout layer_layout =
-        forced == "OutIn" || (forced.empty() && (half || smol)) ? qkv::WeightLayout::OutIn : qkv::WeightLayout::InOut;
+        forced == "Panels" || (forced.empty() && type == qkv::WeightType::F32) ? qkv::WeightLayout::Panels
+        : forced == "OutIn" || (forced.empty() && (half || smol))              ? qkv::WeightLayout::OutIn
+                                                                               : qkv::WeightLayout::InOut;
     const std::string layer_what = std::string(smol ? "SmolLM2 layers " : "GPT-2 layers ") +
-                                   (layer_layout == qkv::WeightLayout::OutIn ? "[N, K]" : "[K, N]");
+                                   (layer_layout == qkv::WeightLayout::OutIn   ? "[N, K]"
+                                    : layer_layout == qkv::WeightLayout::InOut ? "[K, N]"
+                                                                               : "panels");
     std::vector<Layer> layers(std::begin(kLayers), std::end(kLayers));
     if (smol) layers.assign(std::begin(kSmolLayers), std::end(kSmolLayers));
     std::vector<Stored> stack;
@@ -480,9 +485,12 @@ int main(int argc, char** argv) {
                                                            : 2) /
                       best / 1e9);
     if (mode != "gemm") {
-      // the tied LM head: wte [50257, 768] read as OutIn (one copy: 154 MB as F32, beyond the caches)
+      // the tied LM head: wte [50257, 768] read as OutIn, F32 in panels as the model holds it
+      // (one copy: 154 MB as F32, beyond the caches)
       stack.clear();
-      const Stored head = make(type, 768, 50257, rng, qkv::WeightLayout::OutIn);
+      const qkv::WeightLayout head_layout =
+          type == qkv::WeightType::F32 ? qkv::WeightLayout::Panels : qkv::WeightLayout::OutIn;
+      const Stored head = make(type, 768, 50257, rng, head_layout);
       std::vector<float> logits(50257);
       double best_head = 1e30;
       for (int pass = 0; pass < 6; ++pass) {
@@ -491,8 +499,11 @@ int main(int argc, char** argv) {
         if (pass > 0) best_head = std::min(best_head, seconds_since(t0));
       }
       const double head_gbs = double(head.w.bytes()) / best_head / 1e9;
-      results.push_back({"gemv-lm-head", tn, "LM head [50257, 768] OutIn, from memory", 1, head_gbs, head_gbs / bw});
-      std::printf("gemv %-4s LM head (OutIn): %6.2f GB/s = %.2f of the bandwidth\n", tn, head_gbs, head_gbs / bw);
+      const char* head_what = head_layout == qkv::WeightLayout::Panels ? "panels" : "OutIn";
+      results.push_back({"gemv-lm-head", tn, std::string("LM head [50257, 768] ") + head_what + ", from memory", 1,
+                         head_gbs, head_gbs / bw});
+      std::printf("gemv %-4s LM head (%s): %6.2f GB/s = %.2f of the bandwidth\n", tn, head_what, head_gbs,
+                  head_gbs / bw);
     }
     if (mode != "gemm") {
       // the kernel alone: one n x n matrix (256, 512, and 576: SmolLM2's q_proj, 1.3 MB as F32),

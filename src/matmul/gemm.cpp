@@ -299,7 +299,22 @@ void pack_w(const WeightMatrix& w, int64_t k0, int64_t k1, int64_t j0, int64_t j
   }
   if (w.type == WeightType::Q8) return pack_q8(w, k0, k1, j0, j1, panels);
   if (w.type == WeightType::Q4) return pack_q4(w, k0, k1, j0, j1, panels, kNR);
-  if (w.layout == WeightLayout::InOut && w.type == WeightType::F32) {
+  if (w.layout == WeightLayout::Panels) {
+    // F32 panels of 16 (weights.hpp): a packed panel (kNR = 16 or 8 columns, from a multiple of
+    // kNR) lies inside one of them, its rows a run of that panel's rows
+    const float* W = static_cast<const float*>(w.data);
+    for (int64_t p = 0; p < count; ++p) {
+      const int64_t end = j0 + std::min<int64_t>(cols, (p + 1) * kNR);
+      for (int64_t j = j0 + p * kNR; j < end;) {  // (one run unless a tile override makes kNR not divide 16)
+        const int64_t first = j / kPanel * kPanel, width = std::min(kPanel, w.N - first);
+        const int64_t n = std::min(end, first + width) - j;
+        const float* src = W + first * w.K + k0 * width + (j - first);
+        float* dst = panels + p * kc * kNR + (j - j0 - p * kNR);
+        for (int64_t k = 0; k < kc; ++k) copy_panel_row(dst + k * kNR, src + k * width, n);
+        j += n;
+      }
+    }
+  } else if (w.layout == WeightLayout::InOut && w.type == WeightType::F32) {
     // 8 rows at a time: 8 reads in flight (one row at a time left the memory system half idle,
     // which at M = 32 cost ~12% of the whole product)
     const float* W = static_cast<const float*>(w.data);

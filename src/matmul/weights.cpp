@@ -49,7 +49,16 @@ namespace {
 
 // Index of W[k, n] among the stored elements of a float matrix.
 size_t element_index(const WeightMatrix& w, int64_t k, int64_t n) {
-  return w.layout == WeightLayout::InOut ? size_t(k * w.N + n) : size_t(n * w.K + k);
+  switch (w.layout) {
+    case WeightLayout::InOut:
+      return size_t(k * w.N + n);
+    case WeightLayout::OutIn:
+      return size_t(n * w.K + k);
+    case WeightLayout::Panels:
+      break;
+  }
+  const int64_t first = n / kPanel * kPanel, width = std::min(kPanel, w.N - first);
+  return size_t(first * w.K + k * width + n - first);
 }
 
 // Byte offset of W[k, n] in Q8 data, and the index of its block's scale.
@@ -141,6 +150,9 @@ void gather_columns(const WeightMatrix& w, int64_t n0, int64_t count, int64_t Kp
   if (w.layout == WeightLayout::OutIn) {
     for (int64_t c = 0; c < count; ++c)
       for (int64_t k = 0; k < w.K; ++k) out[c * Kp + k] = decode<T>(w.data, size_t((n0 + c) * w.K + k));
+  } else if (w.layout == WeightLayout::Panels) {
+    for (int64_t k = 0; k < w.K; ++k)
+      for (int64_t c = 0; c < count; ++c) out[c * Kp + k] = decode<T>(w.data, element_index(w, k, n0 + c));
   } else {
     for (int64_t k = 0; k < w.K; ++k)
       for (int64_t c = 0; c < count; ++c) out[c * Kp + k] = decode<T>(w.data, size_t(k * w.N + n0 + c));
@@ -293,6 +305,23 @@ void add_weight_fixes(const WeightMatrix& w, const float* x, int64_t M, float* y
   for (size_t i = 0; i < w.fix_count; ++i) {
     const WeightFix& f = w.fixes[i];
     for (int64_t m = 0; m < M; ++m) y[m * w.N + f.n] += x[m * w.K + f.k] * f.value;
+  }
+}
+
+void to_panels(float* p, int64_t K, int64_t N, WeightLayout from, std::vector<float>& scratch) {
+  if (from == WeightLayout::Panels) return;
+  if (from == WeightLayout::InOut) scratch.assign(p, p + K * N);  // the [K, N] original
+  for (int64_t n0 = 0; n0 < N; n0 += kPanel) {
+    const int64_t width = std::min(kPanel, N - n0);
+    float* panel = p + n0 * K;  // [K][width], where rows n0 .. n0 + width of an [N, K] source were
+    if (from == WeightLayout::OutIn) {
+      scratch.assign(panel, panel + width * K);  // those rows, [width][K]
+      for (int64_t k = 0; k < K; ++k)
+        for (int64_t c = 0; c < width; ++c) panel[k * width + c] = scratch[size_t(c * K + k)];
+    } else {
+      for (int64_t k = 0; k < K; ++k)
+        std::memcpy(panel + k * width, scratch.data() + k * N + n0, size_t(width) * sizeof(float));
+    }
   }
 }
 

@@ -68,6 +68,26 @@ struct Q4Layout {
   size_t bytes() const { return data_bytes() + 2 * scale_count(); }
 };
 
+// F32 in panels (WeightLayout::Panels), what the loader makes of every F32 matrix a matmul reads:
+// the columns in panels of kPanel = 16, each panel's K rows of 16 floats (64 bytes, one cache
+// line) one after another; the last panel holds the N % 16 columns left, [K][N % 16]:
+//
+//   data [ceil(N/16) panels][K][16 (the last: N - 16 * (panels - 1))] float
+//
+// Element W[k, n] is at (n / 16) * 16 K + k * width + n % 16, width the panel's. The same
+// K * N floats as [K, N] or [N, K], so a matrix is rewritten in place (to_panels). Decoding
+// reads each panel from start to end, one sequential stream per panel, its 16 sums held in
+// registers (gemv.cpp); the matrix product copies a panel's rows straight into its packed
+// panels (gemm.cpp). [K, N] (8 rows of 9 KB at a time, 8 streams restarted every 8 rows) read
+// at 0.55-0.6 of the bandwidth in decode; [N, K] summed each column in 4 lanes, which a decode
+// then added up in another order than a prefill.
+constexpr int64_t kPanel = 16;
+
+// Rewrites the F32 matrix at p, stored `from` (InOut [K, N] or OutIn [N, K]), as Panels, in
+// place, through scratch (resized to one panel, 16 K floats, from OutIn; to the whole matrix from
+// InOut: pass the same vector for every matrix so one buffer serves them all).
+void to_panels(float* p, int64_t K, int64_t N, WeightLayout from, std::vector<float>& scratch);
+
 // A weight the F16 kernels read as zero (a subnormal half: see prepare_f16_weights) and that
 // matmul() and read_column() add back after the product, exactly: W[k, n] = value.
 struct WeightFix {
@@ -77,8 +97,8 @@ struct WeightFix {
 
 // y[M, N] = x[M, K] W[K, N] (+ bias): W as stored.
 //  F32 / F16 / BF16: `data` holds K * N little-endian elements, [K, N] (InOut) or [N, K] (OutIn),
-//    2-byte aligned (4 for F32). F16 weights must be finite: the kernels widen them with integer
-//    shifts that do not special-case inf and NaN (see prepare_f16_weights).
+//    or for F32 Panels (above), 2-byte aligned (4 for F32). F16 weights must be finite: the kernels widen them with
+//    integer shifts that do not special-case inf and NaN (see prepare_f16_weights).
 //  Q8 / Q4: `data` and `scales` as Q8Layout / Q4Layout above (`layout` is ignored).
 struct WeightMatrix {
   WeightType type = WeightType::F32;
@@ -99,13 +119,13 @@ float weight_at(const WeightMatrix& w, int64_t k, int64_t n);
 // out[K] = W[:, n], the weights of output n (an embedding row when W is a tied [V, E] table).
 void read_column(const WeightMatrix& w, int64_t n, float* out);
 
-// Quantizes a F32 / F16 / BF16 matrix of either layout to Q8 (data: Q8Layout::data_bytes(),
+// Quantizes a F32 / F16 / BF16 matrix of any layout to Q8 (data: Q8Layout::data_bytes(),
 // scales: scale_count() halves). Rounds to nearest (ties to even), against the scale as
 // stored. Throws std::invalid_argument for a weight that is not finite or a block whose
 // scale does not fit in a half (|W| > 127 * 65504 ~= 8.3e6).
 void quantize_q8(const WeightMatrix& src, int8_t* data, uint16_t* scales);
 
-// Quantizes a F32 / F16 / BF16 matrix of either layout to Q4 (data: Q4Layout::data_bytes(),
+// Quantizes a F32 / F16 / BF16 matrix of any layout to Q4 (data: Q4Layout::data_bytes(),
 // scales: scale_count() halves), by the rule above. Throws std::invalid_argument for a weight
 // that is not finite or a block whose scale does not fit in a half (|W| > 8 * 65504 ~= 5.2e5).
 void quantize_q4(const WeightMatrix& src, uint8_t* data, uint16_t* scales);

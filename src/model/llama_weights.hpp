@@ -14,6 +14,8 @@
 
 namespace qkv {
 
+// The matrices are OutIn as the file stores them, except that the F32 ones a matmul reads are
+// rewritten on load in panels of 16 columns (WeightLayout::Panels, WeightLoader::load).
 struct LlamaLayerWeights {
   const float* input_layernorm = nullptr;                               // [E]
   WeightMatrix q_proj, k_proj, v_proj;                                  // [H*D, E], [Hkv*D, E], [Hkv*D, E] (OutIn)

@@ -252,6 +252,7 @@ WeightBuffers WeightLoader::load(MallocBytes file, size_t size) {
   const bool into_file = !in_place && file && fits_in_file(file.get(), &order);
   size_t converted = 0;
   std::vector<uint16_t> transpose_scratch;  // see below
+  std::vector<float> panel_scratch;
   struct FixRange {
     WeightMatrix* matrix;
     size_t first, count;
@@ -313,9 +314,18 @@ WeightBuffers WeightLoader::load(MallocBytes file, size_t size) {
       // wasm), F16 decoding 1.5x -> ~1.8x as fast as F32. The price: a decoded token's output columns add
       // their products in 4 lanes, not in k order as the prefill's GEMM does, so for 16-bit
       // GPT-2 weights a decoded token no longer gets a prefill's bits exactly (it stays within
-      // rounding; F32 keeps [K, N] and the exact match).
+      // rounding; F32 keeps the exact match, below).
       transpose_16bit(reinterpret_cast<uint16_t*>(at), m.K, m.N, transpose_scratch);
       m.dst->layout = WeightLayout::OutIn;
+    }
+    if (m.matmul && m.to == WeightType::F32) {
+      // An F32 matrix, [K, N] or [N, K], is rewritten in panels of 16 columns, in place
+      // (matmul/weights.hpp; scratch: one panel from [N, K], the matrix from [K, N], one buffer
+      // for all). Decoding reads each panel as one sequential stream: GPT-2 small's layers, wasm,
+      // 1 thread, 1.9x the [K, N] kernel's bytes per second from memory; the LM head's columns
+      // add their products in k order as the prefill's do, so a decoded token gets a prefill's bits.
+      to_panels(reinterpret_cast<float*>(at), m.K, m.N, m.layout, panel_scratch);
+      m.dst->layout = WeightLayout::Panels;
     }
     out.bytes.matrices += m.dst->bytes();
   }

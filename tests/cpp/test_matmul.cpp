@@ -92,7 +92,15 @@ void check_close(const std::vector<float>& y, const std::vector<float>& want, co
   CHECK(worst <= 1.0);
 }
 
-const char* layout_name(WeightLayout l) { return l == WeightLayout::InOut ? "InOut" : "OutIn"; }
+const char* layout_name(WeightLayout l) {
+  return l == WeightLayout::InOut ? "InOut" : l == WeightLayout::OutIn ? "OutIn" : "Panels";
+}
+
+// The layouts a matrix of this type can be given: Panels is F32's only
+std::vector<WeightLayout> layouts_of(WeightType type) {
+  if (type == WeightType::F32) return {WeightLayout::InOut, WeightLayout::OutIn, WeightLayout::Panels};
+  return {WeightLayout::InOut, WeightLayout::OutIn};
+}
 
 }  // namespace
 
@@ -107,7 +115,7 @@ TEST_CASE("matmul: every weight type and layout vs plain loops, odd sizes, both 
                           {7, 67, 50}, {1, 300, 97}, {13, 257, 37}, {6, 513, 800}, {1, 130, 1001}, {2, 40, 2}};
   for (WeightType type : {WeightType::F32, WeightType::F16, WeightType::BF16, WeightType::Q8, WeightType::Q4}) {
     const bool quantized = type == WeightType::Q8 || type == WeightType::Q4;
-    for (WeightLayout layout : {WeightLayout::InOut, WeightLayout::OutIn}) {
+    for (WeightLayout layout : layouts_of(type)) {
       for (const Shape& s : shapes) {
         CAPTURE(weight_type_name(type));
         CAPTURE(layout_name(layout));
@@ -139,10 +147,10 @@ TEST_CASE("matmul: every weight type and layout vs plain loops, odd sizes, both 
             detail::gemv(w, x.data() + m * s.K, bias.data(), yt.data() + m * s.N, threads);
           CHECK(yt == y2);
         }
-        // Conv1D float weights: decoding a row gives the bits the matrix product gives it (both
-        // add a column's products in k order after its bias; src/matmul compiles with
-        // -ffp-contract=off, so no build fuses some multiply-adds and not others: CMakeLists.txt)
-        if (!quantized && layout == WeightLayout::InOut) CHECK(y2 == y1);
+        // Conv1D float weights and F32 panels: decoding a row gives the bits the matrix product
+        // gives it (both add a column's products in k order after its bias; src/matmul compiles
+        // with -ffp-contract=off, so no build fuses some multiply-adds and not others: CMakeLists.txt)
+        if (!quantized && layout != WeightLayout::OutIn) CHECK(y2 == y1);
         // matmul() picks one of the two; without bias
         std::vector<float> y3(want.size()), want0(want.size());
         matmul(w, x.data(), s.M, nullptr, y3.data(), 2);
@@ -218,7 +226,7 @@ TEST_CASE("matmul: F16 subnormals moved to fixes keep the product exact (matmul,
 TEST_CASE("matmul: the threaded kernels with the work floor off give the same bits (large enough to split)") {
   std::mt19937 rng(7);
   for (WeightType type : {WeightType::F32, WeightType::F16, WeightType::Q8, WeightType::Q4}) {
-    for (WeightLayout layout : {WeightLayout::InOut, WeightLayout::OutIn}) {  // OutIn: columns far apart
+    for (WeightLayout layout : layouts_of(type)) {  // OutIn: columns far apart; Panels: in pairs
       CAPTURE(weight_type_name(type));
       CAPTURE(layout_name(layout));
       const int64_t M = 9, K = 520, N = 1100;  // M * K * N > 2^18 per thread: the pool really runs
@@ -361,6 +369,41 @@ TEST_CASE("transpose_16bit: [rows, cols] -> [cols, rows] in place, odd sizes acr
   }
 }
 
+TEST_CASE("to_panels: [K, N] and [N, K] -> panels of 16 in place; weight_at, read_column; Panels is F32's only") {
+  std::vector<float> scratch;  // one buffer for every matrix, as the loader does
+  std::mt19937 rng(16);
+  for (const auto& [K, N] : std::vector<std::pair<int64_t, int64_t>>{
+           {1, 1}, {3, 15}, {2, 16}, {5, 17}, {33, 40}, {7, 1}, {64, 95}, {9, 257}}) {
+    for (WeightLayout from : {WeightLayout::InOut, WeightLayout::OutIn}) {
+      CAPTURE(K);
+      CAPTURE(N);
+      CAPTURE(layout_name(from));
+      const std::vector<float> original = qkv::testing::normal(K * N, rng);
+      std::vector<float> m = original;
+      to_panels(m.data(), K, N, from, scratch);
+      const WeightMatrix before{WeightType::F32, from, K, N, original.data(), nullptr};
+      const WeightMatrix after{WeightType::F32, WeightLayout::Panels, K, N, m.data(), nullptr};
+      bool same = true;
+      for (int64_t k = 0; k < K; ++k)
+        for (int64_t n = 0; n < N; ++n) same = same && weight_at(after, k, n) == weight_at(before, k, n);
+      CHECK(same);
+      // the layout itself: column n of a whole panel at (n / 16) 16 K + k 16 + n % 16, the last
+      // panel's at its start + k (N % 16) + n % 16
+      const int64_t n = N - 1, first = n / 16 * 16, width = std::min<int64_t>(16, N - first);
+      CHECK(m[size_t(first * K + (K - 1) * width + n - first)] == weight_at(before, K - 1, n));
+      std::vector<float> column(static_cast<size_t>(K)), want(static_cast<size_t>(K));
+      read_column(after, n, column.data());
+      read_column(before, n, want.data());
+      CHECK(column == want);
+    }
+  }
+  std::vector<uint16_t> h(16, 0);
+  const WeightMatrix f16{WeightType::F16, WeightLayout::Panels, 4, 4, h.data(), nullptr};
+  std::vector<float> x(4, 1.0f), y(4);
+  CHECK_THROWS_WITH_AS(matmul(f16, x.data(), 1, nullptr, y.data()),
+                       "matmul: W F16 [4, 4] in Panels: that layout is F32's only", std::invalid_argument);
+}
+
 TEST_CASE("matmul_many: the bits of separate matmul calls, any thread count, mixed types; bad lists are errors") {
   std::mt19937 rng(11);
   const int64_t K = 520;
@@ -371,7 +414,7 @@ TEST_CASE("matmul_many: the bits of separate matmul calls, any thread count, mix
                                  {WeightType::F16, WeightType::BF16, WeightType::F16},
                                  {WeightType::Q8, WeightType::F32, WeightType::F16},
                                  {WeightType::Q4, WeightType::Q8, WeightType::Q4}};
-  for (WeightLayout layout : {WeightLayout::InOut, WeightLayout::OutIn}) {
+  for (WeightLayout layout : {WeightLayout::InOut, WeightLayout::OutIn, WeightLayout::Panels}) {  // Panels: F32's
     for (const auto& types : mixes) {
       for (int64_t M : {1, 3}) {
         CAPTURE(layout_name(layout));
@@ -380,7 +423,10 @@ TEST_CASE("matmul_many: the bits of separate matmul calls, any thread count, mix
         CAPTURE(weight_type_name(types[2]));
         CAPTURE(M);
         std::vector<Stored> st;
-        for (int i = 0; i < 3; ++i) st.push_back(make_weights(types[i], layout, K, widths[i], rng));
+        for (int i = 0; i < 3; ++i) {
+          const bool panels_ok = layout != WeightLayout::Panels || types[i] == WeightType::F32;
+          st.push_back(make_weights(types[i], panels_ok ? layout : WeightLayout::InOut, K, widths[i], rng));
+        }
         const std::vector<float> x = qkv::testing::normal(M * K, rng), bias = qkv::testing::normal(widths[0], rng);
         const float* biases[3] = {bias.data(), nullptr, bias.data()};  // the third reads the first 13
         std::vector<std::vector<float>> want(3);

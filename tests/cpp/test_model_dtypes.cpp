@@ -231,7 +231,11 @@ TEST_CASE("gpt2 dtypes: where the bytes are, per load option") {
     CHECK(b.converted == 0);
     CHECK(b.vectors == 0);
     CHECK(b.matrices == matrix_elements * 4);
-    CHECK(m.weight_store().weights().h[0].mlp_c_fc.layout == WeightLayout::InOut);  // F32 Conv1D: as stored
+    // F32 matrices: rewritten in panels in the file's own buffer (WeightLoader::load), the
+    // gathered-only position table as stored
+    CHECK(m.weight_store().weights().h[0].mlp_c_fc.layout == WeightLayout::Panels);
+    CHECK(m.weight_store().weights().wte.layout == WeightLayout::Panels);
+    CHECK(m.weight_store().weights().wpe.layout == WeightLayout::OutIn);
   }
   {
     GPT2 m = GPT2::load(tc.json(), f32.data(), f32.size(), WeightFormat::F16);

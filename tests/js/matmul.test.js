@@ -17,6 +17,16 @@ const SHAPES = [[1, 1, 1], [1, 5, 3], [2, 7, 13], [3, 33, 29], [5, 31, 9], [7, 6
 // the relaxed-SIMD builds where the engine has relaxed SIMD (Node 20: --experimental-wasm-relaxed-simd,
 // which stage 30 passes): their GEMM and exp2 are f32x4.relaxed_madd, held to the same tolerance
 const relaxed = relaxedSimdSupported() ? ['simd-relaxed', 'simd-relaxed-threads'] : [];
+// storage index of W[k, n] per layout (Panels: matmul/weights.hpp, 16 columns per panel, the last N % 16)
+const LAYOUT_INDEX = {
+  InOut: (K, N) => (k, n) => k * N + n,
+  OutIn: (K) => (k, n) => n * K + k,
+  Panels: (K, N) => (k, n) => {
+    const first = n - (n % 16), width = Math.min(16, N - first);
+    return first * K + k * width + (n - first);
+  },
+};
+
 for (const variant of ['simd', 'simd-threads', 'scalar', ...relaxed]) {
   test(`matmul kernels == JS plain loops, every weight type and layout, odd sizes (${variant})`, async () => {
     qkv.dispose();
@@ -27,7 +37,7 @@ for (const variant of ['simd', 'simd-threads', 'scalar', ...relaxed]) {
     const r = rng(2024);
     let worst = 0, cases = 0;
     for (const type of ['F32', 'F16', 'BF16', 'Q8', 'Q4']) {
-      for (const outIn of [false, true]) {
+      for (const layout of type === 'F32' ? ['InOut', 'OutIn', 'Panels'] : ['InOut', 'OutIn']) {
         for (const [M, K, N] of SHAPES) {
           const ptrs = [];
           const alloc = (bytes) => {
@@ -43,14 +53,14 @@ for (const variant of ['simd', 'simd-threads', 'scalar', ...relaxed]) {
           };
           try {
             const st = makeWeights(type, K, N, r);
-            const idx = outIn ? (k, n) => n * K + k : (k, n) => k * N + n;
+            const idx = LAYOUT_INDEX[layout](K, N);
             let pData, pScales = 0, w;
             if (type === 'Q8') {
               // quantized by the module from F32; the JS side checks the result against the rule
               const pSrc = put(st.bytes);
               pData = alloc(m.q8DataBytes(K, N));
               pScales = alloc(2 * m.q8ScaleCount(K, N));
-              assert.equal(m.matmulQuantize('F32', outIn, K, N, pSrc, pData, pScales), '');
+              assert.equal(m.matmulQuantize('F32', layout, K, N, pSrc, pData, pScales), '');
               const data = new Int8Array(heapU8(m).buffer.slice(pData, pData + m.q8DataBytes(K, N)));
               const scales = new Uint16Array(heapU8(m).buffer.slice(pScales, pScales + 2 * m.q8ScaleCount(K, N)));
               w = q8Weight(data, scales, K);
@@ -69,7 +79,7 @@ for (const variant of ['simd', 'simd-threads', 'scalar', ...relaxed]) {
               const pSrc = put(st.bytes);
               pData = alloc(m.q4DataBytes(K, N));
               pScales = alloc(2 * m.q4ScaleCount(K, N));
-              assert.equal(m.matmulQuantizeQ4('F32', outIn, K, N, pSrc, pData, pScales), '');
+              assert.equal(m.matmulQuantizeQ4('F32', layout, K, N, pSrc, pData, pScales), '');
               const data = new Uint8Array(heapU8(m).buffer.slice(pData, pData + m.q4DataBytes(K, N)));
               const scales = new Uint16Array(heapU8(m).buffer.slice(pScales, pScales + 2 * m.q4ScaleCount(K, N)));
               w = q4Weight(data, scales, K);
@@ -94,7 +104,7 @@ for (const variant of ['simd', 'simd-threads', 'scalar', ...relaxed]) {
             const ref = reference(M, K, N, x, w, bias);
             const pX = put(x), pB = put(bias), pY = alloc(4 * M * N);
             const run = (kernel, threads) => {
-              assert.equal(m.matmulRun(type, outIn, M, K, N, pData, pScales, pX, pB, pY, threads, kernel), '');
+              assert.equal(m.matmulRun(type, layout, M, K, N, pData, pScales, pX, pB, pY, threads, kernel), '');
               return new Float32Array(heapU8(m).buffer.slice(pY, pY + 4 * M * N));
             };
             const quantized = type === 'Q8' || type === 'Q4';
@@ -111,10 +121,14 @@ for (const variant of ['simd', 'simd-threads', 'scalar', ...relaxed]) {
                 const tol = (2e-6 * Math.sqrt(K) + 1e-6) * ref.mag[i] + xRel * ref.wsum[n] * xmax + 1e-30;
                 const err = Math.abs(y[i] - ref.y[i]);
                 worst = Math.max(worst, err / tol);
-                assert.ok(err <= tol, `${type} ${outIn ? 'OutIn' : 'InOut'} ${kernel} M=${M} K=${K} N=${N}: y[${i}] = ${y[i]}, want ${ref.y[i]} (tol ${tol})`);
+                assert.ok(err <= tol, `${type} ${layout} ${kernel} M=${M} K=${K} N=${N}: y[${i}] = ${y[i]}, want ${ref.y[i]} (tol ${tol})`);
               }
               assert.deepEqual(run(kernel, 3), y, `${type} ${kernel}: 3 threads change the bits`);
               if (kernel === 'gemv' && quantized) assert.deepEqual(run('gemm', 1), y, `${type}: gemm rows differ from gemv's bits`);
+              // F32 in panels (what the loader makes): a decoded row gets the bits the matrix product
+              // gives it, the relaxed builds' fused madd included
+              if (kernel === 'gemv' && layout === 'Panels')
+                assert.deepEqual(run('gemm', 1), y, `F32 Panels: gemm rows differ from gemv's bits`);
             }
             cases++;
           } finally {
@@ -123,7 +137,7 @@ for (const variant of ['simd', 'simd-threads', 'scalar', ...relaxed]) {
         }
       }
     }
-    assert.equal(cases, 5 * 2 * SHAPES.length);
+    assert.equal(cases, (5 * 2 + 1) * SHAPES.length);
     // the relaxed builds take the int8 dot exactly where the engine computes it right
     assert.equal(m.relaxedInt8Dot(), variant.startsWith('simd-relaxed') && relaxedDotComputes());
     console.log(`# ${variant}: ${cases} cases, worst error ${worst.toFixed(3)} of the tolerance, 4-bit x as ${m.relaxedInt8Dot() ? 'int8 (relaxed dot)' : 'int16'}`);
@@ -133,6 +147,8 @@ for (const variant of ['simd', 'simd-threads', 'scalar', ...relaxed]) {
 test('matmul binding: a bad weight type is an error, not a trap', async () => {
   await qkv.init();
   const m = getModule();
-  assert.match(m.matmulRun('F64', false, 1, 1, 1, 8, 0, 8, 0, 8, 1, 'auto'), /^invalid_argument\|matmul: weight type must be/);
-  assert.match(m.matmulRun('F32', false, 1, 0, 1, 8, 0, 8, 0, 8, 1, 'auto'), /^invalid_argument\|matmul: shapes x \[1, 0\]/);
+  assert.match(m.matmulRun('F64', 'InOut', 1, 1, 1, 8, 0, 8, 0, 8, 1, 'auto'), /^invalid_argument\|matmul: weight type must be/);
+  assert.match(m.matmulRun('F32', 'InOut', 1, 0, 1, 8, 0, 8, 0, 8, 1, 'auto'), /^invalid_argument\|matmul: shapes x \[1, 0\]/);
+  assert.match(m.matmulRun('F32', 'panels', 1, 1, 1, 8, 0, 8, 0, 8, 1, 'auto'), /^invalid_argument\|matmul: layout must be InOut, OutIn or Panels, got 'panels'/);
+  assert.match(m.matmulRun('F16', 'Panels', 1, 4, 4, 8, 0, 8, 0, 8, 1, 'auto'), /^invalid_argument\|matmul: W F16 \[4, 4\] in Panels: that layout is F32's only/);
 });

@@ -19,7 +19,7 @@ async function main() {
   const r = rng(7);
   const failures = [];
   let worst = 0;
-  for (const outIn of [false, true]) {
+  for (const layout of ['InOut', 'OutIn']) {
     for (const [M, K, N] of SHAPES) {
       const ptrs = [];
       const alloc = (bytes) => { const p = m._malloc(Math.max(bytes, 4)); ptrs.push(p); return p; };
@@ -27,7 +27,7 @@ async function main() {
       try {
         const st = makeWeights('Q4', K, N, r);
         const pData = alloc(m.q4DataBytes(K, N)), pScales = alloc(2 * m.q4ScaleCount(K, N));
-        const err = m.matmulQuantizeQ4('F32', outIn, K, N, put(st.bytes), pData, pScales);
+        const err = m.matmulQuantizeQ4('F32', layout, K, N, put(st.bytes), pData, pScales);
         if (err) throw new Error(err);
         const w = q4Weight(new Uint8Array(heapU8(m).buffer.slice(pData, pData + m.q4DataBytes(K, N))),
           new Uint16Array(heapU8(m).buffer.slice(pScales, pScales + 2 * m.q4ScaleCount(K, N))), K);
@@ -35,12 +35,12 @@ async function main() {
         const ref = reference(M, K, N, x, w, bias);
         const pX = put(x), pB = put(bias), pY = alloc(4 * M * N);
         const run = (kernel) => {
-          const e = m.matmulRun('Q4', outIn, M, K, N, pData, pScales, pX, pB, pY, 1, kernel);
+          const e = m.matmulRun('Q4', layout, M, K, N, pData, pScales, pX, pB, pY, 1, kernel);
           if (e) throw new Error(e);
           return new Float32Array(heapU8(m).buffer.slice(pY, pY + 4 * M * N));
         };
         const yv = run('gemv'), yg = run('gemm');
-        const name = `${outIn ? 'OutIn' : 'InOut'} M=${M} K=${K} N=${N}`;
+        const name = `${layout} M=${M} K=${K} N=${N}`;
         if (yv.some((v, i) => !Object.is(v, yg[i]))) failures.push(`${name}: gemm rows are not gemv's bits`);
         for (let i = 0; i < M * N; i++) {
           const row = Math.floor(i / N), n = i % N;
