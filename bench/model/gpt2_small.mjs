@@ -11,7 +11,8 @@
 //  - peak RSS at the end.
 // Decode is also given as a fraction of this machine's limit: read bandwidth (a SIMD sum over
 // 512 MiB in wasm, bench/matmul/) / bytes read per token (the matrices as held, wte included,
-// plus the KV cache read at that context).
+// plus the KV cache read at that context); a 2-thread run's against what two threads read at
+// once (bench-threads.cjs, taken before and after the runs: the lower).
 // 1 thread: timed by the process's CPU time (the machine is shared; CPU time is what the code
 // costs); 2 threads: wall time. Each figure is the best of a few runs (noise only slows).
 //
@@ -169,7 +170,15 @@ function prepare() {
   ensureGpt2Q8(ONNX, ONNX_Q8);
   // this machine's read bandwidth and mul+add peak, in wasm (bench/matmul/)
   execFileSync('bash', [path.join(ROOT, 'bench/matmul/run.sh'), '--build-only'], { stdio: 'inherit' });
-  const r = spawnSync(process.execPath, [path.join(ROOT, 'build/bench-matmul/bench-simd.cjs'), '1', '-', 'limits'], { encoding: 'utf8' });
+  return probeLimits(1);
+}
+
+// The read bandwidth and mul+add peak (bench/matmul/); threads > 1: also what that many threads
+// read at once (read_bandwidth_all_threads_gbs), which on a shared host moves from run to run
+// (40-61 GB/s within an hour on the Zen 5 of docs/benchmarks.md), so it is taken before and after the runs
+function probeLimits(threads) {
+  const build = threads > 1 ? 'bench-threads.cjs' : 'bench-simd.cjs';
+  const r = spawnSync(process.execPath, [path.join(ROOT, 'build/bench-matmul', build), String(threads), '-', 'limits'], { encoding: 'utf8' });
   const line = r.stdout.split('\n').find((l) => l.startsWith('LIMITS '));
   if (!line) throw new Error(`gpt2_small: the bandwidth measurement failed:\n${r.stdout}${r.stderr}`);
   return JSON.parse(line.slice(7));
@@ -205,7 +214,12 @@ function parent() {
   const specs = wanted ? wanted.map((w) => all.find((s) => name(s) === w)).filter(Boolean) : all;
   if (wanted && specs.length !== wanted.length) throw new Error(`gpt2_small: --runs ${RUNS}: runs are ${all.map(name).join(', ')}`);
   console.error(`gpt2_small: ${specs.length} runs, one process each`);
+  const threaded = specs.some((sp) => sp.threads > 1);
+  const twoThreads = [];  // GB/s two threads read at once, before and after the runs
+  if (threaded) twoThreads.push(probeLimits(2).read_bandwidth_all_threads_gbs);
   const runs = specs.map(child);
+  if (threaded) twoThreads.push(probeLimits(2).read_bandwidth_all_threads_gbs);
+  if (threaded) limits.read_bandwidth_2_threads_gbs = twoThreads;
   // bytes read per decoded token: the matmuls' matrices (wte is the LM head; wpe gives one row)
   // plus the KV cache up to the context
   const { n_layer: NL, n_embd: E, n_positions: P, vocab_size: V } = cfg;
@@ -214,8 +228,10 @@ function parent() {
     const wpe = r.weights === 'f16' ? P * E * 2 : P * E * 4;
     r.bytes_per_token = r.memory.weights - wpe;
     r.decode_fraction_of_bandwidth = {};
+    // against what as many threads read at once (2 threads: the lower of the two probes)
+    const bandwidth = r.threads > 1 ? Math.min(...twoThreads) : limits.read_bandwidth_gbs;
     for (const ctx of CONTEXTS) {
-      const limit = (limits.read_bandwidth_gbs * 1e9) / (r.bytes_per_token + kvBytes(ctx));
+      const limit = (bandwidth * 1e9) / (r.bytes_per_token + kvBytes(ctx));
       r.decode_fraction_of_bandwidth[ctx] = r.decode[ctx] / limit;
     }
   }
@@ -281,7 +297,8 @@ function parent() {
   const w = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
   const line = (r) => '| ' + r.map((c, i) => c.padEnd(w[i])).join(' | ') + ' |';
   console.log(`GPT-2 small (random weights), Node ${process.version}, ${out.machine.cores} cores, load ${os.loadavg()[0].toFixed(1)}; ` +
-    `read bandwidth ${limits.read_bandwidth_gbs.toFixed(2)} GB/s, mul+add peak ${limits.mul_add_peak_gflops.toFixed(1)} GFLOP/s (wasm, 1 thread)`);
+    `read bandwidth ${limits.read_bandwidth_gbs.toFixed(2)} GB/s, mul+add peak ${limits.mul_add_peak_gflops.toFixed(1)} GFLOP/s (wasm, 1 thread)` +
+    (threaded ? `; 2 threads at once read ${twoThreads.map((g) => g.toFixed(1)).join(' (before), ')} (after) GB/s: the 2t rows' "of bandwidth" is of the lower` : ''));
   console.log(line(head));
   console.log('|' + w.map((x) => '-'.repeat(x + 2)).join('|') + '|');
   for (const r of rows) console.log(line(r));
