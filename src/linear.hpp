@@ -9,8 +9,8 @@ namespace qkv {
 enum class WeightLayout {
   OutIn,   // W is [N, K] (nn.Linear): y[m,n] = sum_k x[m,k] W[n,k]
   InOut,   // W is [K, N] (Conv1D):    y[m,n] = sum_k x[m,k] W[k,n]
-  Panels,  // F32 only, the matmul kernels' own (matmul/weights.hpp): panels of 16 columns,
-           // [ceil(N/16)][K][16]; not a layout linear() reads
+  Panels,  // the matmul kernels' own for float weights (matmul/weights.hpp): panels of 16
+           // columns, [ceil(N/16)][K][16]; not a layout linear() reads
 };
 
 // x [M, K], W per layout (OutIn or InOut), bias [N] or nullptr, y [M, N] (overwritten).

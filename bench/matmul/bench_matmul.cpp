@@ -407,17 +407,16 @@ int main(int argc, char** argv) {
     if (argc > 4 && std::string(argv[4]).find(tn) == std::string::npos) continue;  // only these types
     // GEMV over copies of the 4 layer shapes totalling >= 600 MB as F32: each call reads its
     // matrix from memory, not from a cache
-    // the layers' layout as the model holds them (WeightLoader::load): F32 in panels of 16
-    // columns; GPT-2's Q8 and Q4 from [K, N] as its file stores them, F16 and BF16 rewritten
-    // [N, K]; SmolLM2's (the 5th argument "smol") [N, K] as nn.Linear stores them. A 6th
-    // argument InOut, OutIn or Panels (F32) forces one.
+    // the layers' layout as the model holds them (WeightLoader::load): F32, F16 and BF16 in
+    // panels of 16 columns; Q8 and Q4 quantized from GPT-2's [K, N] (its file's) or SmolLM2's
+    // (the 5th argument "smol") [N, K]. A 6th argument InOut, OutIn or Panels forces one.
     const bool smol = argc > 5 && std::string(argv[5]) == "smol";
-    const bool half = type == qkv::WeightType::F16 || type == qkv::WeightType::BF16;
+    const bool quantized = type == qkv::WeightType::Q8 || type == qkv::WeightType::Q4;
     const std::string forced = argc > 6 ? argv[6] : "";
-    const qkv::WeightLayout layer_layout =
-        forced == "Panels" || (forced.empty() && type == qkv::WeightType::F32) ? qkv::WeightLayout::Panels
-        : forced == "OutIn" || (forced.empty() && (half || smol))              ? qkv::WeightLayout::OutIn
-                                                                               : qkv::WeightLayout::InOut;
+    const qkv::WeightLayout layer_layout = forced == "Panels" || (forced.empty() && !quantized)
+                                               ? qkv::WeightLayout::Panels
+                                           : forced == "OutIn" || (forced.empty() && smol) ? qkv::WeightLayout::OutIn
+                                                                                           : qkv::WeightLayout::InOut;
     const std::string layer_what = std::string(smol ? "SmolLM2 layers " : "GPT-2 layers ") +
                                    (layer_layout == qkv::WeightLayout::OutIn   ? "[N, K]"
                                     : layer_layout == qkv::WeightLayout::InOut ? "[K, N]"
@@ -485,11 +484,10 @@ int main(int argc, char** argv) {
                                                            : 2) /
                       best / 1e9);
     if (mode != "gemm") {
-      // the tied LM head: wte [50257, 768] read as OutIn, F32 in panels as the model holds it
-      // (one copy: 154 MB as F32, beyond the caches)
+      // the tied LM head: wte [50257, 768] as the model holds it, quantized from [N, K] or in
+      // panels (one copy: 154 MB as F32, beyond the caches)
       stack.clear();
-      const qkv::WeightLayout head_layout =
-          type == qkv::WeightType::F32 ? qkv::WeightLayout::Panels : qkv::WeightLayout::OutIn;
+      const qkv::WeightLayout head_layout = quantized ? qkv::WeightLayout::OutIn : qkv::WeightLayout::Panels;
       const Stored head = make(type, 768, 50257, rng, head_layout);
       std::vector<float> logits(50257);
       double best_head = 1e30;

@@ -2,16 +2,18 @@
 //
 // Each weight is read once, from a few sequential streams, and used once: the kernels are
 // bound by memory bandwidth, so they do little per weight besides widening it.
-//  InOut [K, N] (GPT-2's Conv1D): 8 rows of W at a time, y[n] += x[k+r] W[k+r, n] for r = 0..7
-//    in order; y (<= a few thousand floats) stays in L1 while the 8 rows stream past. The rows
-//    are summed in two parts (matmul.hpp's inout_split): each y element adds the first part's
-//    products in k order after its bias, the second's in k order from zero, then the two, as
-//    the matrix product (gemm.cpp) does: one token decoded gives the bits the same token gets
-//    in a prefill. Two threads take a part each, so each streams whole rows.
-//    (F32 only, in practice: the loader rewrites 16-bit Conv1D matrices [N, K], weight_loader.cpp.)
-//  OutIn [N, K] (the tied LM head reads wte [V, E] so; Llama's matrices; GPT-2's 16-bit ones):
-//    8 columns at a time (16 for 16-bit weights), far apart (as many long sequential streams),
-//    each a dot product of x with one contiguous row of W, 4 lanes per column summed at the end.
+//  Panels (F32, every matrix the loader holds: weights.hpp): two panels of 16 columns at a time,
+//    half the range apart, each a sequential stream of 64-byte rows, the 32 sums in registers,
+//    each column's products added in k order after its bias, as the matrix product (gemm.cpp)
+//    adds them: one token decoded gives the bits the same token gets in a prefill.
+//  InOut [K, N] (Conv1D as stored; no model holds one since the panels): 8 rows of W at a time,
+//    y[n] += x[k+r] W[k+r, n] for r = 0..7 in order; y (<= a few thousand floats) stays in L1
+//    while the 8 rows stream past. The rows are summed in two parts (matmul.hpp's inout_split):
+//    each y element adds the first part's products in k order after its bias, the second's in
+//    k order from zero, then the two, as the matrix product does. Two threads take a part each.
+//  OutIn [N, K] (Llama's 16-bit matrices, GPT-2's 16-bit ones rewritten so on load): 8 columns
+//    at a time (16 for 16-bit weights), far apart (as many long sequential streams), each a dot
+//    product of x with one contiguous row of W, 4 lanes per column summed at the end.
 //  Q8: groups of 4 columns, 8 groups side by side, far apart, one group at a time per block; x
 //    quantized to int16 per 32-block; int16 dot products (pmaddwd / i32x4.dot_i16x8_s) put each
 //    column's partial sum in its own lane (weights.hpp).
@@ -268,6 +270,135 @@ void gemv_half_inout(const WeightMatrix& w, const float* x, const float* x_scale
   for (int64_t n = grouped; n < n1; ++n) y[n] = acc[n];
 }
 
+// ------------------------------------------------------------------ F16 / BF16, Panels
+
+#ifndef QKV_NO_SIMD
+// acc[s][0 : 8H] += sum_k xs[k] W[k, ...] for S runs of 8H 16-bit columns, run s from p[s], its
+// rows `width` elements apart: each 16-byte load gives 8 columns' even ones in one vector and
+// their odd ones in another, and acc keeps them so ([even 4][odd 4] per 8 columns, halves.hpp);
+// S sequential streams, S * 2H sums in registers, each column's products added in k order
+template <bool kF16, int S, int H>
+void half_panel_runs(const uint16_t* const* p, int64_t width, int64_t K, const float* xs, float* const* acc) {
+  F4 a[S][2 * H];
+  const uint16_t* q[S];
+  QKV_UNROLL
+  for (int s = 0; s < S; ++s) {
+    q[s] = p[s];
+    QKV_UNROLL
+    for (int v = 0; v < 2 * H; ++v) a[s][v] = F4::load_unaligned(acc[s] + 4 * v);
+  }
+  for (const float* end = xs + K; xs < end; ++xs) {
+    const F4 xk(*xs);
+    QKV_UNROLL
+    for (int s = 0; s < S; ++s) {
+      QKV_UNROLL
+      for (int h = 0; h < H; ++h) {
+        const I4 u = halves::load_pairs(q[s] + 8 * h);
+        a[s][2 * h] = simd::madd(xk, halves::wide_even<kF16>(u), a[s][2 * h]);
+        a[s][2 * h + 1] = simd::madd(xk, halves::wide_odd<kF16>(u), a[s][2 * h + 1]);
+      }
+      q[s] += width;
+    }
+  }
+  QKV_UNROLL
+  for (int s = 0; s < S; ++s) {
+    QKV_UNROLL
+    for (int v = 0; v < 2 * H; ++v) a[s][v].store_unaligned(acc[s] + 4 * v);
+  }
+}
+#endif
+
+// y[n0:n1] = bias + sum_k x[k] W[k, n0:n1], W 16-bit in Panels, n0 on an 8-column boundary: the
+// F32 kernel's walk (whole panels two at a time, half the range apart; half panels alone), the
+// sums in groups of 8 columns as gemv_half_inout keeps them ([even 4][odd 4], F16 with its 2^-56,
+// x_scaled = x * 2^56; BF16 x itself), put back in order at the end. The last panel's N % 16
+// columns go 8 at a time, a last group of fewer through a zero-padded copy of each row: every
+// column sees the multiply-adds of the matrix product's tiles (gemm.cpp), scaled by powers of 2.
+template <WeightType T>
+void gemv_half_panels(const WeightMatrix& w, const float* x, const float* x_scaled, const float* bias, float* y,
+                      int64_t n0, int64_t n1) {
+  constexpr bool kF16 = T == WeightType::F16;
+  const int64_t K = w.K, N = w.N;
+  const uint16_t* W = static_cast<const uint16_t*>(w.data);
+#ifdef QKV_NO_SIMD
+  (void)x_scaled;
+  for (int64_t n = n0; n < n1; ++n) {  // one column at a time, in k order
+    const int64_t first = n / kPanel * kPanel, width = std::min(kPanel, N - first);
+    const uint16_t* p = W + first * K + (n - first);
+    float sum = bias ? bias[n] : 0.0f;
+    for (int64_t k = 0; k < K; ++k) {
+      const uint16_t h = p[k * width];
+      sum = simd::madd(x[k], kF16 ? halves::f16_to_f32(h) : halves::bf16_to_f32(h), sum);
+    }
+    y[n] = sum;
+  }
+#else
+  (void)x;
+  const int64_t whole = N / kPanel * kPanel;  // columns [0, whole) in whole panels
+  const auto column = [&](int64_t n) { return W + n / kPanel * kPanel * K + n % kPanel; };  // W[0, n], a whole panel
+  thread_local std::vector<float> acc_buffer;
+  acc_buffer.resize(size_t((n1 - n0 + 7) / 8 * 8));
+  float* acc = acc_buffer.data() - n0;  // acc[n] for n in [n0, n0 + the groups' columns)
+  // F16 groups carry a factor 2^-56 (the widening's), bias included, undone exactly at the end
+  const float scale = kF16 ? 1.0f / halves::kF16Half : 1.0f;
+  const auto bias_of = [&](int64_t n) { return bias && n < n1 ? bias[n] * scale : 0.0f; };
+  for (int64_t n = n0; n < n1; n += 8) {
+    for (int64_t i = 0; i < 4; ++i) acc[n + i] = bias_of(n + 2 * i), acc[n + 4 + i] = bias_of(n + 2 * i + 1);
+  }
+  const float* xs = x_scaled;
+  const auto half_panel = [&](int64_t c) {  // columns c .. c + 7 of a whole panel
+    const uint16_t* p = column(c);
+    float* out = acc + c;
+    half_panel_runs<kF16, 1, 1>(&p, kPanel, K, xs, &out);
+  };
+  int64_t n = n0;
+  const int64_t stop = std::min(n1, whole);  // the whole panels' columns of the range end here
+  if (n % kPanel && n < stop) half_panel(n), n += 8;
+  const int64_t panels = n < stop ? (stop - n) / kPanel : 0, pairs = panels / 2;
+  for (int64_t j = 0; j < pairs; ++j) {
+    const int64_t a = n + j * kPanel, b = n + (pairs + j) * kPanel;
+    const uint16_t* p[2] = {column(a), column(b)};
+    float* out[2] = {acc + a, acc + b};
+    half_panel_runs<kF16, 2, 2>(p, kPanel, K, xs, out);
+  }
+  if (panels % 2) {
+    const int64_t a = n + 2 * pairs * kPanel;
+    const uint16_t* p = column(a);
+    float* out = acc + a;
+    half_panel_runs<kF16, 1, 2>(&p, kPanel, K, xs, &out);
+  }
+  n += panels * kPanel;
+  if (n < stop) half_panel(n), n += 8;
+  const int64_t width = N - whole;  // the last panel: [K][width]
+  for (; n < n1; n += 8) {
+    const int64_t count = std::min<int64_t>(8, n1 - n);
+    const uint16_t* p = W + whole * K + (n - whole);
+    float* out = acc + n;
+    if (count == 8) {
+      half_panel_runs<kF16, 1, 1>(&p, width, K, xs, &out);
+      continue;
+    }
+    F4 even = F4::load_unaligned(out), odd = F4::load_unaligned(out + 4);
+    uint16_t row[8] = {};
+    for (int64_t k = 0; k < K; ++k, p += width) {
+      std::copy(p, p + count, row);
+      const I4 u = halves::load_pairs(row);
+      even = simd::madd(F4(xs[k]), halves::wide_even<kF16>(u), even);
+      odd = simd::madd(F4(xs[k]), halves::wide_odd<kF16>(u), odd);
+    }
+    even.store_unaligned(out);
+    odd.store_unaligned(out + 4);
+  }
+  // back to natural order (F16: undo the 2^-56)
+  for (n = n0; n < n1; n += 8) {
+    for (int64_t i = 0; i < 4; ++i) {
+      if (n + 2 * i < n1) y[n + 2 * i] = acc[n + i] / scale;
+      if (n + 2 * i + 1 < n1) y[n + 2 * i + 1] = acc[n + 4 + i] / scale;
+    }
+  }
+#endif
+}
+
 // ------------------------------------------------------------------ F32 / F16 / BF16, OutIn [N, K]
 
 // sum[c] = x . W[n + c * stride, :] for C columns (rows of storage) side by side: C streams of
@@ -387,7 +518,7 @@ void prepare(const WeightMatrix& w, const float* x, GemvInput& in) {
     prepare_q4(x, K, in);
   } else if (w.type != WeightType::F32) {
     const float s = w.type == WeightType::F16 ? halves::kF16Half : 1.0f;
-    if (w.layout == WeightLayout::InOut) {
+    if (w.layout != WeightLayout::OutIn) {  // InOut, Panels
       if (w.type == WeightType::F16) {
         in.scaled.resize(size_t(K));
         for (int64_t k = 0; k < K; ++k) in.scaled[size_t(k)] = x[k] * s;
@@ -415,9 +546,12 @@ void gemv_columns(const WeightMatrix& w, const GemvInput& in, int64_t k0, int64_
       return inout ? gemv_f32_inout(rows, in.x + k0, bias, y, n0, n1)
                    : gemv_outin<WeightType::F32>(w, in, bias, y, n0, n1);
     case WeightType::F16:
+      if (w.layout == WeightLayout::Panels)
+        return gemv_half_panels<WeightType::F16>(w, in.x, in.scaled.data(), bias, y, n0, n1);
       return inout ? gemv_half_inout<WeightType::F16>(rows, in.x + k0, in.scaled.data() + k0, bias, y, n0, n1)
                    : gemv_outin<WeightType::F16>(w, in, bias, y, n0, n1);
     case WeightType::BF16:
+      if (w.layout == WeightLayout::Panels) return gemv_half_panels<WeightType::BF16>(w, in.x, in.x, bias, y, n0, n1);
       return inout ? gemv_half_inout<WeightType::BF16>(rows, in.x + k0, in.x + k0, bias, y, n0, n1)
                    : gemv_outin<WeightType::BF16>(w, in, bias, y, n0, n1);
     case WeightType::Q8:

@@ -12,9 +12,9 @@ void check(const char* fn, const WeightMatrix& w, const float* x, int64_t M, con
     throw std::invalid_argument(std::string(fn) + ": shapes x [" + std::to_string(M) + ", " + std::to_string(w.K) +
                                 "] and W [" + std::to_string(w.K) + ", " + std::to_string(w.N) + "] must be positive");
   }
-  if (w.layout == WeightLayout::Panels && w.type != WeightType::F32) {
+  if (w.layout == WeightLayout::Panels && (w.type == WeightType::Q8 || w.type == WeightType::Q4)) {
     throw std::invalid_argument(std::string(fn) + ": W " + weight_type_name(w.type) + " [" + std::to_string(w.K) +
-                                ", " + std::to_string(w.N) + "] in Panels: that layout is F32's only");
+                                ", " + std::to_string(w.N) + "] in Panels: that layout is for F32, F16 and BF16");
   }
   if (!w.data || ((w.type == WeightType::Q8 || w.type == WeightType::Q4) && !w.scales) || (M > 0 && (!x || !y))) {
     throw std::invalid_argument(std::string(fn) + ": null buffer (W " + weight_type_name(w.type) + " [" +

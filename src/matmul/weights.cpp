@@ -80,6 +80,23 @@ size_t q4_scale_index(const Q4Layout& q, int64_t k, int64_t n) {
   return size_t((n / 16 * q.blocks + k / 32) * 16 + n % 16);
 }
 
+// The inverse: storage element i of a float matrix is W[*k, *n].
+void element_position(const WeightMatrix& w, size_t i, int64_t* k, int64_t* n) {
+  const int64_t e = int64_t(i);
+  switch (w.layout) {
+    case WeightLayout::InOut:
+      *k = e / w.N, *n = e % w.N;
+      return;
+    case WeightLayout::OutIn:
+      *n = e / w.K, *k = e % w.K;
+      return;
+    case WeightLayout::Panels:
+      break;
+  }
+  const int64_t first = e / (kPanel * w.K) * kPanel, width = std::min(kPanel, w.N - first), at = e - first * w.K;
+  *k = at / width, *n = first + at % width;
+}
+
 bool fix_before(const WeightFix& a, const WeightFix& b) { return a.n != b.n ? a.n < b.n : a.k < b.k; }
 
 }  // namespace
@@ -289,11 +306,9 @@ size_t prepare_f16_weights(const WeightMatrix& w, const char* what, std::vector<
                                   " at element " + std::to_string(i) + " (of " + std::to_string(n) + ")");
     }
     if (exponent == 0 && mantissa != 0) {
-      // storage element i is W[k, n] at i = k N + n (InOut) or i = n K + k (OutIn)
-      const int64_t major = int64_t(i) / (w.layout == WeightLayout::InOut ? w.N : w.K);
-      const int64_t minor = int64_t(i) % (w.layout == WeightLayout::InOut ? w.N : w.K);
-      const bool inout = w.layout == WeightLayout::InOut;
-      fixes.push_back({int32_t(inout ? minor : major), int32_t(inout ? major : minor), halves::f16_to_f32(p[i])});
+      int64_t k = 0, col = 0;
+      element_position(w, i, &k, &col);
+      fixes.push_back({int32_t(col), int32_t(k), halves::f16_to_f32(p[i])});
       p[i] &= 0x8000u;  // to zero, keeping its sign
     }
   }
@@ -308,34 +323,33 @@ void add_weight_fixes(const WeightMatrix& w, const float* x, int64_t M, float* y
   }
 }
 
-void to_panels(float* p, int64_t K, int64_t N, WeightLayout from, std::vector<float>& scratch) {
+namespace {
+
+template <class T>
+void panels_of(T* p, int64_t K, int64_t N, WeightLayout from, std::vector<T>& scratch) {
   if (from == WeightLayout::Panels) return;
   if (from == WeightLayout::InOut) scratch.assign(p, p + K * N);  // the [K, N] original
   for (int64_t n0 = 0; n0 < N; n0 += kPanel) {
     const int64_t width = std::min(kPanel, N - n0);
-    float* panel = p + n0 * K;  // [K][width], where rows n0 .. n0 + width of an [N, K] source were
+    T* panel = p + n0 * K;  // [K][width], where rows n0 .. n0 + width of an [N, K] source were
     if (from == WeightLayout::OutIn) {
       scratch.assign(panel, panel + width * K);  // those rows, [width][K]
       for (int64_t k = 0; k < K; ++k)
         for (int64_t c = 0; c < width; ++c) panel[k * width + c] = scratch[size_t(c * K + k)];
     } else {
       for (int64_t k = 0; k < K; ++k)
-        std::memcpy(panel + k * width, scratch.data() + k * N + n0, size_t(width) * sizeof(float));
+        std::memcpy(panel + k * width, scratch.data() + k * N + n0, size_t(width) * sizeof(T));
     }
   }
 }
 
-void transpose_16bit(uint16_t* p, int64_t rows, int64_t cols, std::vector<uint16_t>& scratch) {
-  scratch.assign(p, p + rows * cols);  // the [rows, cols] original
-  // 32 x 32 tiles: each tile's 32 source rows and 32 destination rows stay in L1
-  constexpr int64_t kTile = 32;
-  for (int64_t r0 = 0; r0 < rows; r0 += kTile) {
-    for (int64_t c0 = 0; c0 < cols; c0 += kTile) {
-      const int64_t r1 = std::min(rows, r0 + kTile), c1 = std::min(cols, c0 + kTile);
-      for (int64_t c = c0; c < c1; ++c)
-        for (int64_t r = r0; r < r1; ++r) p[c * rows + r] = scratch[size_t(r * cols + c)];
-    }
-  }
+}  // namespace
+
+void to_panels(float* p, int64_t K, int64_t N, WeightLayout from, std::vector<float>& scratch) {
+  panels_of(p, K, N, from, scratch);
+}
+void to_panels(uint16_t* p, int64_t K, int64_t N, WeightLayout from, std::vector<uint16_t>& scratch) {
+  panels_of(p, K, N, from, scratch);
 }
 
 }  // namespace qkv

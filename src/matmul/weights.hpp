@@ -68,25 +68,27 @@ struct Q4Layout {
   size_t bytes() const { return data_bytes() + 2 * scale_count(); }
 };
 
-// F32 in panels (WeightLayout::Panels), what the loader makes of every F32 matrix a matmul reads:
-// the columns in panels of kPanel = 16, each panel's K rows of 16 floats (64 bytes, one cache
-// line) one after another; the last panel holds the N % 16 columns left, [K][N % 16]:
+// Panels (WeightLayout::Panels), what the loader makes of every F32, F16 and BF16 matrix a matmul
+// reads: the columns in panels of kPanel = 16, each panel's K rows of 16 elements (64 bytes, one
+// cache line, as F32; 32 bytes as 16-bit) one after another; the last panel holds the N % 16
+// columns left, [K][N % 16]:
 //
-//   data [ceil(N/16) panels][K][16 (the last: N - 16 * (panels - 1))] float
+//   data [ceil(N/16) panels][K][16 (the last: N - 16 * (panels - 1))] elements
 //
-// Element W[k, n] is at (n / 16) * 16 K + k * width + n % 16, width the panel's. The same
-// K * N floats as [K, N] or [N, K], so a matrix is rewritten in place (to_panels). Decoding
-// reads each panel from start to end, one sequential stream per panel, its 16 sums held in
-// registers (gemv.cpp); the matrix product copies a panel's rows straight into its packed
-// panels (gemm.cpp). [K, N] (8 rows of 9 KB at a time, 8 streams restarted every 8 rows) read
-// at 0.55-0.6 of the bandwidth in decode; [N, K] summed each column in 4 lanes, which a decode
-// then added up in another order than a prefill.
+// Element W[k, n] is at (n / 16) * 16 K + k * width + n % 16, width the panel's. The same K * N
+// elements as [K, N] or [N, K], so a matrix is rewritten in place (to_panels). Decoding reads each
+// panel from start to end, one sequential stream per panel, its 16 sums held in registers
+// (gemv.cpp); the matrix product copies (widens) a panel's rows straight into its packed panels
+// (gemm.cpp). Both add each column's products in k order, so a decode gives a prefill's bits.
+// [K, N] (8 rows of 9 KB at a time, 8 streams restarted every 8 rows) read at 0.55-0.6 of the
+// bandwidth in decode; [N, K] summed each column in 4 lanes, in another order than a prefill.
 constexpr int64_t kPanel = 16;
 
-// Rewrites the F32 matrix at p, stored `from` (InOut [K, N] or OutIn [N, K]), as Panels, in
-// place, through scratch (resized to one panel, 16 K floats, from OutIn; to the whole matrix from
+// Rewrites the matrix at p, stored `from` (InOut [K, N] or OutIn [N, K]), as Panels, in place,
+// through scratch (resized to one panel, 16 K elements, from OutIn; to the whole matrix from
 // InOut: pass the same vector for every matrix so one buffer serves them all).
 void to_panels(float* p, int64_t K, int64_t N, WeightLayout from, std::vector<float>& scratch);
+void to_panels(uint16_t* p, int64_t K, int64_t N, WeightLayout from, std::vector<uint16_t>& scratch);
 
 // A weight the F16 kernels read as zero (a subnormal half: see prepare_f16_weights) and that
 // matmul() and read_column() add back after the product, exactly: W[k, n] = value.
@@ -96,8 +98,8 @@ struct WeightFix {
 };
 
 // y[M, N] = x[M, K] W[K, N] (+ bias): W as stored.
-//  F32 / F16 / BF16: `data` holds K * N little-endian elements, [K, N] (InOut) or [N, K] (OutIn),
-//    or for F32 Panels (above), 2-byte aligned (4 for F32). F16 weights must be finite: the kernels widen them with
+//  F32 / F16 / BF16: `data` holds K * N little-endian elements, [K, N] (InOut), [N, K] (OutIn)
+//    or in Panels (above), 2-byte aligned (4 for F32). F16 weights must be finite: the kernels widen them with
 //    integer shifts that do not special-case inf and NaN (see prepare_f16_weights).
 //  Q8 / Q4: `data` and `scales` as Q8Layout / Q4Layout above (`layout` is ignored).
 struct WeightMatrix {
@@ -145,10 +147,5 @@ size_t prepare_f16_weights(const WeightMatrix& w, const char* what, std::vector<
 
 // y[m, n] += x[m, k] * value for each of w's fixes (what matmul() runs after its kernels).
 void add_weight_fixes(const WeightMatrix& w, const float* x, int64_t M, float* y);
-
-// Rewrites the 16-bit matrix at p from [rows, cols] to [cols, rows], in place, through scratch
-// (resized to rows * cols; pass the same vector for every matrix so one buffer serves them all).
-// The loader stores GPT-2's 16-bit Conv1D matrices so (see WeightLoader::load).
-void transpose_16bit(uint16_t* p, int64_t rows, int64_t cols, std::vector<uint16_t>& scratch);
 
 }  // namespace qkv

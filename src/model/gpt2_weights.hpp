@@ -18,8 +18,8 @@ namespace qkv {
 struct GPT2Config;
 
 // The Conv1D matrices are InOut [K, N] as the file stores them; on load, for decoding's sake
-// (WeightLoader::load), F32 ones are rewritten in panels of 16 columns (Panels), F16 and BF16
-// ones OutIn [N, K]; Q8 and Q4 have layouts of their own (matmul/weights.hpp).
+// (WeightLoader::load), F32, F16 and BF16 ones are rewritten in panels of 16 columns (Panels);
+// Q8 and Q4 have layouts of their own (matmul/weights.hpp).
 struct GPT2LayerWeights {
   const float *ln_1_weight = nullptr, *ln_1_bias = nullptr;  // [E], [E]
   WeightMatrix attn_c_attn;                                  // [E, 3E] InOut

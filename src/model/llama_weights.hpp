@@ -14,7 +14,7 @@
 
 namespace qkv {
 
-// The matrices are OutIn as the file stores them, except that the F32 ones a matmul reads are
+// The matrices are OutIn as the file stores them, except that the float ones a matmul reads are
 // rewritten on load in panels of 16 columns (WeightLayout::Panels, WeightLoader::load).
 struct LlamaLayerWeights {
   const float* input_layernorm = nullptr;                               // [E]

@@ -251,8 +251,8 @@ WeightBuffers WeightLoader::load(MallocBytes file, size_t size) {
   std::vector<size_t> order;
   const bool into_file = !in_place && file && fits_in_file(file.get(), &order);
   size_t converted = 0;
-  std::vector<uint16_t> transpose_scratch;  // see below
-  std::vector<float> panel_scratch;
+  std::vector<float> panel_scratch;  // see below
+  std::vector<uint16_t> half_panel_scratch;
   struct FixRange {
     WeightMatrix* matrix;
     size_t first, count;
@@ -306,25 +306,19 @@ WeightBuffers WeightLoader::load(MallocBytes file, size_t size) {
       const size_t first = out.fixes.size();
       fixed.push_back({m.dst, first, prepare_f16_weights(*m.dst, what.c_str(), out.fixes)});
     }
-    if (m.matmul && m.layout == WeightLayout::InOut && (m.to == WeightType::F16 || m.to == WeightType::BF16)) {
-      // A 16-bit [K, N] matrix (GPT-2's Conv1D) is rewritten as [N, K], in place (the one scratch
-      // buffer is the only extra memory, one matrix's size). Decoding then reads it as Llama's
-      // matrices, 16 long streams far apart (gemv.cpp's gemv_outin), not 16 adjacent rows each
-      // only N * 2 bytes long: 0.67 -> 0.80-0.85 of the read bandwidth (GPT-2 small's layers,
-      // wasm), F16 decoding 1.5x -> ~1.8x as fast as F32. The price: a decoded token's output columns add
-      // their products in 4 lanes, not in k order as the prefill's GEMM does, so for 16-bit
-      // GPT-2 weights a decoded token no longer gets a prefill's bits exactly (it stays within
-      // rounding; F32 keeps the exact match, below).
-      transpose_16bit(reinterpret_cast<uint16_t*>(at), m.K, m.N, transpose_scratch);
-      m.dst->layout = WeightLayout::OutIn;
-    }
-    if (m.matmul && m.to == WeightType::F32) {
-      // An F32 matrix, [K, N] or [N, K], is rewritten in panels of 16 columns, in place
+    if (m.matmul && (m.to == WeightType::F32 || m.to == WeightType::F16 || m.to == WeightType::BF16)) {
+      // A float matrix, [K, N] or [N, K], is rewritten in panels of 16 columns, in place
       // (matmul/weights.hpp; scratch: one panel from [N, K], the matrix from [K, N], one buffer
-      // for all). Decoding reads each panel as one sequential stream: GPT-2 small's layers, wasm,
-      // 1 thread, 1.9x the [K, N] kernel's bytes per second from memory; the LM head's columns
-      // add their products in k order as the prefill's do, so a decoded token gets a prefill's bits.
-      to_panels(reinterpret_cast<float*>(at), m.K, m.N, m.layout, panel_scratch);
+      // per element size for all). Decoding reads each panel as one sequential stream: GPT-2
+      // small's F32 layers, wasm, 1 thread, 1.9x the [K, N] kernel's bytes per second from
+      // memory; every column adds its products in k order as the prefill's do, so a decoded
+      // token gets a prefill's bits. (The F16 fixes above were found in the stored layout; they
+      // name (n, k), not a position.)
+      if (m.to == WeightType::F32) {
+        to_panels(reinterpret_cast<float*>(at), m.K, m.N, m.layout, panel_scratch);
+      } else {
+        to_panels(reinterpret_cast<uint16_t*>(at), m.K, m.N, m.layout, half_panel_scratch);
+      }
       m.dst->layout = WeightLayout::Panels;
     }
     out.bytes.matrices += m.dst->bytes();

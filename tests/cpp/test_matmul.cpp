@@ -96,9 +96,10 @@ const char* layout_name(WeightLayout l) {
   return l == WeightLayout::InOut ? "InOut" : l == WeightLayout::OutIn ? "OutIn" : "Panels";
 }
 
-// The layouts a matrix of this type can be given: Panels is F32's only
+// The layouts a matrix of this type can be given: Panels is the float types' (Q8 and Q4 have their own)
+bool panels_ok(WeightType type) { return type != WeightType::Q8 && type != WeightType::Q4; }
 std::vector<WeightLayout> layouts_of(WeightType type) {
-  if (type == WeightType::F32) return {WeightLayout::InOut, WeightLayout::OutIn, WeightLayout::Panels};
+  if (panels_ok(type)) return {WeightLayout::InOut, WeightLayout::OutIn, WeightLayout::Panels};
   return {WeightLayout::InOut, WeightLayout::OutIn};
 }
 
@@ -147,9 +148,9 @@ TEST_CASE("matmul: every weight type and layout vs plain loops, odd sizes, both 
             detail::gemv(w, x.data() + m * s.K, bias.data(), yt.data() + m * s.N, threads);
           CHECK(yt == y2);
         }
-        // Conv1D float weights and F32 panels: decoding a row gives the bits the matrix product
-        // gives it (both add a column's products in k order after its bias; src/matmul compiles
-        // with -ffp-contract=off, so no build fuses some multiply-adds and not others: CMakeLists.txt)
+        // Conv1D float weights and panels: decoding a row gives the bits the matrix product gives
+        // it (both add a column's products in k order after its bias; src/matmul compiles with
+        // -ffp-contract=off, so no build fuses some multiply-adds and not others: CMakeLists.txt)
         if (!quantized && layout != WeightLayout::OutIn) CHECK(y2 == y1);
         // matmul() picks one of the two; without bias
         std::vector<float> y3(want.size()), want0(want.size());
@@ -179,7 +180,7 @@ TEST_CASE("matmul: F16 subnormals moved to fixes keep the product exact (matmul,
   // matrix (subnormals stored as zero + fixes) must match plain loops over the values as stored,
   // as the unprepared matrix does. Flushing them to zero alone missed by x * 6.1e-5 per weight.
   std::mt19937 rng(25);
-  for (WeightLayout layout : {WeightLayout::InOut, WeightLayout::OutIn}) {
+  for (WeightLayout layout : {WeightLayout::InOut, WeightLayout::OutIn, WeightLayout::Panels}) {
     for (int64_t M : {1, 2, 9}) {
       CAPTURE(layout_name(layout));
       CAPTURE(M);
@@ -352,56 +353,55 @@ TEST_CASE("gemv OutIn: parts whose streams would start 4 KiB apart are shortened
   }
 }
 
-TEST_CASE("transpose_16bit: [rows, cols] -> [cols, rows] in place, odd sizes across the 32 x 32 tiles") {
-  std::vector<uint16_t> scratch;  // one buffer for every matrix, as the loader does
-  for (const auto& [rows, cols] :
-       std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {1, 40}, {33, 1}, {31, 65}, {96, 64}, {70, 129}}) {
-    CAPTURE(rows);
-    CAPTURE(cols);
-    std::vector<uint16_t> m(size_t(rows * cols));
-    for (size_t i = 0; i < m.size(); ++i) m[i] = uint16_t(i * 2654435761u >> 7);
-    const std::vector<uint16_t> original = m;
-    transpose_16bit(m.data(), rows, cols, scratch);
-    bool same = true;
-    for (int64_t k = 0; k < rows; ++k)
-      for (int64_t n = 0; n < cols; ++n) same = same && m[size_t(n * rows + k)] == original[size_t(k * cols + n)];
-    CHECK(same);
-  }
-}
-
-TEST_CASE("to_panels: [K, N] and [N, K] -> panels of 16 in place; weight_at, read_column; Panels is F32's only") {
-  std::vector<float> scratch;  // one buffer for every matrix, as the loader does
+TEST_CASE("to_panels: [K, N] and [N, K] -> panels of 16 in place, F32 and 16-bit; weight_at, read_column") {
+  std::vector<float> scratch;  // one buffer per element size for every matrix, as the loader does
+  std::vector<uint16_t> half_scratch;
   std::mt19937 rng(16);
-  for (const auto& [K, N] : std::vector<std::pair<int64_t, int64_t>>{
-           {1, 1}, {3, 15}, {2, 16}, {5, 17}, {33, 40}, {7, 1}, {64, 95}, {9, 257}}) {
-    for (WeightLayout from : {WeightLayout::InOut, WeightLayout::OutIn}) {
-      CAPTURE(K);
-      CAPTURE(N);
-      CAPTURE(layout_name(from));
-      const std::vector<float> original = qkv::testing::normal(K * N, rng);
-      std::vector<float> m = original;
-      to_panels(m.data(), K, N, from, scratch);
-      const WeightMatrix before{WeightType::F32, from, K, N, original.data(), nullptr};
-      const WeightMatrix after{WeightType::F32, WeightLayout::Panels, K, N, m.data(), nullptr};
-      bool same = true;
-      for (int64_t k = 0; k < K; ++k)
-        for (int64_t n = 0; n < N; ++n) same = same && weight_at(after, k, n) == weight_at(before, k, n);
-      CHECK(same);
-      // the layout itself: column n of a whole panel at (n / 16) 16 K + k 16 + n % 16, the last
-      // panel's at its start + k (N % 16) + n % 16
-      const int64_t n = N - 1, first = n / 16 * 16, width = std::min<int64_t>(16, N - first);
-      CHECK(m[size_t(first * K + (K - 1) * width + n - first)] == weight_at(before, K - 1, n));
-      std::vector<float> column(static_cast<size_t>(K)), want(static_cast<size_t>(K));
-      read_column(after, n, column.data());
-      read_column(before, n, want.data());
-      CHECK(column == want);
+  for (WeightType type : {WeightType::F32, WeightType::F16, WeightType::BF16}) {
+    for (const auto& [K, N] : std::vector<std::pair<int64_t, int64_t>>{
+             {1, 1}, {3, 15}, {2, 16}, {5, 17}, {33, 40}, {7, 1}, {64, 95}, {9, 257}}) {
+      for (WeightLayout from : {WeightLayout::InOut, WeightLayout::OutIn}) {
+        CAPTURE(weight_type_name(type));
+        CAPTURE(K);
+        CAPTURE(N);
+        CAPTURE(layout_name(from));
+        const Stored original = make_weights(type, from, K, N, rng);
+        Stored moved = original;
+        void* data = nullptr;
+        if (type == WeightType::F32) {
+          to_panels(moved.f32.data(), K, N, from, scratch);
+          data = moved.f32.data();
+        } else {
+          to_panels(moved.half.data(), K, N, from, half_scratch);
+          data = moved.half.data();
+        }
+        const WeightMatrix before{type, from, K, N, original.w.data, nullptr};
+        const WeightMatrix after{type, WeightLayout::Panels, K, N, data, nullptr};
+        bool same = true;
+        for (int64_t k = 0; k < K; ++k)
+          for (int64_t n = 0; n < N; ++n) same = same && weight_at(after, k, n) == weight_at(before, k, n);
+        CHECK(same);
+        // the layout itself: column n of a whole panel at (n / 16) 16 K + k 16 + n % 16, the last
+        // panel's at its start + k (N % 16) + n % 16
+        const int64_t n = N - 1, first = n / 16 * 16, width = std::min<int64_t>(16, N - first);
+        const size_t at = size_t(first * K + (K - 1) * width + n - first);
+        const float stored = type == WeightType::F32   ? moved.f32[at]
+                             : type == WeightType::F16 ? halves::f16_to_f32(moved.half[at])
+                                                       : halves::bf16_to_f32(moved.half[at]);
+        CHECK(stored == weight_at(before, K - 1, n));
+        std::vector<float> column(static_cast<size_t>(K)), want(static_cast<size_t>(K));
+        read_column(after, n, column.data());
+        read_column(before, n, want.data());
+        CHECK(column == want);
+      }
     }
   }
-  std::vector<uint16_t> h(16, 0);
-  const WeightMatrix f16{WeightType::F16, WeightLayout::Panels, 4, 4, h.data(), nullptr};
+  std::vector<int8_t> q(128, 0);
+  std::vector<uint16_t> scales(4, 0);
+  const WeightMatrix q8{WeightType::Q8, WeightLayout::Panels, 4, 4, q.data(), scales.data()};
   std::vector<float> x(4, 1.0f), y(4);
-  CHECK_THROWS_WITH_AS(matmul(f16, x.data(), 1, nullptr, y.data()),
-                       "matmul: W F16 [4, 4] in Panels: that layout is F32's only", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(matmul(q8, x.data(), 1, nullptr, y.data()),
+                       "matmul: W Q8 [4, 4] in Panels: that layout is for F32, F16 and BF16", std::invalid_argument);
 }
 
 TEST_CASE("matmul_many: the bits of separate matmul calls, any thread count, mixed types; bad lists are errors") {
@@ -414,7 +414,7 @@ TEST_CASE("matmul_many: the bits of separate matmul calls, any thread count, mix
                                  {WeightType::F16, WeightType::BF16, WeightType::F16},
                                  {WeightType::Q8, WeightType::F32, WeightType::F16},
                                  {WeightType::Q4, WeightType::Q8, WeightType::Q4}};
-  for (WeightLayout layout : {WeightLayout::InOut, WeightLayout::OutIn, WeightLayout::Panels}) {  // Panels: F32's
+  for (WeightLayout layout : {WeightLayout::InOut, WeightLayout::OutIn, WeightLayout::Panels}) {  // Panels: floats'
     for (const auto& types : mixes) {
       for (int64_t M : {1, 3}) {
         CAPTURE(layout_name(layout));
@@ -424,8 +424,8 @@ TEST_CASE("matmul_many: the bits of separate matmul calls, any thread count, mix
         CAPTURE(M);
         std::vector<Stored> st;
         for (int i = 0; i < 3; ++i) {
-          const bool panels_ok = layout != WeightLayout::Panels || types[i] == WeightType::F32;
-          st.push_back(make_weights(types[i], panels_ok ? layout : WeightLayout::InOut, K, widths[i], rng));
+          const bool as_asked = layout != WeightLayout::Panels || panels_ok(types[i]);
+          st.push_back(make_weights(types[i], as_asked ? layout : WeightLayout::InOut, K, widths[i], rng));
         }
         const std::vector<float> x = qkv::testing::normal(M * K, rng), bias = qkv::testing::normal(widths[0], rng);
         const float* biases[3] = {bias.data(), nullptr, bias.data()};  // the third reads the first 13

@@ -240,11 +240,11 @@ TEST_CASE("gpt2 dtypes: where the bytes are, per load option") {
   {
     GPT2 m = GPT2::load(tc.json(), f32.data(), f32.size(), WeightFormat::F16);
     const WeightBytes b = m.weight_store().bytes();
-    // 16-bit Conv1D matrices are rewritten [N, K] on load (WeightLoader::load); their values
-    // are checked against the F32 path and PyTorch above
+    // 16-bit Conv1D matrices are rewritten in panels on load, as F32 ones (WeightLoader::load);
+    // their values are checked against the F32 path and PyTorch above
     for (const GPT2LayerWeights& L : m.weight_store().weights().h) {
       for (const WeightMatrix* w : {&L.attn_c_attn, &L.attn_c_proj, &L.mlp_c_fc, &L.mlp_c_proj}) {
-        CHECK(w->layout == WeightLayout::OutIn);
+        CHECK(w->layout == WeightLayout::Panels);
         CHECK(w->type == WeightType::F16);
       }
     }

@@ -17,7 +17,7 @@ const SHAPES = [[1, 1, 1], [1, 5, 3], [2, 7, 13], [3, 33, 29], [5, 31, 9], [7, 6
 // the relaxed-SIMD builds where the engine has relaxed SIMD (Node 20: --experimental-wasm-relaxed-simd,
 // which stage 30 passes): their GEMM and exp2 are f32x4.relaxed_madd, held to the same tolerance
 const relaxed = relaxedSimdSupported() ? ['simd-relaxed', 'simd-relaxed-threads'] : [];
-// storage index of W[k, n] per layout (Panels: matmul/weights.hpp, 16 columns per panel, the last N % 16)
+// storage index of W[k, n] per layout (Panels: matmul/weights.hpp, 16 columns per panel, the last N % 16; F32, F16, BF16)
 const LAYOUT_INDEX = {
   InOut: (K, N) => (k, n) => k * N + n,
   OutIn: (K) => (k, n) => n * K + k,
@@ -37,7 +37,7 @@ for (const variant of ['simd', 'simd-threads', 'scalar', ...relaxed]) {
     const r = rng(2024);
     let worst = 0, cases = 0;
     for (const type of ['F32', 'F16', 'BF16', 'Q8', 'Q4']) {
-      for (const layout of type === 'F32' ? ['InOut', 'OutIn', 'Panels'] : ['InOut', 'OutIn']) {
+      for (const layout of type === 'Q8' || type === 'Q4' ? ['InOut', 'OutIn'] : ['InOut', 'OutIn', 'Panels']) {
         for (const [M, K, N] of SHAPES) {
           const ptrs = [];
           const alloc = (bytes) => {
@@ -125,10 +125,10 @@ for (const variant of ['simd', 'simd-threads', 'scalar', ...relaxed]) {
               }
               assert.deepEqual(run(kernel, 3), y, `${type} ${kernel}: 3 threads change the bits`);
               if (kernel === 'gemv' && quantized) assert.deepEqual(run('gemm', 1), y, `${type}: gemm rows differ from gemv's bits`);
-              // F32 in panels (what the loader makes): a decoded row gets the bits the matrix product
-              // gives it, the relaxed builds' fused madd included
+              // float weights in panels (what the loader makes): a decoded row gets the bits the matrix
+              // product gives it, the relaxed builds' fused madd included
               if (kernel === 'gemv' && layout === 'Panels')
-                assert.deepEqual(run('gemm', 1), y, `F32 Panels: gemm rows differ from gemv's bits`);
+                assert.deepEqual(run('gemm', 1), y, `${type} Panels: gemm rows differ from gemv's bits`);
             }
             cases++;
           } finally {
@@ -137,7 +137,7 @@ for (const variant of ['simd', 'simd-threads', 'scalar', ...relaxed]) {
         }
       }
     }
-    assert.equal(cases, (5 * 2 + 1) * SHAPES.length);
+    assert.equal(cases, (5 * 2 + 3) * SHAPES.length);
     // the relaxed builds take the int8 dot exactly where the engine computes it right
     assert.equal(m.relaxedInt8Dot(), variant.startsWith('simd-relaxed') && relaxedDotComputes());
     console.log(`# ${variant}: ${cases} cases, worst error ${worst.toFixed(3)} of the tolerance, 4-bit x as ${m.relaxedInt8Dot() ? 'int8 (relaxed dot)' : 'int16'}`);
@@ -150,5 +150,5 @@ test('matmul binding: a bad weight type is an error, not a trap', async () => {
   assert.match(m.matmulRun('F64', 'InOut', 1, 1, 1, 8, 0, 8, 0, 8, 1, 'auto'), /^invalid_argument\|matmul: weight type must be/);
   assert.match(m.matmulRun('F32', 'InOut', 1, 0, 1, 8, 0, 8, 0, 8, 1, 'auto'), /^invalid_argument\|matmul: shapes x \[1, 0\]/);
   assert.match(m.matmulRun('F32', 'panels', 1, 1, 1, 8, 0, 8, 0, 8, 1, 'auto'), /^invalid_argument\|matmul: layout must be InOut, OutIn or Panels, got 'panels'/);
-  assert.match(m.matmulRun('F16', 'Panels', 1, 4, 4, 8, 0, 8, 0, 8, 1, 'auto'), /^invalid_argument\|matmul: W F16 \[4, 4\] in Panels: that layout is F32's only/);
+  assert.match(m.matmulRun('Q8', 'Panels', 1, 4, 4, 8, 8, 8, 0, 8, 1, 'auto'), /^invalid_argument\|matmul: W Q8 \[4, 4\] in Panels: that layout is for F32, F16 and BF16/);
 });
