@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "matmul/gemv_parts.hpp"
@@ -136,13 +137,40 @@ void f32_panel_runs(const float* const* p, int64_t width, int64_t K, const float
 }
 #endif
 
+#ifndef QKV_NO_SIMD
+// The walk both panel kernels (F32, 16-bit) take over the columns [n, n1), n on an 8-column
+// boundary: whole panels two at a time, half the range apart (two sequential streams); an odd
+// one alone; a half panel alone where the range starts or ends inside one (threads cut at 8
+// columns). run(streams, whole, columns) takes streams (std::integral_constant<int, 1 or 2>)
+// runs of 16 columns (whole: std::true_type) or 8 (std::false_type), run s from column
+// columns[s]. Returns where the last, narrower panel's columns start (n1 if none are in range).
+template <class Run>
+int64_t walk_whole_panels(int64_t n, int64_t n1, int64_t N, const Run& run) {
+  using One = std::integral_constant<int, 1>;
+  using Two = std::integral_constant<int, 2>;
+  const int64_t stop = std::min(n1, N / kPanel * kPanel);  // the whole panels' columns of the range end here
+  if (n % kPanel && n < stop) run(One{}, std::false_type{}, &n), n += 8;
+  const int64_t panels = n < stop ? (stop - n) / kPanel : 0, pairs = panels / 2;
+  for (int64_t j = 0; j < pairs; ++j) {
+    const int64_t columns[2] = {n + j * kPanel, n + (pairs + j) * kPanel};
+    run(Two{}, std::true_type{}, columns);
+  }
+  if (panels % 2) {
+    const int64_t column = n + 2 * pairs * kPanel;
+    run(One{}, std::true_type{}, &column);
+  }
+  n += panels * kPanel;
+  if (n < stop) run(One{}, std::false_type{}, &n), n += 8;
+  return std::min(n, n1);
+}
+#endif
+
 // y[n0:n1] = bias + sum_k x[k] W[k, n0:n1], W in Panels (weights.hpp), n0 on an 8-column
-// boundary. Whole panels go two at a time, half the range apart: two sequential streams with 8
-// sums in registers (GPT-2 small's layers from memory, wasm, 1 thread, Zen 5: 34 GB/s where
-// [K, N] read 18 and one panel at a time 28; in cache 72 GB/s, one at a time 80). A range
-// that starts or ends inside a panel (threads cut at 8 columns) takes that half panel alone;
-// the last panel's N % 16 columns go 4 at a time through a zero-padded vector, so every column
-// sees the same multiply-adds as in the matrix product's tiles (gemm.cpp): the same bits.
+// boundary, the whole panels as walk_whole_panels goes (GPT-2 small's layers from memory, wasm,
+// 1 thread, Zen 5: two panels at a time 34 GB/s where [K, N] read 18 and one panel at a time 28;
+// in cache 72 GB/s, one at a time 80). The last panel's N % 16 columns go 4 at a time through a
+// zero-padded vector, so every column sees the same multiply-adds as in the matrix product's
+// tiles (gemm.cpp): the same bits.
 void gemv_f32_panels(const WeightMatrix& w, const float* x, const float* bias, float* y, int64_t n0, int64_t n1) {
   const int64_t K = w.K, N = w.N, whole = N / kPanel * kPanel;  // columns [0, whole) in whole panels
   const float* W = static_cast<const float*>(w.data);
@@ -150,28 +178,14 @@ void gemv_f32_panels(const WeightMatrix& w, const float* x, const float* bias, f
   for (int64_t n = n0; n < n1; ++n) y[n] = bias ? bias[n] : 0.0f;
   int64_t n = n0;
 #ifndef QKV_NO_SIMD
-  const auto half_panel = [&](int64_t c) {  // columns c .. c + 7 of a whole panel
-    const float* p = column(c);
-    float* out = y + c;
-    f32_panel_runs<1, 2>(&p, kPanel, K, x, &out);
-  };
-  const int64_t stop = std::min(n1, whole);  // the whole panels' columns of the range end here
-  if (n % kPanel && n < stop) half_panel(n), n += 8;
-  const int64_t panels = n < stop ? (stop - n) / kPanel : 0, pairs = panels / 2;
-  for (int64_t j = 0; j < pairs; ++j) {
-    const int64_t a = n + j * kPanel, b = n + (pairs + j) * kPanel;
-    const float* p[2] = {column(a), column(b)};
-    float* out[2] = {y + a, y + b};
-    f32_panel_runs<2, 4>(p, kPanel, K, x, out);
-  }
-  if (panels % 2) {
-    const int64_t a = n + 2 * pairs * kPanel;
-    const float* p = column(a);
-    float* out = y + a;
-    f32_panel_runs<1, 4>(&p, kPanel, K, x, &out);
-  }
-  n += panels * kPanel;
-  if (n < stop) half_panel(n), n += 8;
+  n = walk_whole_panels(n, n1, N, [&](auto streams, auto whole, const int64_t* columns) {
+    constexpr int S = decltype(streams)::value, V = decltype(whole)::value ? 4 : 2;
+    const float* p[S];
+    float* out[S];
+    QKV_UNROLL
+    for (int s = 0; s < S; ++s) p[s] = column(columns[s]), out[s] = y + columns[s];
+    f32_panel_runs<S, V>(p, kPanel, K, x, out);
+  });
   // the last panel's columns: [K][N - whole]
   const int64_t width = N - whole;
   for (; n < n1; n += 4) {
@@ -309,11 +323,11 @@ void half_panel_runs(const uint16_t* const* p, int64_t width, int64_t K, const f
 #endif
 
 // y[n0:n1] = bias + sum_k x[k] W[k, n0:n1], W 16-bit in Panels, n0 on an 8-column boundary: the
-// F32 kernel's walk (whole panels two at a time, half the range apart; half panels alone), the
-// sums in groups of 8 columns as gemv_half_inout keeps them ([even 4][odd 4], F16 with its 2^-56,
-// x_scaled = x * 2^56; BF16 x itself), put back in order at the end. The last panel's N % 16
-// columns go 8 at a time, a last group of fewer through a zero-padded copy of each row: every
-// column sees the multiply-adds of the matrix product's tiles (gemm.cpp), scaled by powers of 2.
+// whole panels as walk_whole_panels goes, the sums in groups of 8 columns as gemv_half_inout
+// keeps them ([even 4][odd 4], F16 with its 2^-56, x_scaled = x * 2^56; BF16 x itself), put back
+// in order at the end. The last panel's N % 16 columns go 8 at a time, a last group of fewer
+// through a zero-padded copy of each row: every column sees the multiply-adds of the matrix
+// product's tiles (gemm.cpp), scaled by powers of 2.
 template <WeightType T>
 void gemv_half_panels(const WeightMatrix& w, const float* x, const float* x_scaled, const float* bias, float* y,
                       int64_t n0, int64_t n1) {
@@ -346,29 +360,14 @@ void gemv_half_panels(const WeightMatrix& w, const float* x, const float* x_scal
     for (int64_t i = 0; i < 4; ++i) acc[n + i] = bias_of(n + 2 * i), acc[n + 4 + i] = bias_of(n + 2 * i + 1);
   }
   const float* xs = x_scaled;
-  const auto half_panel = [&](int64_t c) {  // columns c .. c + 7 of a whole panel
-    const uint16_t* p = column(c);
-    float* out = acc + c;
-    half_panel_runs<kF16, 1, 1>(&p, kPanel, K, xs, &out);
-  };
-  int64_t n = n0;
-  const int64_t stop = std::min(n1, whole);  // the whole panels' columns of the range end here
-  if (n % kPanel && n < stop) half_panel(n), n += 8;
-  const int64_t panels = n < stop ? (stop - n) / kPanel : 0, pairs = panels / 2;
-  for (int64_t j = 0; j < pairs; ++j) {
-    const int64_t a = n + j * kPanel, b = n + (pairs + j) * kPanel;
-    const uint16_t* p[2] = {column(a), column(b)};
-    float* out[2] = {acc + a, acc + b};
-    half_panel_runs<kF16, 2, 2>(p, kPanel, K, xs, out);
-  }
-  if (panels % 2) {
-    const int64_t a = n + 2 * pairs * kPanel;
-    const uint16_t* p = column(a);
-    float* out = acc + a;
-    half_panel_runs<kF16, 1, 2>(&p, kPanel, K, xs, &out);
-  }
-  n += panels * kPanel;
-  if (n < stop) half_panel(n), n += 8;
+  int64_t n = walk_whole_panels(n0, n1, N, [&](auto streams, auto whole, const int64_t* columns) {
+    constexpr int S = decltype(streams)::value, H = decltype(whole)::value ? 2 : 1;
+    const uint16_t* p[S];
+    float* out[S];
+    QKV_UNROLL
+    for (int s = 0; s < S; ++s) p[s] = column(columns[s]), out[s] = acc + columns[s];
+    half_panel_runs<kF16, S, H>(p, kPanel, K, xs, out);
+  });
   const int64_t width = N - whole;  // the last panel: [K][width]
   for (; n < n1; n += 8) {
     const int64_t count = std::min<int64_t>(8, n1 - n);
