@@ -1,5 +1,5 @@
-// Packing 4-bit weights (Q4, weights.hpp) into the matrix product's float panels (gemm.cpp).
-// Internal to src/matmul.
+// Packing 4-bit weights (Q4, weights.hpp) into the matrix product's float panels (gemm.cpp), and
+// the 4-bit prefill with the relaxed int8 dot. Internal to src/matmul.
 #pragma once
 
 #include <cstdint>
@@ -13,5 +13,10 @@ namespace qkv::detail {
 // weight (weight_at). Whole groups of 4 columns are written (columns past N: zeros); the panels
 // must have room up to a multiple of nr.
 void pack_q4(const WeightMatrix& w, int64_t k0, int64_t k1, int64_t j0, int64_t j1, float* panels, int64_t nr);
+
+// gemm_q4 with the relaxed int8 dot (gemm_q4_dot.cpp): false, having done nothing, outside the
+// relaxed-SIMD builds and where x's folded scales would overflow (|x| beyond ~2^31); the caller
+// takes the int16 product then. Only while relaxed_int8_dot() is on (x rounded to int8).
+bool gemm_q4_dot(const WeightMatrix& w, const float* x, int64_t M, const float* bias, float* y, int threads);
 
 }  // namespace qkv::detail

@@ -17,6 +17,7 @@
 #include "matmul/gemv_parts.hpp"
 #include "matmul/halves.hpp"
 #include "matmul/matmul.hpp"
+#include "matmul/relaxed_dot.hpp"
 #include "matmul/x_int16.hpp"
 #include "simd.hpp"
 
@@ -40,17 +41,6 @@ namespace qkv::detail {
 
 #if defined(QKV_RELAXED_SIMD) && !defined(QKV_NO_SIMD)
 namespace {
-typedef double F64x2 __attribute__((vector_size(16)));
-
-// c + the dot products of a's and b's 4-byte runs, lane by lane (a signed, b in 0..127): LLVM 14
-// cannot emit i32x4.relaxed_dot_i8x16_i7x16_add_s, so this is __builtin_wasm_fma_f64x2 (the
-// pre-standard 0xfd 0xcf, used nowhere else), which tools/wasm/relax-fma.mjs rewrites after the
-// link, as it rewrites the float fma. LLVM takes it for a float fma; its operands are never
-// constants, so there is nothing to fold.
-inline __m128i relaxed_dot(__m128i a, __m128i b, __m128i c) {
-  return __m128i(__builtin_wasm_fma_f64x2(F64x2(a), F64x2(b), F64x2(c)));
-}
-
 bool relaxed_dot_on = false;  // set_relaxed_int8_dot
 }  // namespace
 #endif
