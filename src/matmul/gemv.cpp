@@ -2,18 +2,20 @@
 //
 // Each weight is read once, from a few sequential streams, and used once: the kernels are
 // bound by memory bandwidth, so they do little per weight besides widening it.
-//  Panels (F32, every matrix the loader holds: weights.hpp): two panels of 16 columns at a time,
-//    half the range apart, each a sequential stream of 64-byte rows, the 32 sums in registers,
-//    each column's products added in k order after its bias, as the matrix product (gemm.cpp)
-//    adds them: one token decoded gives the bits the same token gets in a prefill.
-//  InOut [K, N] (Conv1D as stored; no model holds one since the panels): 8 rows of W at a time,
+//  Panels (F32, F16, BF16: every float matrix the decoders' loader holds, weights.hpp): two panels of 16
+//    columns at a time, half the range apart, each a sequential stream of rows (64 bytes in F32,
+//    32 in 16-bit), the 32 sums in registers, each column's products added in k order after its
+//    bias, as the matrix product (gemm.cpp) adds them: one token decoded gives the bits the same
+//    token gets in a prefill.
+//  The two stored layouts, as callers hand them in (the encoders' and seq2seq's weights):
+//  InOut [K, N] (Conv1D): 8 rows of W at a time,
 //    y[n] += x[k+r] W[k+r, n] for r = 0..7 in order; y (<= a few thousand floats) stays in L1
 //    while the 8 rows stream past. The rows are summed in two parts (matmul.hpp's inout_split):
 //    each y element adds the first part's products in k order after its bias, the second's in
 //    k order from zero, then the two, as the matrix product does. Two threads take a part each.
-//  OutIn [N, K] (Llama's 16-bit matrices, GPT-2's 16-bit ones rewritten so on load): 8 columns
-//    at a time (16 for 16-bit weights), far apart (as many long sequential streams), each a dot
-//    product of x with one contiguous row of W, 4 lanes per column summed at the end.
+//  OutIn [N, K] (nn.Linear): 8 columns at a time (16 for 16-bit weights), far apart (as many
+//    long sequential streams), each a dot product of x with one contiguous row of W, 4 lanes per
+//    column summed at the end.
 //  Q8: groups of 4 columns, 8 groups side by side, far apart, one group at a time per block; x
 //    quantized to int16 per 32-block; int16 dot products (pmaddwd / i32x4.dot_i16x8_s) put each
 //    column's partial sum in its own lane (weights.hpp).
