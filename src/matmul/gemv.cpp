@@ -2,11 +2,11 @@
 //
 // Each weight is read once, from a few sequential streams, and used once: the kernels are
 // bound by memory bandwidth, so they do little per weight besides widening it.
-//  Panels (F32, F16, BF16: every float matrix the decoders' loader holds, weights.hpp): two panels of 16
-//    columns at a time, half the range apart, each a sequential stream of rows (64 bytes in F32,
-//    32 in 16-bit), the 32 sums in registers, each column's products added in k order after its
-//    bias, as the matrix product (gemm.cpp) adds them: one token decoded gives the bits the same
-//    token gets in a prefill.
+//  Panels (F32, F16, BF16: every float matrix the decoders' loader holds, weights.hpp): two
+//    panels of 16 columns at a time, half the range apart, each a sequential stream of rows (64
+//    bytes in F32, 32 in 16-bit), the 32 sums in registers, each column's products added in k
+//    order after its bias, as the matrix product (gemm.cpp) adds them: one token decoded gives
+//    the bits the same token gets in a prefill.
 //  The two stored layouts, as callers hand them in (the encoders' and seq2seq's weights):
 //  InOut [K, N] (Conv1D): 8 rows of W at a time,
 //    y[n] += x[k+r] W[k+r, n] for r = 0..7 in order; y (<= a few thousand floats) stays in L1

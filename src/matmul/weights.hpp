@@ -99,8 +99,8 @@ struct WeightFix {
 
 // y[M, N] = x[M, K] W[K, N] (+ bias): W as stored.
 //  F32 / F16 / BF16: `data` holds K * N little-endian elements, [K, N] (InOut), [N, K] (OutIn)
-//    or in Panels (above), 2-byte aligned (4 for F32). F16 weights must be finite: the kernels widen them with
-//    integer shifts that do not special-case inf and NaN (see prepare_f16_weights).
+//    or in Panels (above), 2-byte aligned (4 for F32). F16 weights must be finite: the kernels
+//    widen them with integer shifts that do not special-case inf and NaN (see prepare_f16_weights).
 //  Q8 / Q4: `data` and `scales` as Q8Layout / Q4Layout above (`layout` is ignored).
 struct WeightMatrix {
   WeightType type = WeightType::F32;
