@@ -318,6 +318,9 @@ WeightBuffers WeightLoader::load(MallocBytes file, size_t size) {
         to_panels(reinterpret_cast<float*>(at), m.K, m.N, m.layout, panel_scratch);
       } else {
         to_panels(reinterpret_cast<uint16_t*>(at), m.K, m.N, m.layout, half_panel_scratch);
+        // converted: the next matrix's conversion copies its [K, N] source (convert), so this
+        // scratch is not kept beside that copy
+        if (!in_place) std::vector<uint16_t>().swap(half_panel_scratch);
       }
       m.dst->layout = WeightLayout::Panels;
     }
