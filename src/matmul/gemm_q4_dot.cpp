@@ -21,6 +21,7 @@
 
 #include "matmul/gemm_int8.hpp"
 #include "matmul/gemm_q4.hpp"
+#include "matmul/gemv_parts.hpp"
 #include "matmul/halves.hpp"
 #include "matmul/relaxed_dot.hpp"
 #include "matmul/x_int16.hpp"
@@ -55,11 +56,8 @@ void quantize_rows8(const float* x, int64_t M, int64_t K, Int8Rows& out) {
     for (int64_t b = 0; b < blocks; ++b) {
       float xb[32] = {};  // the block, zeros past K (and for the padding rows)
       if (m < M) std::copy(x + m * K + b * 32, x + m * K + std::min(K, b * 32 + 32), xb);
-      // as prepare_q8 with q4_x_limit()'s 127 (gemv_q8.cpp): the same d, the same xq
-      const float d = block_amax(xb) / 127.0f;
-      const __m128 inv = _mm_set1_ps(d > 0.0f ? 1.0f / d : 0.0f);
       int16_t q[32];
-      for (int i = 0; i < 32; i += 8) _mm_storeu_si128(reinterpret_cast<__m128i*>(q + i), round_to_i16x8(xb + i, inv));
+      const float d = round_block(xb, q4_x_limit(), q);  // as prepare_q4 (127 while the dot is on)
       int8_t* dst = out.q.data() + (set * blocks + b) * 32 * kR + r * 4;
       int32_t sum = 0;
       for (int i = 0; i < 32; ++i) {

@@ -84,16 +84,8 @@ void quantize_rows(const float* x, int64_t M, int64_t K, float limit, QuantizedR
         std::fill(std::copy(xb, xb + n, tail), tail + 32, 0.0f);
         xb = tail;
       }
-      const float d = block_amax(xb) / limit;
-      const float inv = d > 0.0f ? 1.0f / d : 0.0f;
       int16_t q[32];
-#ifndef QKV_NO_SIMD
-      // as prepare_q8 (x_int16.hpp)
-      const __m128 vinv = _mm_set1_ps(inv);
-      for (int i = 0; i < 32; i += 8) _mm_storeu_si128(reinterpret_cast<__m128i*>(q + i), round_to_i16x8(xb + i, vinv));
-#else
-      for (int i = 0; i < 32; ++i) q[i] = round_to_i16(xb[i], inv);
-#endif
+      const float d = round_block(xb, limit, q);  // as prepare_q8
       // k-pair p of the block to its place among the set's rows
       int16_t* dst = out.q.data() + ((set * blocks + b) * 16 * kR + r) * 2;
       for (int p = 0; p < 16; ++p) std::memcpy(dst + p * kR * 2, q + 2 * p, 4);

@@ -21,8 +21,8 @@
 
 namespace qkv::detail {
 
-// x [K] -> int16 per block of 32 (scale d = max|x| / limit, xq = nearest(x / d) clamped to
-// +-32767; limit kXqLimit16, or 127 for the 4-bit kernels' int8 dot), laid out as the kernel
+// x [K] -> int16 per block of 32 (round_block: scale d = max|x| / limit, xq = nearest(x / d);
+// limit kXqLimit16, or 127 for the 4-bit kernels' int8 dot), laid out as the kernel
 // reads it: each k-pair (xq[2p], xq[2p+1]) 4 times, once per column of a group. The vectors keep
 // their capacity from call to call (no allocation).
 void prepare_q8(const float* x, int64_t K, GemvInput& in, float limit) {
@@ -37,21 +37,19 @@ void prepare_q8(const float* x, int64_t K, GemvInput& in, float limit) {
     const int64_t n = std::min<int64_t>(32, K - b * 32);
     std::copy(x + b * 32, x + b * 32 + n, xb);
     int16_t* out = in.pairs.data() + b * 16 * 8;  // [16 k-pairs][4 copies][2]
-    const float d = block_amax(xb) / limit;
+    int16_t rounded[32];
+    const float d = round_block(xb, limit, rounded);
 #ifndef QKV_NO_SIMD
-    const __m128 inv = _mm_set1_ps(d > 0.0f ? 1.0f / d : 0.0f);
     for (int i = 0; i < 32; i += 8) {
-      const __m128i xq = round_to_i16x8(xb + i, inv);  // xq[i .. i+8) as int16: k-pairs i/2 .. i/2+4
+      const __m128i xq = _mm_loadu_si128(reinterpret_cast<const __m128i*>(rounded + i));  // k-pairs i/2 .. i/2+4
       _mm_storeu_si128(reinterpret_cast<__m128i*>(out + (i / 2 + 0) * 8), _mm_shuffle_epi32(xq, 0x00));
       _mm_storeu_si128(reinterpret_cast<__m128i*>(out + (i / 2 + 1) * 8), _mm_shuffle_epi32(xq, 0x55));
       _mm_storeu_si128(reinterpret_cast<__m128i*>(out + (i / 2 + 2) * 8), _mm_shuffle_epi32(xq, 0xAA));
       _mm_storeu_si128(reinterpret_cast<__m128i*>(out + (i / 2 + 3) * 8), _mm_shuffle_epi32(xq, 0xFF));
     }
 #else
-    const float inv = d > 0.0f ? 1.0f / d : 0.0f;
     for (int i = 0; i < 32; ++i) {
-      const int16_t v = round_to_i16(xb[i], inv);
-      for (int c = 0; c < 4; ++c) out[(i / 2) * 8 + c * 2 + i % 2] = v;
+      for (int c = 0; c < 4; ++c) out[(i / 2) * 8 + c * 2 + i % 2] = rounded[i];
     }
 #endif
     in.block_scale[size_t(b)] = d;

@@ -53,4 +53,19 @@ inline float block_amax(const float* x) {
 #endif
 }
 
+// One block of 32 (xb, zeros past K) rounded as the matrix products round x: d = max|x| / limit,
+// q[i] = nearest(x[i] / d); returns d (0 for an all-zero block, then q is all zeros). gemv_q8.cpp's
+// prepare_q8 makes the same d and q, so a row of a product gets the decode's bits.
+inline float round_block(const float* xb, float limit, int16_t* q) {
+  const float d = block_amax(xb) / limit;
+  const float inv = d > 0.0f ? 1.0f / d : 0.0f;
+#ifndef QKV_NO_SIMD
+  const __m128 vinv = _mm_set1_ps(inv);
+  for (int i = 0; i < 32; i += 8) _mm_storeu_si128(reinterpret_cast<__m128i*>(q + i), round_to_i16x8(xb + i, vinv));
+#else
+  for (int i = 0; i < 32; ++i) q[i] = round_to_i16(xb[i], inv);
+#endif
+  return d;
+}
+
 }  // namespace qkv::detail
