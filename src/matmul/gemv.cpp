@@ -143,8 +143,8 @@ void f32_panel_runs(const float* const* p, int64_t width, int64_t K, const float
 // The walk both panel kernels (F32, 16-bit) take over the columns [n, n1), n on an 8-column
 // boundary: whole panels two at a time, half the range apart (two sequential streams); an odd
 // one alone; a half panel alone where the range starts or ends inside one (threads cut at 8
-// columns). run(streams, whole, columns) takes streams (std::integral_constant<int, 1 or 2>)
-// runs of 16 columns (whole: std::true_type) or 8 (std::false_type), run s from column
+// columns). run(streams, full_panel, columns) takes streams (std::integral_constant<int, 1 or 2>)
+// runs of 16 columns (full_panel: std::true_type) or 8 (std::false_type), run s from column
 // columns[s]. Returns where the last, narrower panel's columns start (n1 if none are in range).
 template <class Run>
 int64_t walk_whole_panels(int64_t n, int64_t n1, int64_t N, const Run& run) {
@@ -174,14 +174,15 @@ int64_t walk_whole_panels(int64_t n, int64_t n1, int64_t N, const Run& run) {
 // zero-padded vector, so every column sees the same multiply-adds as in the matrix product's
 // tiles (gemm.cpp): the same bits.
 void gemv_f32_panels(const WeightMatrix& w, const float* x, const float* bias, float* y, int64_t n0, int64_t n1) {
-  const int64_t K = w.K, N = w.N, whole = N / kPanel * kPanel;  // columns [0, whole) in whole panels
+  const int64_t K = w.K, N = w.N;
   const float* W = static_cast<const float*>(w.data);
-  const auto column = [&](int64_t n) { return W + n / kPanel * kPanel * K + n % kPanel; };  // W[0, n] in a whole panel
   for (int64_t n = n0; n < n1; ++n) y[n] = bias ? bias[n] : 0.0f;
   int64_t n = n0;
 #ifndef QKV_NO_SIMD
-  n = walk_whole_panels(n, n1, N, [&](auto streams, auto whole, const int64_t* columns) {
-    constexpr int S = decltype(streams)::value, V = decltype(whole)::value ? 4 : 2;
+  const int64_t whole = N / kPanel * kPanel;  // columns [0, whole) in whole panels
+  const auto column = [&](int64_t c) { return W + c / kPanel * kPanel * K + c % kPanel; };  // W[0, c], a whole panel
+  n = walk_whole_panels(n, n1, N, [&](auto streams, auto full_panel, const int64_t* columns) {
+    constexpr int S = decltype(streams)::value, V = decltype(full_panel)::value ? 4 : 2;
     const float* p[S];
     float* out[S];
     QKV_UNROLL
@@ -237,6 +238,24 @@ void half_rows(const uint16_t* w, int64_t N, const float* xs, float* acc, float*
 }
 #endif
 
+// The 16-bit kernels' sums for the columns [n0, n1) in groups of 8, each [even 4][odd 4]
+// (halves.hpp), the last group possibly short: acc[n0 ..] set to bias * scale (0 past n1 and
+// without bias), and put back in natural order into y[n0 : n1], divided by scale
+inline void groups_from_bias(float* acc, const float* bias, float scale, int64_t n0, int64_t n1) {
+  const auto at = [&](int64_t n) { return bias && n < n1 ? bias[n] * scale : 0.0f; };
+  for (int64_t n = n0; n < n1; n += 8) {
+    for (int64_t i = 0; i < 4; ++i) acc[n + i] = at(n + 2 * i), acc[n + 4 + i] = at(n + 2 * i + 1);
+  }
+}
+inline void groups_to_y(const float* acc, float scale, int64_t n0, int64_t n1, float* y) {
+  for (int64_t n = n0; n < n1; n += 8) {
+    for (int64_t i = 0; i < 4; ++i) {
+      if (n + 2 * i < n1) y[n + 2 * i] = acc[n + i] / scale;
+      if (n + 2 * i + 1 < n1) y[n + 2 * i + 1] = acc[n + 4 + i] / scale;
+    }
+  }
+}
+
 // y[n0:n1] = bias + sum_k x[k] W[k, n0:n1], W 16-bit. Columns in groups of 8: each 16-byte load
 // of a row gives the group's even columns in one vector and its odd ones in another
 // (halves.hpp); acc keeps them in that order ([even 4][odd 4] per group) until the end.
@@ -260,12 +279,7 @@ void gemv_half_inout(const WeightMatrix& w, const float* x, const float* x_scale
 #else
   (void)x_scaled;
 #endif
-  for (int64_t n = n0; n < grouped; n += 8) {
-    for (int64_t i = 0; i < 4; ++i) {
-      acc[n + i] = bias ? bias[n + 2 * i] * scale : 0.0f;
-      acc[n + 4 + i] = bias ? bias[n + 2 * i + 1] * scale : 0.0f;
-    }
-  }
+  groups_from_bias(acc, bias, scale, n0, grouped);
   for (int64_t n = grouped; n < n1; ++n) acc[n] = bias ? bias[n] : 0.0f;
 #ifndef QKV_NO_SIMD
   int64_t k = 0;
@@ -276,13 +290,7 @@ void gemv_half_inout(const WeightMatrix& w, const float* x, const float* x_scale
   for (int64_t n = grouped; n < n1; ++n) {
     for (int64_t k = 0; k < K; ++k) acc[n] += x[k] * widen(W[k * N + n]);
   }
-  // back to natural order (F16: undo the 2^-56)
-  for (int64_t n = n0; n < grouped; n += 8) {
-    for (int64_t i = 0; i < 4; ++i) {
-      y[n + 2 * i] = acc[n + i] / scale;
-      y[n + 2 * i + 1] = acc[n + 4 + i] / scale;
-    }
-  }
+  groups_to_y(acc, scale, n0, grouped, y);  // back to natural order (F16: undo the 2^-56)
   for (int64_t n = grouped; n < n1; ++n) y[n] = acc[n];
 }
 
@@ -357,13 +365,10 @@ void gemv_half_panels(const WeightMatrix& w, const float* x, const float* x_scal
   float* acc = acc_buffer.data() - n0;  // acc[n] for n in [n0, n0 + the groups' columns)
   // F16 groups carry a factor 2^-56 (the widening's), bias included, undone exactly at the end
   const float scale = kF16 ? 1.0f / halves::kF16Half : 1.0f;
-  const auto bias_of = [&](int64_t n) { return bias && n < n1 ? bias[n] * scale : 0.0f; };
-  for (int64_t n = n0; n < n1; n += 8) {
-    for (int64_t i = 0; i < 4; ++i) acc[n + i] = bias_of(n + 2 * i), acc[n + 4 + i] = bias_of(n + 2 * i + 1);
-  }
+  groups_from_bias(acc, bias, scale, n0, n1);
   const float* xs = x_scaled;
-  int64_t n = walk_whole_panels(n0, n1, N, [&](auto streams, auto whole, const int64_t* columns) {
-    constexpr int S = decltype(streams)::value, H = decltype(whole)::value ? 2 : 1;
+  int64_t n = walk_whole_panels(n0, n1, N, [&](auto streams, auto full_panel, const int64_t* columns) {
+    constexpr int S = decltype(streams)::value, H = decltype(full_panel)::value ? 2 : 1;
     const uint16_t* p[S];
     float* out[S];
     QKV_UNROLL
@@ -390,13 +395,7 @@ void gemv_half_panels(const WeightMatrix& w, const float* x, const float* x_scal
     even.store_unaligned(out);
     odd.store_unaligned(out + 4);
   }
-  // back to natural order (F16: undo the 2^-56)
-  for (n = n0; n < n1; n += 8) {
-    for (int64_t i = 0; i < 4; ++i) {
-      if (n + 2 * i < n1) y[n + 2 * i] = acc[n + i] / scale;
-      if (n + 2 * i + 1 < n1) y[n + 2 * i + 1] = acc[n + 4 + i] / scale;
-    }
-  }
+  groups_to_y(acc, scale, n0, n1, y);  // back to natural order (F16: undo the 2^-56)
 #endif
 }
 
