@@ -52,6 +52,8 @@ enum class Logits { All, Last };
 
 class GPT2 {
  public:
+  using Config = GPT2Config;
+  using Store = GPT2WeightStore;
   GPT2(GPT2Config config, GPT2WeightStore weights);
 
   // config.json text + safetensors bytes -> model. This one copies the bytes (they are only

@@ -1,6 +1,7 @@
 #include "model/gpt2_weights.hpp"
 
 #include <string>
+#include <utility>
 
 #include "model/gpt2.hpp"
 #include "model/safetensors.hpp"
@@ -10,14 +11,21 @@ namespace qkv {
 GPT2WeightStore GPT2WeightStore::load(const GPT2Config& c, MallocBytes file, size_t size, WeightFormat format) {
   c.validate();
   const safetensors::File st = safetensors::File::parse(file.get(), size);
+  GPT2WeightStore store;
+  WeightLoader loader = store.plan(c, st, format);
+  store.finish(c, loader, loader.load(std::move(file), size));
+  return store;
+}
+
+WeightLoader GPT2WeightStore::plan(const GPT2Config& c, const safetensors::File& st, WeightFormat format) {
+  c.validate();
   // a checkpoint uses the "transformer." prefix (GPT2LMHeadModel) or not (GPT2Model)
   const bool prefixed = st.find("wte.weight") == nullptr && st.find("transformer.wte.weight") != nullptr;
   WeightLoader loader(st, "GPT2", prefixed ? "transformer." : "",
                       " cannot be converted to float32 (F32, F16 and BF16 can)", format);
   const int64_t E = c.n_embd, I = c.inner(), V = c.vocab_size, P = c.n_positions;
 
-  GPT2WeightStore store;
-  GPT2Weights& w = store.weights_;
+  GPT2Weights& w = weights_;
   w.h.resize(size_t(c.n_layer));
   // Every tensor is found and checked before anything is allocated: the tables [V, E] and
   // [P, E] (wpe is only gathered from), the layers' Conv1D matrices [in, out].
@@ -42,9 +50,12 @@ GPT2WeightStore GPT2WeightStore::load(const GPT2Config& c, MallocBytes file, siz
   loader.vector("ln_f.weight", E, &w.ln_f_weight);
   loader.vector("ln_f.bias", E, &w.ln_f_bias);
 
-  store.buffers_ = loader.load(std::move(file), size);
-  store.matrix_type_ = loader.matmul_type(w.wte);  // wte is also the LM head
-  return store;
+  return loader;
+}
+
+void GPT2WeightStore::finish(const GPT2Config&, const WeightLoader& loader, WeightBuffers buffers) {
+  buffers_ = std::move(buffers);
+  matrix_type_ = loader.matmul_type(weights_.wte);  // wte is also the LM head
 }
 
 }  // namespace qkv

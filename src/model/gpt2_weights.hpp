@@ -16,6 +16,9 @@
 namespace qkv {
 
 struct GPT2Config;
+namespace safetensors {
+class File;
+}
 
 // The Conv1D matrices are InOut [K, N] as the file stores them; on load, for decoding's sake
 // (WeightLoader::load), F32, F16 and BF16 ones are rewritten in panels of 16 columns (Panels);
@@ -49,6 +52,13 @@ class GPT2WeightStore {
   // std::invalid_argument naming the tensor for a missing one, a wrong shape or dtype, F16 or
   // converted weights that are not finite or do not fit the target dtype.
   static GPT2WeightStore load(const GPT2Config& config, MallocBytes file, size_t size, WeightFormat format);
+
+  // load's two halves, for a file that streams in (model/decoder_stream.hpp): plan checks every
+  // tensor of `file` (its header may be all that has arrived) and returns the loader that will
+  // fill this store's matrices (the store must not move until then); finish takes the buffers
+  // that loader's load() or stream gave.
+  WeightLoader plan(const GPT2Config& config, const safetensors::File& file, WeightFormat format);
+  void finish(const GPT2Config& config, const WeightLoader& loader, WeightBuffers buffers);
 
   const GPT2Weights& weights() const { return weights_; }
   WeightBytes bytes() const { return buffers_.bytes; }

@@ -28,6 +28,10 @@ struct LlamaScratch {
 
 class Llama {
  public:
+  using Config = LlamaConfig;
+  using Store = LlamaWeightStore;
+  Llama(LlamaConfig config, LlamaWeightStore store);
+
   // config.json text + the safetensors file, whose buffer the model takes (read in place, or
   // converted and freed; freed on error too).
   static Llama load(std::string_view config_json, MallocBytes safetensors_bytes, size_t size, WeightFormat format);
@@ -61,7 +65,6 @@ class Llama {
            const HeadInterventions* iv = nullptr) const;  // iv: as GPT2::run (model/interventions.hpp)
 
  private:
-  Llama(LlamaConfig config, LlamaWeightStore store);
 
   LlamaConfig config_;
   LlamaWeightStore store_;

@@ -44,13 +44,20 @@ float embed_scale(int64_t E, WeightType held) {
 LlamaWeightStore LlamaWeightStore::load(const LlamaConfig& c, MallocBytes file, size_t size, WeightFormat format) {
   c.validate();
   const safetensors::File st = safetensors::File::parse(file.get(), size);
+  LlamaWeightStore store;
+  WeightLoader loader = store.plan(c, st, format);
+  store.finish(c, loader, loader.load(std::move(file), size));
+  return store;
+}
+
+WeightLoader LlamaWeightStore::plan(const LlamaConfig& c, const safetensors::File& st, WeightFormat format) {
+  c.validate();
   WeightLoader loader(st, "Llama", "", " is not supported (F32, F16, BF16 are)", format);
   const TensorNames names = tensor_names(c, st);
   const int64_t E = c.hidden_size, I = c.intermediate_size, V = c.vocab_size;
   const int64_t QD = c.num_attention_heads * c.head_dim, KVD = c.num_key_value_heads * c.head_dim;
 
-  LlamaWeightStore store;
-  LlamaWeights& w = store.weights_;
+  LlamaWeights& w = weights_;
   w.layers.resize(size_t(c.num_hidden_layers));
   // nn.Linear weight [out N, in K]
   const auto matrix = [&](const std::string& name, int64_t N, int64_t K, WeightMatrix* dst, bool matmul = true) {
@@ -93,13 +100,17 @@ LlamaWeightStore LlamaWeightStore::load(const LlamaConfig& c, MallocBytes file, 
   // tied: lm_head is embed_tokens (a stored lm_head.weight, as some exports write, is ignored)
   if (!c.tie_word_embeddings) matrix(names.lm_head, V, E, &w.lm_head);
 
-  store.buffers_ = loader.load(std::move(file), size);
+  return loader;
+}
+
+void LlamaWeightStore::finish(const LlamaConfig& c, const WeightLoader& loader, WeightBuffers buffers) {
+  LlamaWeights& w = weights_;
+  buffers_ = std::move(buffers);
   if (c.tie_word_embeddings) w.lm_head = w.embed_tokens;
-  if (c.embed_scaled) w.embed_scale = embed_scale(E, w.embed_tokens.type);
-  if (c.norm_plus_one) store.hold_plus_one(c);
+  if (c.embed_scaled) w.embed_scale = embed_scale(c.hidden_size, w.embed_tokens.type);
+  if (c.norm_plus_one) hold_plus_one(c);
   // the matmuls' dtype, for display: embed_tokens counts only when it is also the LM head
-  store.matrix_type_ = loader.matmul_type(w.lm_head);
-  return store;
+  matrix_type_ = loader.matmul_type(w.lm_head);
 }
 
 void LlamaWeightStore::hold_plus_one(const LlamaConfig& c) {

@@ -48,6 +48,12 @@ class LlamaWeightStore {
   // wrong shape, a dtype other than F32 / F16 / BF16, or values that do not fit.
   static LlamaWeightStore load(const LlamaConfig& config, MallocBytes file, size_t size, WeightFormat format);
 
+  // load's two halves, for a file that streams in (model/decoder_stream.hpp), as
+  // GPT2WeightStore's: plan checks every tensor and returns the loader that fills this store
+  // (which must not move until finish).
+  WeightLoader plan(const LlamaConfig& config, const safetensors::File& file, WeightFormat format);
+  void finish(const LlamaConfig& config, const WeightLoader& loader, WeightBuffers buffers);
+
   const LlamaWeights& weights() const { return weights_; }
   // The matmuls' matrices' dtype: "F32", "F16", "BF16", "Q8", or "mixed".
   const char* matrix_type() const { return matrix_type_; }

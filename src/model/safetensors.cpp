@@ -121,10 +121,18 @@ float bf16_to_f32(uint16_t b) {
 }
 
 File File::parse(const uint8_t* data, size_t size, const Limits& limits) {
-  if (data == nullptr && size != 0) bad("null buffer");
+  File f = parse_header(data, size, size, limits);
+  f.base_ = data;
+  return f;
+}
+
+File File::parse_header(const uint8_t* data, size_t available, uint64_t size, const Limits& limits) {
+  if (data == nullptr && available != 0) bad("null buffer");
+  if (available > size) bad(u64s(available) + " bytes given of a file of " + u64s(size));
   if (size < 8) {
     bad("file is " + u64s(size) + " bytes, too short for the 8-byte header length");
   }
+  if (available < 8) bad("the header length's 8 bytes have not arrived (" + u64s(available) + " bytes given)");
   const uint64_t n = read_u64_le(data);
   if (n > size - 8) {
     bad("header length " + u64s(n) + " is longer than the file allows (" + u64s(size) + " bytes, so at most " +
@@ -134,6 +142,9 @@ File File::parse(const uint8_t* data, size_t size, const Limits& limits) {
     bad("header length " + u64s(n) + " exceeds the limit of " + u64s(limits.max_header_bytes) + " bytes");
   }
   if (n < 2) bad("header length " + u64s(n) + " is too short for a JSON object");
+  if (available - 8 < n) {
+    bad("header length " + u64s(n) + ": only " + u64s(available - 8) + " bytes of the header given");
+  }
   if (data[8] != '{') bad("header does not start with '{'");
 
   std::string_view text(reinterpret_cast<const char*>(data + 8), static_cast<size_t>(n));
@@ -146,7 +157,6 @@ File File::parse(const uint8_t* data, size_t size, const Limits& limits) {
   if (!root.is_object()) bad("header is not a JSON object");
 
   File f;
-  f.base_ = data;
   f.size_ = size;
   f.header_bytes_ = n;
   const uint64_t data_size = size - 8 - n;

@@ -45,6 +45,10 @@ class File {
   // Parses and validates the header of the safetensors bytes [data, data + size). The bytes
   // are not copied: they must outlive this object.
   static File parse(const uint8_t* data, size_t size, const Limits& limits = {});
+  // The same checks from the file's first `available` bytes (its 8-byte length and whole JSON
+  // header, at least) for a file of `size` bytes whose data has not arrived: a file that streams
+  // in (WeightLoader's feed). bytes() and to_f32() are then not for use (has_bytes() is false).
+  static File parse_header(const uint8_t* data, size_t available, uint64_t size, const Limits& limits = {});
 
   const std::vector<TensorInfo>& tensors() const { return tensors_; }  // in file (offset) order
   const TensorInfo* find(std::string_view name) const;                 // nullptr when absent
@@ -53,8 +57,12 @@ class File {
   uint64_t header_bytes() const { return header_bytes_; }
   uint64_t data_offset() const { return 8 + header_bytes_; }  // where the data region starts
 
+  uint64_t size() const { return size_; }  // the whole file's bytes
+  // Where a tensor's bytes start in the file
+  uint64_t offset(const TensorInfo& t) const { return data_offset() + t.begin; }
+  bool has_bytes() const { return base_ != nullptr; }
   // The raw bytes of a tensor (within the buffer given to parse()).
-  const uint8_t* bytes(const TensorInfo& t) const { return base_ + data_offset() + t.begin; }
+  const uint8_t* bytes(const TensorInfo& t) const { return base_ + offset(t); }
 
   // Converts a F32/F16/BF16 tensor to float32 (little-endian in the file). Throws
   // std::invalid_argument for other dtypes, naming the tensor.
@@ -63,7 +71,7 @@ class File {
 
  private:
   const uint8_t* base_ = nullptr;
-  size_t size_ = 0;
+  uint64_t size_ = 0;
   uint64_t header_bytes_ = 0;
   std::vector<TensorInfo> tensors_;
   std::vector<std::pair<std::string, std::string>> metadata_;

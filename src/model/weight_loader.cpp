@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 #include <vector>
 
@@ -97,7 +98,8 @@ WeightLoader::Source WeightLoader::find(const std::string& name, const std::vect
     default:
       fail(full, std::string("dtype ") + safetensors::dtype_name(t.dtype) + unsupported_dtype_);
   }
-  s.bytes = file_.bytes(t);
+  s.offset = file_.offset(t);
+  s.bytes = file_.has_bytes() ? file_.bytes(t) : nullptr;
   s.count = size_t(t.numel());
   return s;
 }
@@ -117,7 +119,7 @@ void WeightLoader::vector(const std::string& name, int64_t n, const float** dst)
 }
 
 // Writes the matrix as m.to at `out` (m.to's size of K x N bytes).
-void WeightLoader::convert(const MatrixPlan& m, uint8_t* out, bool overlapping) const {
+void WeightLoader::convert(const MatrixPlan& m, uint8_t* out, bool overlapping, size_t first) const {
   const Source& s = m.src;
   if (m.to == s.type) {
     std::memmove(out, s.bytes, s.count * s.element_size());
@@ -137,7 +139,7 @@ void WeightLoader::convert(const MatrixPlan& m, uint8_t* out, bool overlapping) 
         const float v = element(s.type, s.bytes, i);
         o[i] = m.to == WeightType::F16 ? halves::f32_to_f16(v) : halves::f32_to_bf16(v);
         if (m.to == WeightType::F16 && (o[i] & 0x7C00u) == 0x7C00u) {
-          fail(s.name, "element " + std::to_string(i) + " = " + std::to_string(v) +
+          fail(s.name, "element " + std::to_string(first + i) + " = " + std::to_string(v) +
                            " does not fit in F16 (finite, |value| <= 65504)");
         }
       }
@@ -241,8 +243,7 @@ WeightBuffers WeightLoader::load(MallocBytes file, size_t size) {
   WeightBuffers out;
   // In place when every matrix stays as stored (and is aligned for its type); else all of them
   // go into one new buffer and the file is freed.
-  bool in_place = true;
-  for (const MatrixPlan& m : matrices_) in_place = in_place && m.to == m.src.type && m.src.aligned();
+  const bool in_place = this->in_place();
   // Else, when every matrix's converted form fits where its source was, the file's own buffer
   // takes them, in file order, each written at or before its source's start: nothing but one
   // matrix's scratch (a copied [K, N] source, or a strip) beside the file, so loading an F32
@@ -251,13 +252,7 @@ WeightBuffers WeightLoader::load(MallocBytes file, size_t size) {
   std::vector<size_t> order;
   const bool into_file = !in_place && file && fits_in_file(file.get(), &order);
   size_t converted = 0;
-  std::vector<float> panel_scratch;  // see below
-  std::vector<uint16_t> half_panel_scratch;
-  struct FixRange {
-    WeightMatrix* matrix;
-    size_t first, count;
-  };
-  std::vector<FixRange> fixed;  // F16 matrices' ranges of out.fixes, pointed at once it stops growing
+  Placing placing;
   if (into_file) {
     widen_vectors(out, false);
     size_t cursor =
@@ -294,39 +289,9 @@ WeightBuffers WeightLoader::load(MallocBytes file, size_t size) {
                   : into_file ? file.get() + m.offset
                               : out.converted.get() + m.offset;
     if (!in_place) convert(m, at, into_file);
-    *m.dst = WeightMatrix{m.to, m.layout, m.K, m.N, at, nullptr};
-    if (m.to == WeightType::Q8)
-      m.dst->scales = reinterpret_cast<const uint16_t*>(at + Q8Layout::of(m.K, m.N).data_bytes());
-    if (m.to == WeightType::Q4)
-      m.dst->scales = reinterpret_cast<const uint16_t*>(at + Q4Layout::of(m.K, m.N).data_bytes());
-    if (m.to == WeightType::F16) {
-      // finite (the kernels' widening does not special-case inf and NaN); subnormals moved to
-      // the matrix's fixes, in the file's buffer or the converted one, both ours
-      const std::string what = model_ + ": tensor \"" + m.src.name + "\"";
-      const size_t first = out.fixes.size();
-      fixed.push_back({m.dst, first, prepare_f16_weights(*m.dst, what.c_str(), out.fixes)});
-    }
-    if (m.matmul && (m.to == WeightType::F32 || m.to == WeightType::F16 || m.to == WeightType::BF16)) {
-      // A float matrix, [K, N] or [N, K], is rewritten in panels of 16 columns, in place
-      // (matmul/weights.hpp; scratch: one panel from [N, K], the matrix from [K, N], one buffer
-      // per element size for all). Decoding reads each panel as one sequential stream: GPT-2
-      // small's F32 layers, wasm, 1 thread, 1.9x the [K, N] kernel's bytes per second from
-      // memory; every column adds its products in k order as the prefill's do, so a decoded
-      // token gets a prefill's bits. (The F16 fixes above were found in the stored layout; they
-      // name (n, k), not a position.)
-      if (m.to == WeightType::F32) {
-        to_panels(reinterpret_cast<float*>(at), m.K, m.N, m.layout, panel_scratch);
-      } else {
-        to_panels(reinterpret_cast<uint16_t*>(at), m.K, m.N, m.layout, half_panel_scratch);
-        // converted: the next matrix's conversion copies its [K, N] source (convert), so this
-        // scratch is not kept beside that copy
-        if (!in_place) std::vector<uint16_t>().swap(half_panel_scratch);
-      }
-      m.dst->layout = WeightLayout::Panels;
-    }
-    out.bytes.matrices += m.dst->bytes();
+    place(m, at, out, placing, !in_place);
   }
-  for (const FixRange& f : fixed) {
+  for (const Placing::FixRange& f : placing.fixed) {
     f.matrix->fixes = f.count ? out.fixes.data() + f.first : nullptr;
     f.matrix->fix_count = f.count;
   }
@@ -360,6 +325,193 @@ void WeightLoader::widen_vectors(WeightBuffers& out, bool in_place) const {
     at += v.src.count;
   }
   out.bytes.vectors = widened * 4;
+}
+
+// ----------------------------------------------------------------------------- streaming
+
+namespace {
+constexpr int64_t kStripRows = 64;  // rows of an [N, K] matrix converted at once: 16 Q8 groups, 4 Q4 sets, 4 panels
+}  // namespace
+
+bool WeightLoader::streams() const {
+  if (in_place()) return false;
+  // each tensor read once (a tensor planned twice is read from a whole file)
+  std::vector<uint64_t> begins;
+  for (const MatrixPlan& m : matrices_) begins.push_back(m.src.offset);
+  for (const VectorPlan& v : vectors_) begins.push_back(v.src.offset);
+  std::sort(begins.begin(), begins.end());
+  return std::adjacent_find(begins.begin(), begins.end()) == begins.end();
+}
+
+void WeightLoader::begin_stream() {
+  if (!streams()) throw std::logic_error(model_ + ": this load reads the file in place: it cannot stream");
+  stream_ = std::make_unique<Stream>();
+  Stream& s = *stream_;
+  // the converted matrices one after another, 16-byte aligned, as load() places them
+  for (MatrixPlan& m : matrices_) {
+    m.offset = s.converted;
+    s.converted += align16(WeightMatrix{m.to, m.layout, m.K, m.N}.bytes());
+  }
+  s.out.converted.reset(static_cast<uint8_t*>(std::malloc(std::max<size_t>(s.converted, 1))));
+  if (!s.out.converted) {
+    throw std::length_error(model_ + ": cannot allocate " + std::to_string(s.converted) + " bytes for the weights as " +
+                            weight_format_name(format_));
+  }
+  size_t widened = 0;
+  for (const VectorPlan& v : vectors_) {
+    s.vector_at.push_back(widened);
+    widened += v.src.count;
+  }
+  s.out.vectors.resize(widened);
+  s.out.bytes.vectors = widened * 4;
+  // the units: [N, K] matrices 64 rows at a time, the rest whole
+  size_t largest = 1;
+  for (size_t i = 0; i < matrices_.size(); ++i) {
+    const MatrixPlan& m = matrices_[i];
+    const uint64_t row = uint64_t(m.K) * m.src.element_size();
+    if (m.layout == WeightLayout::OutIn && m.K > 0) {
+      for (int64_t r = 0; r < m.N; r += kStripRows) {
+        const int64_t rows = std::min(kStripRows, m.N - r);
+        s.units.push_back({i, false, m.src.offset + uint64_t(r) * row, m.src.offset + uint64_t(r + rows) * row, r, rows});
+      }
+      if (m.N == 0) s.units.push_back({i, false, m.src.offset, m.src.offset, 0, 0});
+    } else {
+      s.units.push_back({i, false, m.src.offset, m.src.offset + m.src.count * m.src.element_size()});
+    }
+  }
+  for (size_t j = 0; j < vectors_.size(); ++j) {
+    const Source& v = vectors_[j].src;
+    s.units.push_back({j, true, v.offset, v.offset + v.count * v.element_size()});
+  }
+  std::stable_sort(s.units.begin(), s.units.end(), [](const Unit& a, const Unit& b) { return a.begin < b.begin; });
+  for (const Unit& u : s.units) largest = std::max<size_t>(largest, size_t(u.end - u.begin));
+  s.unit.reset(static_cast<uint8_t*>(std::malloc(largest)));
+  if (!s.unit) throw std::length_error(model_ + ": cannot allocate " + std::to_string(largest) + " bytes of scratch");
+  while (s.next < s.units.size() && s.units[s.next].begin == s.units[s.next].end) convert_unit(s.units[s.next++], nullptr);
+}
+
+void WeightLoader::feed(const uint8_t* bytes, size_t n) {
+  if (!stream_) throw std::logic_error(model_ + ": feed before begin_stream or after finish");
+  Stream& s = *stream_;
+  if (n > file_.size() - s.pos) {
+    throw std::invalid_argument(model_ + ": the file holds more than the " + std::to_string(file_.size()) +
+                                " bytes its size said (" + std::to_string(s.pos + n) + " arrived)");
+  }
+  while (n > 0) {
+    if (s.next == s.units.size()) {  // past the last tensor read (the rest: tensors no one reads)
+      s.pos += n;
+      return;
+    }
+    const Unit& u = s.units[s.next];
+    if (s.pos < u.begin) {  // the header, or a tensor no one reads
+      const size_t skip = size_t(std::min<uint64_t>(n, u.begin - s.pos));
+      s.pos += skip, bytes += skip, n -= skip;
+      continue;
+    }
+    const size_t take = size_t(std::min<uint64_t>(n, u.end - s.pos));
+    std::memcpy(s.unit.get() + (s.pos - u.begin), bytes, take);
+    s.pos += take, bytes += take, n -= take;
+    while (s.next < s.units.size() && s.pos >= s.units[s.next].end) convert_unit(s.units[s.next++], s.unit.get());
+  }
+}
+
+void WeightLoader::convert_unit(const Unit& u, const uint8_t* bytes) {
+  Stream& s = *stream_;
+  if (u.vector) {
+    const VectorPlan& v = vectors_[u.plan];
+    float* out = s.out.vectors.data() + s.vector_at[u.plan];
+    for (size_t i = 0; i < v.src.count; ++i) out[i] = element(v.src.type, bytes, i);
+    *v.dst = out;
+    return;
+  }
+  const MatrixPlan& m = matrices_[u.plan];
+  uint8_t* at = s.out.converted.get() + m.offset;
+  MatrixPlan part = m;  // the unit's rows, read from `bytes`
+  part.src.bytes = bytes;
+  if (u.rows == 0 && !(m.layout == WeightLayout::OutIn && m.N == 0)) {
+    convert(part, at);
+  } else if (u.rows > 0) {
+    part.N = u.rows;
+    part.src.count = size_t(u.rows * m.K);
+    if (m.to == WeightType::Q8 || m.to == WeightType::Q4) {
+      // a strip of whole columns: its groups (sets) and their scales are consecutive in the
+      // whole matrix's layout, as quantize_in_place places them
+      const bool q8 = m.to == WeightType::Q8;
+      const size_t blocks = size_t((m.K + 31) / 32), column_bytes = blocks * (q8 ? 32 : 16);
+      const size_t data_bytes = q8 ? Q8Layout::of(m.K, m.N).data_bytes() : Q4Layout::of(m.K, m.N).data_bytes();
+      std::vector<uint8_t> copy;  // the quantizers read an aligned source
+      if (!part.src.aligned()) copy.assign(bytes, bytes + part.src.count * part.src.element_size());
+      const WeightMatrix view{m.src.type, WeightLayout::OutIn, m.K, u.rows, copy.empty() ? bytes : copy.data(), nullptr};
+      uint8_t* data = at + size_t(u.row0) * column_bytes;
+      uint16_t* scales = reinterpret_cast<uint16_t*>(at + data_bytes) + size_t(u.row0) * blocks;
+      try {
+        q8 ? quantize_q8(view, reinterpret_cast<int8_t*>(data), scales) : quantize_q4(view, data, scales);
+      } catch (const std::invalid_argument& e) {
+        fail(m.src.name, e.what());
+      }
+    } else {  // rows of [N, K] as m.to, where they lie in the whole matrix (panels come when it is whole)
+      convert(part, at + size_t(u.row0 * m.K) * WeightMatrix{m.to, m.layout, 1, 1}.bytes(), false,
+              size_t(u.row0 * m.K));
+    }
+    if (u.row0 + u.rows < m.N) return;  // more rows to come
+  }
+  place(m, at, s.out, s.placing, true);
+}
+
+WeightBuffers WeightLoader::finish() {
+  if (!stream_) throw std::logic_error(model_ + ": finish before begin_stream or twice");
+  Stream& s = *stream_;
+  if (s.pos != file_.size()) {
+    throw std::invalid_argument(model_ + ": the file is truncated: " + std::to_string(s.pos) + " of its " +
+                                std::to_string(file_.size()) + " bytes arrived");
+  }
+  for (const Placing::FixRange& f : s.placing.fixed) {
+    f.matrix->fixes = f.count ? s.out.fixes.data() + f.first : nullptr;
+    f.matrix->fix_count = f.count;
+  }
+  s.out.bytes.converted = s.converted;
+  WeightBuffers out = std::move(s.out);
+  stream_.reset();
+  return out;
+}
+
+bool WeightLoader::in_place() const {
+  for (const MatrixPlan& m : matrices_)
+    if (m.to != m.src.type || !m.src.aligned_in_file()) return false;
+  return true;
+}
+
+void WeightLoader::place(const MatrixPlan& m, uint8_t* at, WeightBuffers& out, Placing& placing,
+                         bool converted) const {
+  *m.dst = WeightMatrix{m.to, m.layout, m.K, m.N, at, nullptr};
+  if (m.to == WeightType::Q8) m.dst->scales = reinterpret_cast<const uint16_t*>(at + Q8Layout::of(m.K, m.N).data_bytes());
+  if (m.to == WeightType::Q4) m.dst->scales = reinterpret_cast<const uint16_t*>(at + Q4Layout::of(m.K, m.N).data_bytes());
+  if (m.to == WeightType::F16) {
+    // finite (the kernels' widening does not special-case inf and NaN); subnormals moved to
+    // the matrix's fixes, in the file's buffer or the converted one, both ours
+    const std::string what = model_ + ": tensor \"" + m.src.name + "\"";
+    const size_t first = out.fixes.size();
+    placing.fixed.push_back({m.dst, first, prepare_f16_weights(*m.dst, what.c_str(), out.fixes)});
+  }
+  if (m.matmul && (m.to == WeightType::F32 || m.to == WeightType::F16 || m.to == WeightType::BF16)) {
+    // A float matrix, [K, N] or [N, K], is rewritten in panels of 16 columns, in place
+    // (matmul/weights.hpp; scratch: one panel from [N, K], the matrix from [K, N], one buffer
+    // per element size for all). Decoding reads each panel as one sequential stream: GPT-2
+    // small's F32 layers, wasm, 1 thread, 1.9x the [K, N] kernel's bytes per second from
+    // memory; every column adds its products in k order as the prefill's do, so a decoded
+    // token gets a prefill's bits. (The F16 fixes above were found in the stored layout; they
+    // name (n, k), not a position.)
+    if (m.to == WeightType::F32) {
+      to_panels(reinterpret_cast<float*>(at), m.K, m.N, m.layout, placing.panel_scratch);
+    } else {
+      to_panels(reinterpret_cast<uint16_t*>(at), m.K, m.N, m.layout, placing.half_panel_scratch);
+      // converted: the next matrix's conversion copies its [K, N] source (convert), so this
+      // scratch is not kept beside that copy
+      if (converted) std::vector<uint16_t>().swap(placing.half_panel_scratch);
+    }
+    m.dst->layout = WeightLayout::Panels;
+  }
+  out.bytes.matrices += m.dst->bytes();
 }
 
 const char* WeightLoader::matmul_type(const WeightMatrix& lm_head) const {

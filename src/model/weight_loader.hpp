@@ -80,6 +80,17 @@ class WeightLoader {
   // safetensors::File reads) is kept in the result when the matrices are read in place from it.
   WeightBuffers load(MallocBytes file, size_t size);
 
+  // The other way in, for a file that streams (its File parsed from the header alone,
+  // safetensors::File::parse_header): the bytes are fed in order, chunk by chunk, and each
+  // tensor is converted as it completes, so the file is never held whole; only the converted
+  // weights and one unit of scratch are (a vector, a [K, N] matrix, or 64 rows of an [N, K]
+  // one). For a load that converts (streams() is true); one that reads every matrix in place
+  // needs the whole file (load). The result is load()'s, bit for bit.
+  bool streams() const;
+  void begin_stream();
+  void feed(const uint8_t* bytes, size_t n);  // the file's next n bytes (the header's too)
+  WeightBuffers finish();                      // throws when fewer bytes than the file's arrived
+
   // After load(): the dtype of the matrices the matmuls read ("F32", "F16", "BF16", "Q8", "Q4"), or
   // "mixed" when one of them differs from the LM head's.
   const char* matmul_type(const WeightMatrix& lm_head) const;
@@ -89,10 +100,13 @@ class WeightLoader {
   struct Source {
     std::string name;
     WeightType type = WeightType::F32;
-    const uint8_t* bytes = nullptr;  // possibly unaligned
+    const uint8_t* bytes = nullptr;  // possibly unaligned; null while the file streams in
+    uint64_t offset = 0;             // in the file
     size_t count = 0;                // elements
     size_t element_size() const { return type == WeightType::F32 ? 4 : 2; }
     bool aligned() const { return reinterpret_cast<uintptr_t>(bytes) % element_size() == 0; }
+    // aligned where the file's buffer is (malloc's alignment suffices)
+    bool aligned_in_file() const { return offset % element_size() == 0; }
   };
 
   // A matrix: where it comes from and what it becomes.
@@ -110,13 +124,48 @@ class WeightLoader {
     const float** dst;
   };
 
+  // What a placed matrix still needs (place), kept across matrices.
+  struct Placing {
+    std::vector<float> panel_scratch;
+    std::vector<uint16_t> half_panel_scratch;
+    struct FixRange {
+      WeightMatrix* matrix;
+      size_t first, count;
+    };
+    std::vector<FixRange> fixed;  // F16 matrices' ranges of out.fixes, pointed at once it stops growing
+  };
+  // A part of the file a streaming load converts at once: a vector, a whole matrix, or rows
+  // [row0, row0 + rows) of an [N, K] one (rows > 0).
+  struct Unit {
+    size_t plan;
+    bool vector;
+    uint64_t begin, end;  // in the file
+    int64_t row0 = 0, rows = 0;
+  };
+  struct Stream {
+    WeightBuffers out;
+    Placing placing;
+    std::vector<Unit> units;  // in file order
+    std::vector<size_t> vector_at;
+    size_t next = 0;        // the unit being gathered
+    uint64_t pos = 0;       // bytes fed so far
+    MallocBytes unit;       // the unit's bytes as they arrive
+    size_t converted = 0;   // the converted buffer's size
+  };
+
   Source find(const std::string& name, const std::vector<int64_t>& want) const;
   [[noreturn]] void fail(const std::string& tensor, const std::string& msg) const;
+  bool in_place() const;  // every matrix stays as stored, aligned
   // Writes m as m.to at out. overlapping: out <= m.src.bytes may overlap the source (and the
   // sources after it): read in order, at most a strip of 64 columns ahead of what is written
   // (the quantized scales are held aside until the matrix is done; a [K, N] source is copied).
-  void convert(const MatrixPlan& m, uint8_t* out, bool overlapping = false) const;
+  // first: the source's first element's index in the tensor (for messages: m may be rows of it)
+  void convert(const MatrixPlan& m, uint8_t* out, bool overlapping = false, size_t first = 0) const;
   void quantize_in_place(const MatrixPlan& m, uint8_t* out) const;
+  // Points m.dst at the matrix written at `at` (m.to, m.layout), readies F16 weights (their
+  // fixes into out.fixes) and rewrites a matmul's float matrix in panels.
+  void place(const MatrixPlan& m, uint8_t* at, WeightBuffers& out, Placing& placing, bool converted) const;
+  void convert_unit(const Unit& u, const uint8_t* bytes);  // a streaming load's unit, arrived whole
   // The file's buffer can hold every matrix converted, each written at or before its source's
   // start in file order (the converted form no larger), filled into *order (plan indices).
   bool fits_in_file(const uint8_t* file, std::vector<size_t>* order) const;
@@ -128,6 +177,7 @@ class WeightLoader {
   WeightFormat format_;
   std::vector<MatrixPlan> matrices_;
   std::vector<VectorPlan> vectors_;
+  std::unique_ptr<Stream> stream_;  // between begin_stream and finish
 };
 
 }  // namespace qkv
