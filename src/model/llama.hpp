@@ -65,7 +65,6 @@ class Llama {
            const HeadInterventions* iv = nullptr) const;  // iv: as GPT2::run (model/interventions.hpp)
 
  private:
-
   LlamaConfig config_;
   LlamaWeightStore store_;
   std::vector<double> inv_freq_;        // [D/2] rotary inverse frequencies

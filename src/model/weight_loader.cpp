@@ -372,7 +372,8 @@ void WeightLoader::begin_stream() {
     if (m.layout == WeightLayout::OutIn && m.K > 0) {
       for (int64_t r = 0; r < m.N; r += kStripRows) {
         const int64_t rows = std::min(kStripRows, m.N - r);
-        s.units.push_back({i, false, m.src.offset + uint64_t(r) * row, m.src.offset + uint64_t(r + rows) * row, r, rows});
+        s.units.push_back(
+            {i, false, m.src.offset + uint64_t(r) * row, m.src.offset + uint64_t(r + rows) * row, r, rows});
       }
       if (m.N == 0) s.units.push_back({i, false, m.src.offset, m.src.offset, 0, 0});
     } else {
@@ -387,7 +388,8 @@ void WeightLoader::begin_stream() {
   for (const Unit& u : s.units) largest = std::max<size_t>(largest, size_t(u.end - u.begin));
   s.unit.reset(static_cast<uint8_t*>(std::malloc(largest)));
   if (!s.unit) throw std::length_error(model_ + ": cannot allocate " + std::to_string(largest) + " bytes of scratch");
-  while (s.next < s.units.size() && s.units[s.next].begin == s.units[s.next].end) convert_unit(s.units[s.next++], nullptr);
+  while (s.next < s.units.size() && s.units[s.next].begin == s.units[s.next].end)
+    convert_unit(s.units[s.next++], nullptr);
 }
 
 void WeightLoader::feed(const uint8_t* bytes, size_t n) {
@@ -441,7 +443,8 @@ void WeightLoader::convert_unit(const Unit& u, const uint8_t* bytes) {
       const size_t data_bytes = q8 ? Q8Layout::of(m.K, m.N).data_bytes() : Q4Layout::of(m.K, m.N).data_bytes();
       std::vector<uint8_t> copy;  // the quantizers read an aligned source
       if (!part.src.aligned()) copy.assign(bytes, bytes + part.src.count * part.src.element_size());
-      const WeightMatrix view{m.src.type, WeightLayout::OutIn, m.K, u.rows, copy.empty() ? bytes : copy.data(), nullptr};
+      const WeightMatrix view{m.src.type, WeightLayout::OutIn, m.K, u.rows, copy.empty() ? bytes : copy.data(),
+                              nullptr};
       uint8_t* data = at + size_t(u.row0) * column_bytes;
       uint16_t* scales = reinterpret_cast<uint16_t*>(at + data_bytes) + size_t(u.row0) * blocks;
       try {
@@ -481,11 +484,12 @@ bool WeightLoader::in_place() const {
   return true;
 }
 
-void WeightLoader::place(const MatrixPlan& m, uint8_t* at, WeightBuffers& out, Placing& placing,
-                         bool converted) const {
+void WeightLoader::place(const MatrixPlan& m, uint8_t* at, WeightBuffers& out, Placing& placing, bool converted) const {
   *m.dst = WeightMatrix{m.to, m.layout, m.K, m.N, at, nullptr};
-  if (m.to == WeightType::Q8) m.dst->scales = reinterpret_cast<const uint16_t*>(at + Q8Layout::of(m.K, m.N).data_bytes());
-  if (m.to == WeightType::Q4) m.dst->scales = reinterpret_cast<const uint16_t*>(at + Q4Layout::of(m.K, m.N).data_bytes());
+  if (m.to == WeightType::Q8)
+    m.dst->scales = reinterpret_cast<const uint16_t*>(at + Q8Layout::of(m.K, m.N).data_bytes());
+  if (m.to == WeightType::Q4)
+    m.dst->scales = reinterpret_cast<const uint16_t*>(at + Q4Layout::of(m.K, m.N).data_bytes());
   if (m.to == WeightType::F16) {
     // finite (the kernels' widening does not special-case inf and NaN); subnormals moved to
     // the matrix's fixes, in the file's buffer or the converted one, both ours

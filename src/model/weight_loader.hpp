@@ -89,7 +89,7 @@ class WeightLoader {
   bool streams() const;
   void begin_stream();
   void feed(const uint8_t* bytes, size_t n);  // the file's next n bytes (the header's too)
-  WeightBuffers finish();                      // throws when fewer bytes than the file's arrived
+  WeightBuffers finish();                     // throws when fewer bytes than the file's arrived
 
   // After load(): the dtype of the matrices the matmuls read ("F32", "F16", "BF16", "Q8", "Q4"), or
   // "mixed" when one of them differs from the LM head's.
@@ -147,10 +147,10 @@ class WeightLoader {
     Placing placing;
     std::vector<Unit> units;  // in file order
     std::vector<size_t> vector_at;
-    size_t next = 0;        // the unit being gathered
-    uint64_t pos = 0;       // bytes fed so far
-    MallocBytes unit;       // the unit's bytes as they arrive
-    size_t converted = 0;   // the converted buffer's size
+    size_t next = 0;       // the unit being gathered
+    uint64_t pos = 0;      // bytes fed so far
+    MallocBytes unit;      // the unit's bytes as they arrive
+    size_t converted = 0;  // the converted buffer's size
   };
 
   Source find(const std::string& name, const std::vector<int64_t>& want) const;

@@ -97,8 +97,10 @@ TEST_CASE("stream: GPT-2, every conversion, gives load()'s weights bit for bit, 
     const char* what;
   };
   const std::vector<Run> runs = {
-      {f32, WeightFormat::F16, "F32 file as f16"},   {f32, WeightFormat::Int8, "F32 file as int8"},
-      {f32, WeightFormat::Int4, "F32 file as int4"}, {as_half(f32, "F16"), WeightFormat::F32, "F16 file as f32"},
+      {f32, WeightFormat::F16, "F32 file as f16"},
+      {f32, WeightFormat::Int8, "F32 file as int8"},
+      {f32, WeightFormat::Int4, "F32 file as int4"},
+      {as_half(f32, "F16"), WeightFormat::F32, "F16 file as f32"},
       {as_half(f32, "BF16"), WeightFormat::Int8, "BF16 file as int8"},
       {unaligned(f32, 2), WeightFormat::Auto, "unaligned F32 file as stored"},
       {unaligned(as_half(f32, "F16"), 1), WeightFormat::Auto, "unaligned F16 file as stored"}};
@@ -168,9 +170,8 @@ TEST_CASE("stream: a file read in place does not stream; damage is named as load
     CHECK(contains(error_of<std::invalid_argument>([&] { s.feed(&extra, 1); }), "more than the"));
   }
   // the header not all given
-  CHECK(contains(error_of<std::invalid_argument>([&] {
-                   DecoderStream<GPT2>(c.json(), f32.data(), head - 1, f32.size(), WeightFormat::Int8);
-                 }),
+  CHECK(contains(error_of<std::invalid_argument>(
+                     [&] { DecoderStream<GPT2>(c.json(), f32.data(), head - 1, f32.size(), WeightFormat::Int8); }),
                  "bytes of the header given"));
   // a tensor missing, before any data
   {
@@ -187,8 +188,8 @@ TEST_CASE("stream: a file read in place does not stream; damage is named as load
     const float v = 1e6f;
     std::memcpy(big[0].bytes.data() + at * 4, &v, 4);
     const std::vector<uint8_t> f = build_safetensors(big);
-    const std::string whole = error_of<std::invalid_argument>(
-        [&] { GPT2::load(c.json(), f.data(), f.size(), WeightFormat::F16); });
+    const std::string whole =
+        error_of<std::invalid_argument>([&] { GPT2::load(c.json(), f.data(), f.size(), WeightFormat::F16); });
     CHECK(contains(whole, "element " + std::to_string(at)));
     CHECK(error_of<std::invalid_argument>([&] { streamed<GPT2>(c.json(), f, WeightFormat::F16, 4093); }) == whole);
   }
