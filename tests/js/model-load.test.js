@@ -185,22 +185,25 @@ test('an AbortSignal stops the download and the load; the heap buffer is freed',
   m.dispose();
 });
 
-test('a truncated or damaged download gives the same errors as the file would', async () => {
-  const cut = 1000;
-  const localErr = await qkv
-    .loadModel({ config: CONFIG, weights: FILE.subarray(0, cut), vocab: readFileSync(path.join(DIR, 'vocab.json'), 'utf8'), merges: readFileSync(path.join(DIR, 'merges.txt'), 'utf8') })
-    .then(() => null, (e) => e.message);
-  assert.match(localErr, /safetensors: .*(truncated|header length)/);
-  const remote = await qkv.loadModel(folder(`truncate-${cut}`)).then(() => null, (e) => e.message);
-  assert.equal(remote, localErr);
-  // the connection drops mid-body: an Error naming the URL
-  await assert.rejects(qkv.loadModel(folder(`drop-${cut * 50}`)),
-    /loadModel: (reading|cannot fetch) http:\/\/127\.0\.0\.1:\d+\/drop-50000\/model\.safetensors/);
-  // a damaged header
-  const bad = Uint8Array.from(FILE);
-  bad[8] = 0x78; // 'x' where the JSON header's '{' was
+test('a truncated or damaged download gives the same errors as the file would (read whole, or converted as it streams)', async () => {
   const tok = { vocab: readFileSync(path.join(DIR, 'vocab.json'), 'utf8'), merges: readFileSync(path.join(DIR, 'merges.txt'), 'utf8') };
-  await assert.rejects(qkv.loadModel({ config: CONFIG, weights: new Blob([bad]), ...tok }), /loadModel: safetensors: header does not start with '\{'/);
+  for (const weights of ['auto', 'int8']) {
+    for (const cut of [1000, 20000]) {  // inside the header; inside the data
+      const localErr = await qkv.loadModel({ config: CONFIG, weights: FILE.subarray(0, cut), ...tok }, { weights }).then(() => null, (e) => e.message);
+      assert.match(localErr, /safetensors: .*(truncated|header length)/, `${weights}, ${cut} bytes`);
+      const remote = await qkv.loadModel(folder(`truncate-${cut}`), { weights }).then(() => null, (e) => e.message);
+      assert.equal(remote, localErr, `${weights}, ${cut} bytes`);
+    }
+    // the connection drops mid-body: an Error naming the URL
+    for (const at of [100, 50000]) {
+      await assert.rejects(qkv.loadModel(folder(`drop-${at}`), { weights }),
+        new RegExp(`loadModel: (reading|cannot fetch) http://127\\.0\\.0\\.1:\\d+/drop-${at}/model\\.safetensors`), `${weights}, drop at ${at}`);
+    }
+    // a damaged header
+    const bad = Uint8Array.from(FILE);
+    bad[8] = 0x78; // 'x' where the JSON header's '{' was
+    await assert.rejects(qkv.loadModel({ config: CONFIG, weights: new Blob([bad]), ...tok }, { weights }), /loadModel: safetensors: header does not start with '\{'/);
+  }
 });
 
 test('loadModel options are checked before anything is read', async () => {

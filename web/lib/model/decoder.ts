@@ -16,6 +16,7 @@ import { forwardInChunks, type ChunkedForward } from './chunked.js';
 import { GenerationSlot, once } from './generation.js';
 import { FORWARD_CHUNK, type ForwardOptions, type ForwardResult, type GenerateOptions, type GenerationStep, type ModelMemoryUsage, type QueriesKeys } from './decoder-options.js';
 import { readHeadOutputs, stackPlan, toWasm, type WasmInterventions } from './interventions.js';
+import type { DecoderLoadClass } from './stream-load.js';
 import type { Tokenizer } from './tokenizer.js';
 
 // the options and results, kept apart (decoder-options.ts), are part of this module's exports
@@ -52,6 +53,9 @@ export interface ModelModule {
   /** The Llama family (wasm/bindings_llama.cpp); absent from builds without it. */
   LlamaModel?: { create(config: string, bytes: number, size: number, weights: string): WasmDecoder | null };
   llamaLastError?(): string;
+  /** The same loads from a file that streams in (wasm/decoder_bindings.hpp, stream-load.ts). */
+  GPT2ModelLoad: DecoderLoadClass;
+  LlamaModelLoad?: DecoderLoadClass;
   /** A buffer for the safetensors file, or 0 when the heap cannot grow to it. */
   modelFileAlloc(size: number): number;
   modelFileFree(bytes: number): void;

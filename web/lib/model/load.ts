@@ -20,6 +20,7 @@ import {
 } from './files.js';
 import { modelModule, type ModelModule, type WasmDecoder } from './decoder.js';
 import { streamShards, type ShardedWeights } from './shards.js';
+import { streamDecoder, type WholeFile } from './stream-load.js';
 import { GPT2Model } from './gpt2.js';
 import { LLAMA_FAMILY, LlamaModel, textConfigOf, type LlamaConfig } from './llama.js';
 import { Seq2SeqModel, seq2seqModule, type Seq2SeqConfig } from './seq2seq.js';
@@ -101,7 +102,7 @@ const WEIGHTS: readonly WeightsOption[] = ['auto', 'f32', 'f16', 'int8', 'int4']
  * The buffer is freed here on any error or abort (afterwards it is GPT2Model.create's).
  */
 async function streamIntoWasm(
-  m: QkvModule, mm: ModelModule, w: ByteStream | ShardedWeights, name: string, options: LoadOptions,
+  m: QkvModule, mm: ModelModule, w: ByteStream | ShardedWeights, name: string, options: LoadOptions, taken?: WholeFile,
 ): Promise<{ ptr: number; size: number }> {
   const fn = 'loadModel';
   const alloc = (bytes: number) => {
@@ -124,10 +125,20 @@ async function streamIntoWasm(
     heapU8(m).set(bytes, ptr);
     return { ptr, size: bytes.byteLength };
   }
-  const ptr = alloc(Math.max(1, s.total));
+  let ptr: number;
+  try {
+    ptr = alloc(Math.max(1, s.total));
+  } catch (e) {
+    await taken?.close();
+    throw e;
+  }
   let loaded = 0;
   try {
-    for await (const chunk of withProgress(s.chunks, () => {}, options.signal)) {
+    if (taken) {  // the bytes streamDecoder took before it found the load reads the file in place
+      heapU8(m).set(taken.head, ptr);
+      loaded = taken.head.byteLength;
+    }
+    for await (const chunk of withProgress(taken?.rest ?? s.chunks, () => {}, options.signal)) {
       if (loaded + chunk.byteLength > s.total) {
         throw new Error(`${fn}: ${s.where} holds more than the ${s.total} bytes announced`);
       }
@@ -137,6 +148,7 @@ async function streamIntoWasm(
     }
   } catch (e) {
     mm.modelFileFree(ptr);
+    await taken?.close();
     throw e;
   }
   // fewer bytes than announced: a truncated file, which the safetensors reader names
@@ -256,7 +268,18 @@ export async function loadModel(source: ModelSource, options: LoadOptions = {}):
   if (llama && (!mm.LlamaModel || !mm.llamaLastError)) {
     throw new Error(`${fn}: this build of the wasm module lacks the Llama bindings (wasm/bindings_llama.cpp)`);
   }
-  const { ptr, size } = await streamIntoWasm(m, mm, raw.weights, 'model.safetensors', opts);
+  // a decoder whose weights are converted on load streams through a small buffer (stream-load.ts)
+  let taken: WholeFile | undefined;
+  const w = raw.weights;
+  if (!sm && !('indexText' in w) && w.total !== undefined) {
+    const cls = llama ? mm.LlamaModelLoad! : mm.GPT2ModelLoad;
+    const lastError = llama ? mm.llamaLastError! : mm.modelLastError;
+    const progress = (loaded: number) => opts.onProgress?.({ loaded, total: w.total, file: 'model.safetensors', stage: 'load' });
+    const got = await streamDecoder(m, cls, lastError, raw.configText, w as ByteStream & { total: number }, weights, signal, progress);
+    if (!('head' in got)) return decoderModel(m, mm, llama, got, config, tokenizer);
+    taken = got;
+  }
+  const { ptr, size } = await streamIntoWasm(m, mm, raw.weights, 'model.safetensors', opts, taken);
   if (sm) {
     const handle = sm.Seq2SeqModel.create(raw.configText, ptr, size);  // takes the buffer (freed on error too)
     if (!handle) throw wasmError(fn, sm.seq2seqLastError());
@@ -265,14 +288,20 @@ export async function loadModel(source: ModelSource, options: LoadOptions = {}):
     return new Seq2SeqModel(m, handle, Object.freeze({ ...config, ...resolved }) as unknown as Seq2SeqConfig, tokenizer!);
   }
   // the buffer is the model's from here (freed by create on error)
+  const handle: WasmDecoder | null = (llama ? mm.LlamaModel! : mm.GPT2Model).create(raw.configText, ptr, size, weights);
+  if (!handle) throw wasmError(fn, llama ? mm.llamaLastError!() : mm.modelLastError());
+  return decoderModel(m, mm, llama, handle, config, tokenizer);
+}
+
+/** The model over a loaded decoder's handle. */
+function decoderModel(
+  m: QkvModule, mm: ModelModule, llama: boolean, handle: WasmDecoder, config: GPT2Config, tokenizer: Tokenizer | null,
+): GPT2Model | LlamaModel {
   const frozen = Object.freeze({ ...config });
-  if (llama) {
-    const handle: WasmDecoder | null = mm.LlamaModel!.create(raw.configText, ptr, size, weights);
-    if (!handle) throw wasmError(fn, mm.llamaLastError!());
-    return new LlamaModel(m, handle, frozen as unknown as LlamaConfig, tokenizer);
+  if (llama) return new LlamaModel(m, handle, frozen as unknown as LlamaConfig, tokenizer);
+  if (!tokenizer) {
+    handle.delete();
+    throw new Error('loadModel: internal: no tokenizer for a GPT-2 model');
   }
-  if (!tokenizer) throw new Error(`${fn}: internal: no tokenizer for a GPT-2 model`);
-  const handle: WasmDecoder | null = mm.GPT2Model.create(raw.configText, ptr, size, weights);
-  if (!handle) throw wasmError(fn, mm.modelLastError());
   return new GPT2Model(m, handle, frozen as GPT2Config, tokenizer);
 }

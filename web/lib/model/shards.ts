@@ -106,7 +106,7 @@ export function headerBound(names: Iterable<string>): number {
 }
 
 /** The bytes of a stream, pulled as asked for: the header first, then the rest chunk by chunk. */
-class Pull {
+export class Pull {
   #it: AsyncIterator<Uint8Array>;
   #left: Uint8Array = new Uint8Array(0);
   read = 0;
