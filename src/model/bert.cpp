@@ -110,6 +110,19 @@ class Gather {
 
   bool has(const std::string& name) const { return find(name) != nullptr; }
 
+  // A tensor that is not put in the buffer (an int8 layer's matrix, read once to be quantized):
+  // its id for to_f32.
+  size_t want_apart(const std::string& name, std::vector<int64_t> shape) {
+    const safetensors::TensorInfo* t = find(name);
+    safetensors::expect_shape(t, name, shape, "Encoder");
+    apart_.push_back(t);
+    return apart_.size() - 1;
+  }
+  void to_f32(size_t apart, std::vector<float>& out) const {
+    out.resize(size_t(apart_[apart]->numel()));
+    f_.to_f32(*apart_[apart], out.data());
+  }
+
   void convert() {
     data_.assign(total_, 0.0f);
     for (const auto& [t, at] : todo_) f_.to_f32(*t, data_.data() + at);
@@ -140,6 +153,7 @@ class Gather {
   const safetensors::File& f_;
   std::vector<float>& data_;
   std::vector<std::pair<const safetensors::TensorInfo*, size_t>> todo_;
+  std::vector<const safetensors::TensorInfo*> apart_;
   size_t total_ = 0;
 };
 
@@ -188,29 +202,33 @@ Encoder Encoder::load(std::string_view config_json, const uint8_t* bytes, size_t
   const size_t pos = g.want(emb + "position_embeddings.weight", {P, E});
   const size_t types = bert ? g.want(emb + "token_type_embeddings.weight", {c.type_vocab_size, E}) : Gather::npos;
   const size_t eln_w = g.want(emb + "LayerNorm.weight", {E}), eln_b = g.want(emb + "LayerNorm.bias", {E});
+  // a layer's matrix: in the buffer (F32), or apart, to be quantized (int8): offset or id
+  const auto mat = [&](const std::string& name, std::vector<int64_t> shape) {
+    return int8 ? g.want_apart(name, std::move(shape)) : g.want(name, std::move(shape));
+  };
   std::vector<LayerAt> at(size_t(c.layers));
   for (int64_t l = 0; l < c.layers; ++l) {
     LayerAt& a = at[size_t(l)];
     if (bert) {
       const std::string p = base + "encoder.layer." + std::to_string(l) + ".";
-      a.q = g.want(p + "attention.self.query.weight", {E, E}), a.qb = g.want(p + "attention.self.query.bias", {E});
-      a.k = g.want(p + "attention.self.key.weight", {E, E}), a.kb = g.want(p + "attention.self.key.bias", {E});
-      a.v = g.want(p + "attention.self.value.weight", {E, E}), a.vb = g.want(p + "attention.self.value.bias", {E});
-      a.o = g.want(p + "attention.output.dense.weight", {E, E}), a.ob = g.want(p + "attention.output.dense.bias", {E});
+      a.q = mat(p + "attention.self.query.weight", {E, E}), a.qb = g.want(p + "attention.self.query.bias", {E});
+      a.k = mat(p + "attention.self.key.weight", {E, E}), a.kb = g.want(p + "attention.self.key.bias", {E});
+      a.v = mat(p + "attention.self.value.weight", {E, E}), a.vb = g.want(p + "attention.self.value.bias", {E});
+      a.o = mat(p + "attention.output.dense.weight", {E, E}), a.ob = g.want(p + "attention.output.dense.bias", {E});
       a.ln1w = g.want(p + "attention.output.LayerNorm.weight", {E});
       a.ln1b = g.want(p + "attention.output.LayerNorm.bias", {E});
-      a.f1 = g.want(p + "intermediate.dense.weight", {I, E}), a.f1b = g.want(p + "intermediate.dense.bias", {I});
-      a.f2 = g.want(p + "output.dense.weight", {E, I}), a.f2b = g.want(p + "output.dense.bias", {E});
+      a.f1 = mat(p + "intermediate.dense.weight", {I, E}), a.f1b = g.want(p + "intermediate.dense.bias", {I});
+      a.f2 = mat(p + "output.dense.weight", {E, I}), a.f2b = g.want(p + "output.dense.bias", {E});
       a.ln2w = g.want(p + "output.LayerNorm.weight", {E}), a.ln2b = g.want(p + "output.LayerNorm.bias", {E});
     } else {
       const std::string p = "distilbert.transformer.layer." + std::to_string(l) + ".";
-      a.q = g.want(p + "attention.q_lin.weight", {E, E}), a.qb = g.want(p + "attention.q_lin.bias", {E});
-      a.k = g.want(p + "attention.k_lin.weight", {E, E}), a.kb = g.want(p + "attention.k_lin.bias", {E});
-      a.v = g.want(p + "attention.v_lin.weight", {E, E}), a.vb = g.want(p + "attention.v_lin.bias", {E});
-      a.o = g.want(p + "attention.out_lin.weight", {E, E}), a.ob = g.want(p + "attention.out_lin.bias", {E});
+      a.q = mat(p + "attention.q_lin.weight", {E, E}), a.qb = g.want(p + "attention.q_lin.bias", {E});
+      a.k = mat(p + "attention.k_lin.weight", {E, E}), a.kb = g.want(p + "attention.k_lin.bias", {E});
+      a.v = mat(p + "attention.v_lin.weight", {E, E}), a.vb = g.want(p + "attention.v_lin.bias", {E});
+      a.o = mat(p + "attention.out_lin.weight", {E, E}), a.ob = g.want(p + "attention.out_lin.bias", {E});
       a.ln1w = g.want(p + "sa_layer_norm.weight", {E}), a.ln1b = g.want(p + "sa_layer_norm.bias", {E});
-      a.f1 = g.want(p + "ffn.lin1.weight", {I, E}), a.f1b = g.want(p + "ffn.lin1.bias", {I});
-      a.f2 = g.want(p + "ffn.lin2.weight", {E, I}), a.f2b = g.want(p + "ffn.lin2.bias", {E});
+      a.f1 = mat(p + "ffn.lin1.weight", {I, E}), a.f1b = g.want(p + "ffn.lin1.bias", {I});
+      a.f2 = mat(p + "ffn.lin2.weight", {E, I}), a.f2b = g.want(p + "ffn.lin2.bias", {E});
       a.ln2w = g.want(p + "output_layer_norm.weight", {E}), a.ln2b = g.want(p + "output_layer_norm.bias", {E});
     }
   }
@@ -247,44 +265,44 @@ Encoder Encoder::load(std::string_view config_json, const uint8_t* bytes, size_t
   w.emb_ln_w = d + eln_w, w.emb_ln_b = d + eln_b;
   float* wd = enc.data_.data();  // the same buffer, written: the layers are transposed in place
   std::vector<float> scratch;
-  for (const LayerAt& a : at) {
-    EncoderLayerWeights L;
-    L.q = in_out(wd + a.q, E, E, scratch), L.k = in_out(wd + a.k, E, E, scratch);
-    L.v = in_out(wd + a.v, E, E, scratch), L.o = in_out(wd + a.o, E, E, scratch);
-    L.q_b = d + a.qb, L.k_b = d + a.kb, L.v_b = d + a.vb, L.o_b = d + a.ob;
-    L.ln1_w = d + a.ln1w, L.ln1_b = d + a.ln1b;
-    L.ffn1 = in_out(wd + a.f1, E, I, scratch), L.ffn1_b = d + a.f1b;
-    L.ffn2 = in_out(wd + a.f2, I, E, scratch), L.ffn2_b = d + a.f2b;
-    L.ln2_w = d + a.ln2w, L.ln2_b = d + a.ln2b;
-    w.layers.push_back(L);
-  }
-  if (int8) {  // each layer's q, k, v, o, ffn1, ffn2 -> Q8, into two buffers sized first
-    const auto mats = [](EncoderLayerWeights& L) {
-      return std::array<WeightMatrix*, 6>{&L.q, &L.k, &L.v, &L.o, &L.ffn1, &L.ffn2};
-    };
-    size_t bytes_q = 0, scales = 0;
-    for (EncoderLayerWeights& L : w.layers) {
-      for (WeightMatrix* m : mats(L)) {
-        const Q8Layout q = Q8Layout::of(m->K, m->N);
+  // int8: each layer's q, k, v, o, ffn1, ffn2 read from the file into scratch, one at a time, and
+  // quantized to Q8 (from [out, in]: the same blocks as from [in, out]) into two buffers sized
+  // first; no float32 copy of them is kept
+  size_t bytes_q = 0, scales = 0;
+  if (int8) {
+    for (int64_t l = 0; l < c.layers; ++l) {
+      for (auto [K, N] : {std::pair{E, E}, {E, E}, {E, E}, {E, E}, {E, I}, {I, E}}) {
+        const Q8Layout q = Q8Layout::of(K, N);
         bytes_q += q.data_bytes(), scales += q.scale_count();
       }
     }
     enc.q8_data_.resize(bytes_q);
     enc.q8_scales_.resize(scales);
-    size_t at_q = 0, at_s = 0;
-    for (EncoderLayerWeights& L : w.layers) {
-      for (WeightMatrix* m : mats(L)) {
-        const Q8Layout q = Q8Layout::of(m->K, m->N);
-        quantize_q8(*m, enc.q8_data_.data() + at_q, enc.q8_scales_.data() + at_s);
-        WeightMatrix qm;
-        qm.type = WeightType::Q8;
-        qm.K = m->K, qm.N = m->N;
-        qm.data = enc.q8_data_.data() + at_q;
-        qm.scales = enc.q8_scales_.data() + at_s;
-        *m = qm;
-        at_q += q.data_bytes(), at_s += q.scale_count();
-      }
-    }
+  }
+  size_t at_q = 0, at_s = 0;
+  const auto matrix = [&](size_t a, int64_t in, int64_t out) {
+    if (!int8) return in_out(wd + a, in, out, scratch);
+    g.to_f32(a, scratch);
+    const Q8Layout q = Q8Layout::of(in, out);
+    WeightMatrix qm;
+    qm.type = WeightType::Q8;
+    qm.K = in, qm.N = out;
+    qm.data = enc.q8_data_.data() + at_q;
+    qm.scales = enc.q8_scales_.data() + at_s;
+    quantize_q8(out_in(scratch.data(), in, out), enc.q8_data_.data() + at_q, enc.q8_scales_.data() + at_s);
+    at_q += q.data_bytes(), at_s += q.scale_count();
+    return qm;
+  };
+  for (const LayerAt& a : at) {
+    EncoderLayerWeights L;
+    L.q = matrix(a.q, E, E), L.k = matrix(a.k, E, E);
+    L.v = matrix(a.v, E, E), L.o = matrix(a.o, E, E);
+    L.q_b = d + a.qb, L.k_b = d + a.kb, L.v_b = d + a.vb, L.o_b = d + a.ob;
+    L.ln1_w = d + a.ln1w, L.ln1_b = d + a.ln1b;
+    L.ffn1 = matrix(a.f1, E, I), L.ffn1_b = d + a.f1b;
+    L.ffn2 = matrix(a.f2, I, E), L.ffn2_b = d + a.f2b;
+    L.ln2_w = d + a.ln2w, L.ln2_b = d + a.ln2b;
+    w.layers.push_back(L);
   }
   if (hd != Gather::npos) {  // decoder_b stays nullptr without a head (has_mlm_head)
     w.head_dense = out_in(d + hd, E, E), w.head_dense_b = d + hdb;

@@ -125,8 +125,8 @@ class Encoder {
  private:
   Encoder() = default;
   EncoderConfig config_;
-  std::vector<float> data_;  // every tensor, float32, in file order
-  // int8: the layers' matrices as Q8, one after another (data_ keeps their float32 copies unread)
+  std::vector<float> data_;  // every tensor, float32, in file order (int8: but the layers' matrices)
+  // int8: the layers' matrices as Q8, one after another
   std::vector<int8_t> q8_data_;
   std::vector<uint16_t> q8_scales_;
   EncoderWeights w_;

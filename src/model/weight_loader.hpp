@@ -3,7 +3,8 @@
 // is found by name and checked against the shape the config needs (F32, F16 or BF16) before
 // anything is allocated. Then the matrices are read in place from the file's buffer when every
 // one stays in its stored dtype and is aligned for it; else all of them are converted (to F32,
-// F16, BF16, Q8 or Q4) into one new buffer and the file is freed. F16 matrices are readied for the
+// F16, BF16, Q8 or Q4), from a whole file (load) into its own buffer or a new one, or as the
+// file streams in (begin_stream / feed / finish), never holding it. F16 matrices are readied for the
 // kernels either way (finite, subnormals moved to the matrix's fixes: matmul/weights.hpp, prepare_f16_weights),
 // and every float matrix a matmul reads is rewritten in panels of 16 columns where it lies (WeightLayout::Panels).
 // 1-D parameters are read in place (aligned float32 in a kept file) or widened to float32.

@@ -1,10 +1,11 @@
-// A load that converts the weights ('f16', 'int8', 'int4') streams model.safetensors through a
-// small wasm buffer and converts each tensor as it arrives (web/lib/model/stream-load.ts,
-// src/model/decoder_stream.hpp): the heap holds the converted weights, not the file (what
-// memoryUsage() reports, read first in this process); the logits equal those of the whole-file
-// path (a sharded checkpoint is read whole) bit for bit, whatever the chunks (a folder, HTTP in
-// 64 KiB pieces, a Blob); progress counts every byte; the signal cancels mid-file and frees what
-// the load held; damage found mid-file is the Error the whole-file path gives.
+// A load that converts the weights ('f16', 'int8', 'int4') streams model.safetensors (or a
+// sharded checkpoint, joined) through a small wasm buffer and converts each tensor as it
+// arrives (web/lib/model/stream-load.ts, src/model/decoder_stream.hpp): the heap holds the
+// converted weights, not the file (what memoryUsage() reports, read first in this process); the
+// logits equal those of the whole-file path (a download of unknown size is read whole first)
+// bit for bit, whatever the chunks (a folder, HTTP in 64 KiB pieces, a Blob, shards); progress
+// counts every byte; the signal cancels mid-file and frees what the load held; damage found
+// mid-file is the Error the whole-file path gives.
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -48,16 +49,19 @@ before(async () => {
   writeFolder('big-shards', big, bigTensors, true);
   writeFolder('gpt2', gpt2, gpt2Tensors, false);
   writeFolder('gpt2-shards', gpt2, gpt2Tensors, true);
-  // /<folder>/<file>: model.safetensors in 64 KiB pieces, 1 ms apart (Content-Length given)
+  // /<folder>/<file>: the file in 64 KiB pieces, 1 ms apart, its Content-Length given;
+  // /whole/<folder>/<file>: the same without a length (the loader reads it whole first)
   server = createServer(async (req, res) => {
-    const [, dir, name] = req.url.split('/');
+    const parts = req.url.split('/').slice(1);
+    const whole = parts[0] === 'whole';
+    const [dir, name] = whole ? parts.slice(1) : parts;
     let body;
     try {
       body = readFileSync(path.join(root, dir, name));
     } catch {
       return res.writeHead(404).end();
     }
-    res.writeHead(200, { 'content-length': String(body.length) });
+    res.writeHead(200, whole ? {} : { 'content-length': String(body.length) });
     for (let at = 0; at < body.length && !res.destroyed; at += 65536) {
       res.write(body.subarray(at, at + 65536));
       await new Promise((r) => setTimeout(r, 1));
@@ -72,27 +76,32 @@ after(() => {
   rmSync(root, { recursive: true, force: true });
 });
 
-test('loading an F32 file as int4, int8 or f16 holds the converted weights, not the file', async () => {
+test('loading an F32 file (or its shards) as int4 holds the converted weights, not the file', async () => {
   // first in this process: the heap has not grown for anything else yet
-  const events = [];
-  const m = await qkv.loadModel(path.join(root, 'big'), { weights: 'int4', onProgress: (e) => events.push(e) });
-  const mem = m.memoryUsage();
-  m.dispose();
-  assert.equal(mem.dtype, 'Q4');
-  assert.equal(mem.file, 0);
-  assert.ok(mem.weights < bigFile.byteLength / 6, `int4 weights ${mem.weights} of a ${bigFile.byteLength}-byte file`);
-  assert.ok(mem.wasmHeap < bigFile.byteLength / 2, `the heap grew to ${mem.wasmHeap} bytes for a ${bigFile.byteLength}-byte file`);
-  // progress: every byte, in order, against the file's size
-  assert.ok(events.length > 1);
-  for (let i = 1; i < events.length; i++) assert.ok(events[i].loaded > events[i - 1].loaded);
-  assert.deepEqual(events.at(-1), { loaded: bigFile.byteLength, total: bigFile.byteLength, file: 'model.safetensors', stage: 'load' });
+  for (const dir of ['big', 'big-shards']) {
+    const events = [];
+    const m = await qkv.loadModel(path.join(root, dir), { weights: 'int4', onProgress: (e) => events.push(e) });
+    const mem = m.memoryUsage();
+    m.dispose();
+    assert.equal(mem.dtype, 'Q4');
+    assert.equal(mem.file, 0);
+    assert.ok(mem.weights < bigFile.byteLength / 6, `${dir}: int4 weights ${mem.weights} of a ${bigFile.byteLength}-byte file`);
+    assert.ok(mem.wasmHeap < bigFile.byteLength / 2, `${dir}: the heap grew to ${mem.wasmHeap} bytes for a ${bigFile.byteLength}-byte file`);
+    // progress: every byte, in order, against the file's (the shards') size
+    assert.ok(events.length > 1);
+    for (let i = 1; i < events.length; i++) assert.ok(events[i].loaded > events[i - 1].loaded);
+    const last = events.at(-1);
+    assert.equal(last.loaded, last.total);
+    if (dir === 'big') assert.deepEqual(last, { loaded: bigFile.byteLength, total: bigFile.byteLength, file: 'model.safetensors', stage: 'load' });
+  }
 });
 
-test('the streamed loads give the whole-file loads\' logits bit for bit (folder, HTTP in 64 KiB pieces, Blob)', async () => {
+test('the streamed loads give the whole-file loads\' logits bit for bit (folder, HTTP in 64 KiB pieces, Blob, shards)', async () => {
   for (const [name, cfg, tensors] of [['gpt2', gpt2, gpt2Tensors], ['big', big, bigTensors]]) {
     for (const weights of ['int4', 'int8', 'f16']) {
-      const whole = await logitsHex(qkv, IDS, path.join(root, `${name}-shards`), { weights });
+      const whole = await logitsHex(qkv, IDS, `${url}/whole/${name}/`, { weights });
       assert.equal(await logitsHex(qkv, IDS, path.join(root, name), { weights }), whole, `${name} ${weights}: folder`);
+      assert.equal(await logitsHex(qkv, IDS, path.join(root, `${name}-shards`), { weights }), whole, `${name} ${weights}: shards`);
       assert.equal(await logitsHex(qkv, IDS, `${url}/${name}/`, { weights }), whole, `${name} ${weights}: HTTP`);
       const blob = { config: JSON.stringify(cfg), weights: new Blob([buildSafetensors(tensors)]) };
       if (name === 'gpt2') assert.equal(await logitsHex(qkv, IDS, blob, { weights }), whole, `${name} ${weights}: Blob`);
@@ -126,9 +135,8 @@ test('damage found mid-file is the Error the whole-file path gives', async () =>
   const t = bad.find((x) => x.name === 'h.1.mlp.c_fc.weight');
   new DataView(t.bytes.buffer).setFloat32(4 * 100, NaN, true);
   writeFolder('bad', gpt2, bad, false);
-  writeFolder('bad-shards', gpt2, bad, true);
   const streamed = await qkv.loadModel(path.join(root, 'bad'), { weights: 'int8' }).then(() => null, (e) => e.message);
-  const whole = await qkv.loadModel(path.join(root, 'bad-shards'), { weights: 'int8' }).then(() => null, (e) => e.message);
+  const whole = await qkv.loadModel(`${url}/whole/bad/`, { weights: 'int8' }).then(() => null, (e) => e.message);
   assert.match(streamed, /^loadModel: GPT2: tensor "h\.1\.mlp\.c_fc\.weight": quantize_q8: a weight is nan/);
   assert.equal(streamed, whole);
   // a model loads after it (nothing left half-held)

@@ -3,8 +3,10 @@
  * or its shards [+ tokenizer files]; a folder, a Hub id or the files) into the wasm module and returns the model its config.json's model_type
  * names: GPT2Model for gpt2 (or no model_type), LlamaModel for llama, mistral, qwen2, qwen3, gemma3_text, gemma3,
  * EncoderModel for bert, distilbert, roberta, xlm-roberta, Seq2SeqModel for bart.
- * model.safetensors streams straight into one wasm buffer, which the model then owns (its
- * tensors are read there in place, or converted and the buffer freed): no second copy in JS.
+ * model.safetensors streams into wasm memory with no second copy in JS: for a decoder whose
+ * weights are converted on load, through a small buffer, each tensor converted as it arrives
+ * (stream-load.ts); else into one buffer, which the model then owns (its tensors read there in
+ * place, or converted there).
  */
 import { describe, fmtBytes } from '../errors.js';
 import { checkOptions } from '../validate.js';
@@ -19,7 +21,7 @@ import {
   type ByteStream, type GPT2Config, type ModelSource, type RawFiles,
 } from './files.js';
 import { modelModule, type ModelModule, type WasmDecoder } from './decoder.js';
-import { streamShards, type ShardedWeights } from './shards.js';
+import { joinShards, type JoinedShards, type ShardedWeights } from './shards.js';
 import { streamDecoder, type WholeFile } from './stream-load.js';
 import { GPT2Model } from './gpt2.js';
 import { LLAMA_FAMILY, LlamaModel, textConfigOf, type LlamaConfig } from './llama.js';
@@ -97,12 +99,21 @@ export interface LoadOptions {
 
 const WEIGHTS: readonly WeightsOption[] = ['auto', 'f32', 'f16', 'int8', 'int4'];
 
+/** onProgress for a sharded checkpoint's bytes: all shards as one, `file` the one being read. */
+function shardProgress(options: LoadOptions) {
+  return (loaded: number, total: number, file: string) => options.onProgress?.({ loaded, total, file, stage: 'load' });
+}
+
 /**
- * Streams model.safetensors into a wasm buffer from modelFileAlloc; returns it and its size.
- * The buffer is freed here on any error or abort (afterwards it is GPT2Model.create's).
+ * Streams model.safetensors (or the shards, joined) into a wasm buffer from modelFileAlloc;
+ * returns it and its size. `taken`: what streamDecoder read before it found the load reads the
+ * file in place; `joined`: `w` is joinShards' stream (which reports progress itself). The
+ * buffer is freed here on any error or abort (afterwards it is GPT2Model.create's).
  */
+
 async function streamIntoWasm(
   m: QkvModule, mm: ModelModule, w: ByteStream | ShardedWeights, name: string, options: LoadOptions, taken?: WholeFile,
+  joined = false,
 ): Promise<{ ptr: number; size: number }> {
   const fn = 'loadModel';
   const alloc = (bytes: number) => {
@@ -112,12 +123,10 @@ async function streamIntoWasm(
     }
     return ptr;
   };
-  if ('indexText' in w) {
-    const sink = { alloc, free: (p: number) => mm.modelFileFree(p), heap: () => heapU8(m) };
-    return streamShards(w, sink, options.signal, (loaded, total, file) => options.onProgress?.({ loaded, total, file, stage: 'load' }));
-  }
-  const s = w;
-  const progress = (loaded: number) => options.onProgress?.({ loaded, total: s.total, file: name, stage: 'load' });
+  const sharded = joined || 'indexText' in w;  // joined: w is joinShards' stream already
+  const s = 'indexText' in w ? await joinShards(w, options.signal, shardProgress(options)) : w;
+  // (a sharded checkpoint reports its shards' bytes as it streams: joinShards)
+  const progress = (loaded: number) => { if (!sharded) options.onProgress?.({ loaded, total: s.total, file: name, stage: 'load' }); };
   if (s.total === undefined) {
     // size unknown in advance (a compressed response): gather the chunks, then one copy in
     const bytes = await readAll({ ...s, chunks: withProgress(s.chunks, progress, options.signal) });
@@ -130,6 +139,7 @@ async function streamIntoWasm(
     ptr = alloc(Math.max(1, s.total));
   } catch (e) {
     await taken?.close();
+    if ('close' in s) await (s as JoinedShards).close();
     throw e;
   }
   let loaded = 0;
@@ -268,18 +278,22 @@ export async function loadModel(source: ModelSource, options: LoadOptions = {}):
   if (llama && (!mm.LlamaModel || !mm.llamaLastError)) {
     throw new Error(`${fn}: this build of the wasm module lacks the Llama bindings (wasm/bindings_llama.cpp)`);
   }
-  // a decoder whose weights are converted on load streams through a small buffer (stream-load.ts)
+  // a decoder whose weights are converted on load streams through a small buffer (stream-load.ts);
+  // a sharded checkpoint as one file whose joined header leads (shards.ts)
   let taken: WholeFile | undefined;
-  const w = raw.weights;
+  let w = raw.weights;
+  if (!sm && 'indexText' in w) w = await joinShards(w, signal, shardProgress(opts));
+  const sharded = 'indexText' in raw.weights;
   if (!sm && !('indexText' in w) && w.total !== undefined) {
     const cls = llama ? mm.LlamaModelLoad! : mm.GPT2ModelLoad;
     const lastError = llama ? mm.llamaLastError! : mm.modelLastError;
-    const progress = (loaded: number) => opts.onProgress?.({ loaded, total: w.total, file: 'model.safetensors', stage: 'load' });
+    const total = w.total;
+    const progress = (loaded: number) => { if (!sharded) opts.onProgress?.({ loaded, total, file: 'model.safetensors', stage: 'load' }); };
     const got = await streamDecoder(m, cls, lastError, raw.configText, w as ByteStream & { total: number }, weights, signal, progress);
     if (!('head' in got)) return decoderModel(m, mm, llama, got, config, tokenizer);
     taken = got;
   }
-  const { ptr, size } = await streamIntoWasm(m, mm, raw.weights, 'model.safetensors', opts, taken);
+  const { ptr, size } = await streamIntoWasm(m, mm, w, 'model.safetensors', opts, taken, sharded);
   if (sm) {
     const handle = sm.Seq2SeqModel.create(raw.configText, ptr, size);  // takes the buffer (freed on error too)
     if (!handle) throw wasmError(fn, sm.seq2seqLastError());

@@ -1,14 +1,13 @@
 /**
  * A sharded checkpoint (`model.safetensors.index.json` + the shards its `weight_map` names)
- * read as one safetensors file, straight into one wasm buffer: each shard's header is read and
- * checked against the index, its data streamed to where it lands in the joined file, and the
- * joined header (every tensor's offsets moved by the shards before it) written at the front.
- * The buffer holds the joined file: the shards' data plus one header, as for one file. The wasm
- * reader then checks the joined file as it checks any (dtypes, shapes, tiling).
+ * read as one safetensors file's byte stream: every shard is opened and its header read and
+ * checked against the index first, the joined header (every tensor's offsets moved by the
+ * shards before it) leads the stream, then each shard's data follows in order. The loader then
+ * takes it as any file: into one wasm buffer, or converted as it streams (stream-load.ts); the
+ * wasm reader checks the joined file as it checks any (dtypes, shapes, tiling).
  *
- * The joined header's space is reserved before the data arrives (the data must start at a known
- * offset and the shards' headers come one by one): a bound from the index's tensor names, at
- * most a few hundred bytes a tensor; the header is padded to it with spaces, as safetensors allows.
+ * The joined header's size is a bound from the index's tensor names, at most a few hundred
+ * bytes a tensor; the header is padded to it with spaces, as safetensors allows.
  */
 import { describe, fmtBytes } from '../errors.js';
 import type { ByteStream } from './files.js';
@@ -149,28 +148,25 @@ export class Pull {
   }
 }
 
-/** What streamShards needs from the wasm side. */
-export interface ShardSink {
-  /** A buffer of `bytes` (an Error when out of memory). */
-  alloc(bytes: number): number;
-  free(ptr: number): void;
-  /** The wasm heap now (it may grow between chunks). */
-  heap(): Uint8Array;
-}
+/** joinShards' stream; close() closes the shards (for a stream given up before it was read). */
+export type JoinedShards = ByteStream & { total: number; close(): Promise<void> };
 
 /**
- * Reads the shards into one buffer laid out as one safetensors file; returns it and its size
- * (the buffer is freed here on any error or abort). `progress(loaded, total, file)`: bytes of
- * all shards read so far, of the sum of their sizes.
+ * A sharded checkpoint as one safetensors file's bytes, in order: every shard is opened and its
+ * header read and checked against the index first (so the joined header, with each tensor's
+ * offsets moved by the shards before it, leads the stream), then each shard's data follows.
+ * `total` is the joined file's size; the stream closes every shard when it ends, fails or is
+ * returned early. `progress(loaded, total, file)`: bytes of all shards read so far, of the sum
+ * of their sizes (file: the shard being read).
  */
-export async function streamShards(
-  w: ShardedWeights, sink: ShardSink, signal: AbortSignal | undefined,
+export async function joinShards(
+  w: ShardedWeights, signal: AbortSignal | undefined,
   progress: (loaded: number, total: number, file: string) => void,
-): Promise<{ ptr: number; size: number }> {
+): Promise<JoinedShards> {
   const fn = 'loadModel';
   const { weightMap, shards } = parseIndex(w.indexText, w.where);
   const shardWhere = (name: string) => `${name} (a shard ${w.where} names)`;
-  // sizes first: the buffer is allocated once
+  // sizes first: the joined file's size is known before any data
   const sizes: number[] = [];
   for (const name of shards) {
     signal?.throwIfAborted();
@@ -186,11 +182,13 @@ export async function streamShards(
   }
   const total = sizes.reduce((a, b) => a + b, 0);
   const reserved = headerBound(weightMap.keys());
-  const ptr = sink.alloc(8 + reserved + total);
-  const dataStart = ptr + 8 + reserved;
   const joined: Record<string, Entry> = {};
   const seenIn = new Map<string, string>();
-  let dataAt = 0;  // bytes of data written so far (the joined file's data offset of the next shard)
+  const opened: { name: string; pull: Pull; size: number; dataSize: number; where: string }[] = [];
+  const closeAll = async () => {
+    for (const o of opened.splice(0)) await o.pull.close();
+  };
+  let dataAt = 0;  // the joined file's data offset of the next shard
   let loaded = 0;
   try {
     for (let i = 0; i < shards.length; i++) {
@@ -205,67 +203,79 @@ export async function streamShards(
       }
       const where = `${fn}: ${shardWhere(name)}`;
       const pull = new Pull(s);
-      try {
-        const lenBytes = await pull.take(8);
-        if (lenBytes.byteLength < 8) throw new Error(`${where}: ${size} bytes, too short for the 8-byte header length`);
-        const n = Number(new DataView(lenBytes.buffer).getBigUint64(0, true));
-        if (!Number.isSafeInteger(n) || n > size - 8 || n > MAX_HEADER_BYTES || n < 2) {
-          throw new Error(`${where}: header length ${n} does not fit the file (${size} bytes; at most ${MAX_HEADER_BYTES})`);
-        }
-        const headerBytes = await pull.take(n);
-        if (headerBytes.byteLength < n) throw new Error(`${where}: the file ends inside its ${n}-byte header`);
-        let header: unknown;
-        try {
-          header = JSON.parse(new TextDecoder('utf-8').decode(headerBytes));
-        } catch (e) {
-          throw new Error(`${where}: header is not valid JSON (${(e as Error).message})`);
-        }
-        if (header === null || typeof header !== 'object' || Array.isArray(header)) throw new Error(`${where}: header is not a JSON object`);
-        loaded += 8 + n;
-        progress(loaded, total, name);
-        const dataSize = size - 8 - n;
-        for (const [t, v] of Object.entries(header as Record<string, unknown>)) {
-          if (t === '__metadata__') continue;
-          const before = seenIn.get(t);
-          if (before !== undefined) throw new Error(`${where}: holds tensor "${t}", which ${before} holds too`);
-          seenIn.set(t, name);
-          const mapped = weightMap.get(t);
-          if (mapped === undefined) throw new Error(`${where}: holds tensor "${t}", which the index's weight_map does not map`);
-          if (mapped !== name) throw new Error(`${where}: holds tensor "${t}", which the index's weight_map puts in ${mapped}`);
-          const e = checkEntry(v, `${where}: tensor "${t}"`, dataSize);
-          joined[t] = { ...e, begin: e.begin + dataAt, end: e.end + dataAt };
-        }
-        // the data, straight to its place in the joined file
-        let got = 0;
-        for await (const chunk of pull.rest()) {
-          signal?.throwIfAborted();
-          if (got + chunk.byteLength > dataSize) throw new Error(`${where}: holds more than the ${size} bytes announced`);
-          sink.heap().set(chunk, dataStart + dataAt + got);
-          got += chunk.byteLength;
-          loaded += chunk.byteLength;
-          progress(loaded, total, name);
-        }
-        signal?.throwIfAborted();
-        if (got < dataSize) throw new Error(`${where}: truncated: ${8 + n + got} of its ${size} bytes arrived`);
-        dataAt += dataSize;
-      } finally {
-        await pull.close();
+      opened.push({ name, pull, size, dataSize: 0, where });
+      const h = await readShardHeader(pull, size, where);
+      opened[opened.length - 1].dataSize = h.dataSize;
+      loaded += size - h.dataSize;
+      progress(loaded, total, name);
+      for (const [t, v] of Object.entries(h.header)) {
+        if (t === '__metadata__') continue;
+        const before = seenIn.get(t);
+        if (before !== undefined) throw new Error(`${where}: holds tensor "${t}", which ${before} holds too`);
+        seenIn.set(t, name);
+        const mapped = weightMap.get(t);
+        if (mapped === undefined) throw new Error(`${where}: holds tensor "${t}", which the index's weight_map does not map`);
+        if (mapped !== name) throw new Error(`${where}: holds tensor "${t}", which the index's weight_map puts in ${mapped}`);
+        const e = checkEntry(v, `${where}: tensor "${t}"`, h.dataSize);
+        joined[t] = { ...e, begin: e.begin + dataAt, end: e.end + dataAt };
       }
+      dataAt += h.dataSize;
     }
     for (const [t, file] of weightMap) {
       if (!(t in joined)) throw new Error(`${fn}: ${w.where}: weight_map puts tensor "${t}" in ${file}, whose header lacks it`);
     }
-    const headerText = JSON.stringify(Object.fromEntries(Object.entries(joined).map(([t, e]) => [t, { dtype: e.dtype, shape: e.shape, data_offsets: [e.begin, e.end] }])));
-    const header = new TextEncoder().encode(headerText);
-    if (header.byteLength > reserved) throw new Error(`${fn}: internal: the joined header (${fmtBytes(header.byteLength)}) exceeds its bound`);
-    const heap = sink.heap();
-    const view = new DataView(heap.buffer, ptr, 8);
-    view.setBigUint64(0, BigInt(reserved), true);
-    heap.set(header, ptr + 8);
-    heap.fill(0x20, ptr + 8 + header.byteLength, dataStart);  // spaces: JSON whitespace, as safetensors pads
-    return { ptr, size: 8 + reserved + dataAt };
   } catch (e) {
-    sink.free(ptr);
+    await closeAll();
     throw e;
   }
+  const headerText = JSON.stringify(Object.fromEntries(Object.entries(joined).map(([t, e]) => [t, { dtype: e.dtype, shape: e.shape, data_offsets: [e.begin, e.end] }])));
+  const header = new TextEncoder().encode(headerText);
+  if (header.byteLength > reserved) {
+    await closeAll();
+    throw new Error(`${fn}: internal: the joined header (${fmtBytes(header.byteLength)}) exceeds its bound`);
+  }
+  const head = new Uint8Array(8 + reserved).fill(0x20);  // spaces: JSON whitespace, as safetensors pads
+  new DataView(head.buffer).setBigUint64(0, BigInt(reserved), true);
+  head.set(header, 8);
+  async function* chunks(): AsyncGenerator<Uint8Array> {
+    try {
+      yield head;
+      for (const o of opened) {
+        let got = 0;
+        for await (const chunk of o.pull.rest()) {
+          signal?.throwIfAborted();
+          if (got + chunk.byteLength > o.dataSize) throw new Error(`${o.where}: holds more than the ${o.size} bytes announced`);
+          got += chunk.byteLength;
+          loaded += chunk.byteLength;
+          progress(loaded, total, o.name);
+          yield chunk;
+        }
+        signal?.throwIfAborted();
+        if (got < o.dataSize) throw new Error(`${o.where}: truncated: ${o.size - o.dataSize + got} of its ${o.size} bytes arrived`);
+      }
+    } finally {
+      await closeAll();
+    }
+  }
+  return { total: 8 + reserved + dataAt, chunks: chunks(), where: w.where, close: closeAll };
+}
+
+/** A shard's 8-byte length and JSON header, checked against its size; returns the header and the data's size. */
+async function readShardHeader(pull: Pull, size: number, where: string): Promise<{ header: Record<string, unknown>; dataSize: number }> {
+  const lenBytes = await pull.take(8);
+  if (lenBytes.byteLength < 8) throw new Error(`${where}: ${size} bytes, too short for the 8-byte header length`);
+  const n = Number(new DataView(lenBytes.buffer).getBigUint64(0, true));
+  if (!Number.isSafeInteger(n) || n > size - 8 || n > MAX_HEADER_BYTES || n < 2) {
+    throw new Error(`${where}: header length ${n} does not fit the file (${size} bytes; at most ${MAX_HEADER_BYTES})`);
+  }
+  const headerBytes = await pull.take(n);
+  if (headerBytes.byteLength < n) throw new Error(`${where}: the file ends inside its ${n}-byte header`);
+  let header: unknown;
+  try {
+    header = JSON.parse(new TextDecoder('utf-8').decode(headerBytes));
+  } catch (e) {
+    throw new Error(`${where}: header is not valid JSON (${(e as Error).message})`);
+  }
+  if (header === null || typeof header !== 'object' || Array.isArray(header)) throw new Error(`${where}: header is not a JSON object`);
+  return { header: header as Record<string, unknown>, dataSize: size - 8 - n };
 }
