@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <functional>
 #include <stdexcept>
 #include <string>
 
@@ -10,6 +11,7 @@
 #include "matmul/matmul.hpp"
 #include "model/config_json.hpp"
 #include "model/layers.hpp"
+#include "model/tensor_feed.hpp"
 
 namespace qkv {
 
@@ -97,40 +99,57 @@ class Gather {
   Gather(const safetensors::File& f, std::vector<float>& data) : f_(f), data_(data) {}
 
   // Offset of `name` (tried as given, with "bert."/"distilbert." stripped off, and LayerNorm's
-  // gamma/beta spelling) once converted; checks the shape.
+  // gamma/beta spelling) once converted; checks the shape and that it converts to float32.
   size_t want(const std::string& name, std::vector<int64_t> shape, bool optional = false) {
     const safetensors::TensorInfo* t = find(name);
     if (!t && optional) return npos;
-    safetensors::expect_shape(t, name, shape, "Encoder");
+    check(t, name, shape);
     const size_t at = total_;
     todo_.push_back({t, at});
     total_ += size_t(t->numel());
     return at;
   }
 
-  bool has(const std::string& name) const { return find(name) != nullptr; }
-
   // A tensor that is not put in the buffer (an int8 layer's matrix, read once to be quantized):
-  // its id for to_f32.
+  // its index in apart(), in the order asked.
   size_t want_apart(const std::string& name, std::vector<int64_t> shape) {
     const safetensors::TensorInfo* t = find(name);
-    safetensors::expect_shape(t, name, shape, "Encoder");
+    check(t, name, shape);
     apart_.push_back(t);
     return apart_.size() - 1;
   }
-  void to_f32(size_t apart, std::vector<float>& out) const {
-    out.resize(size_t(apart_[apart]->numel()));
-    f_.to_f32(*apart_[apart], out.data());
-  }
 
-  void convert() {
+  bool has(const std::string& name) const { return find(name) != nullptr; }
+
+  // Sizes the buffer, and has `feed` convert each tensor into it as its bytes complete (and
+  // hand each apart one to `apart_done` with its bytes).
+  void stream_into(TensorFeed& feed, std::function<void(size_t, const uint8_t*)> apart_done) {
     data_.assign(total_, 0.0f);
-    for (const auto& [t, at] : todo_) f_.to_f32(*t, data_.data() + at);
+    for (const auto& [t, at] : todo_) {
+      feed.add(f_.offset(*t), f_.offset(*t) + (t->end - t->begin),
+               [this, t = t, at = at](const uint8_t* bytes) { safetensors::to_f32(*t, bytes, data_.data() + at); });
+    }
+    for (size_t i = 0; i < apart_.size(); ++i) {
+      const safetensors::TensorInfo* t = apart_[i];
+      feed.add(f_.offset(*t), f_.offset(*t) + (t->end - t->begin),
+               [apart_done, i](const uint8_t* bytes) { apart_done(i, bytes); });
+    }
   }
+  const std::vector<const safetensors::TensorInfo*>& apart() const { return apart_; }
 
   static constexpr size_t npos = size_t(-1);
 
  private:
+  void check(const safetensors::TensorInfo* t, const std::string& name, const std::vector<int64_t>& shape) const {
+    safetensors::expect_shape(t, name, shape, "Encoder");
+    if (t->dtype != safetensors::DType::F32 && t->dtype != safetensors::DType::F16 &&
+        t->dtype != safetensors::DType::BF16) {
+      throw std::invalid_argument("safetensors: tensor \"" + t->name + "\": dtype " +
+                                  safetensors::dtype_name(t->dtype) +
+                                  " cannot be converted to float32 (F32, F16 and BF16 can)");
+    }
+  }
+
   const safetensors::TensorInfo* find(const std::string& name) const {
     std::vector<std::string> names{name};
     for (const char* prefix : {"bert.", "distilbert.", "roberta."}) {  // BertModel / ...Model checkpoints lack it
@@ -183,30 +202,48 @@ WeightMatrix in_out(float* p, int64_t in, int64_t out, std::vector<float>& scrat
 
 }  // namespace
 
-Encoder Encoder::load(std::string_view config_json, const uint8_t* bytes, size_t size, bool int8) {
-  Encoder enc;
-  enc.config_ = EncoderConfig::from_json(config_json);
-  const EncoderConfig& c = enc.config_;
-  const safetensors::File file = safetensors::File::parse(bytes, size);
-  const int64_t V = c.vocab_size, E = c.hidden, I = c.intermediate, P = c.max_positions;
-  const bool bert = c.arch != EncoderArch::DistilBert;  // RoBERTa keeps BERT's names under "roberta."
-  const std::string base = c.roberta() ? "roberta." : "bert.";
-  Gather g(file, enc.data_);
-
-  // offsets first (the buffer is filled, and so has its final address, after every lookup)
+// An encoder being loaded: every tensor found and checked against the config first (the buffer
+// is sized, and so has its final address, after every lookup), then the file's bytes fed (whole,
+// or as they stream in: EncoderStream), each tensor converted where it belongs as it completes,
+// then the weights pointed at and the float32 layer matrices transposed (finish).
+struct EncoderBuild {
   struct LayerAt {
     size_t q, qb, k, kb, v, vb, o, ob, ln1w, ln1b, f1, f1b, f2, f2b, ln2w, ln2b;
   };
+  Encoder enc;
+  safetensors::File file;
+  bool int8;
+  Gather g;
+  std::vector<LayerAt> at;
+  size_t word = 0, pos = 0, types = 0, eln_w = 0, eln_b = 0;
+  size_t hd = Gather::npos, hdb = 0, hlw = 0, hlb = 0, db = 0, dw = Gather::npos;  // the MLM head
+  std::vector<size_t> q8_at, scales_at;  // int8: each apart matrix's place in the Q8 buffers
+  std::vector<float> scratch;
+  TensorFeed feed;
+
+  EncoderBuild(std::string_view config_json, safetensors::File f, bool int8_);
+  EncoderBuild(const EncoderBuild&) = delete;  // g points at file and enc.data_
+  Encoder finish();
+};
+
+EncoderBuild::EncoderBuild(std::string_view config_json, safetensors::File f, bool int8_)
+    : file(std::move(f)), int8(int8_), g(file, enc.data_) {
+  enc.config_ = EncoderConfig::from_json(config_json);
+  const EncoderConfig& c = enc.config_;
+  const int64_t V = c.vocab_size, E = c.hidden, I = c.intermediate, P = c.max_positions;
+  const bool bert = c.arch != EncoderArch::DistilBert;  // RoBERTa keeps BERT's names under "roberta."
+  const std::string base = c.roberta() ? "roberta." : "bert.";
+
   const std::string emb = bert ? base + "embeddings." : "distilbert.embeddings.";
-  const size_t word = g.want(emb + "word_embeddings.weight", {V, E});
-  const size_t pos = g.want(emb + "position_embeddings.weight", {P, E});
-  const size_t types = bert ? g.want(emb + "token_type_embeddings.weight", {c.type_vocab_size, E}) : Gather::npos;
-  const size_t eln_w = g.want(emb + "LayerNorm.weight", {E}), eln_b = g.want(emb + "LayerNorm.bias", {E});
+  word = g.want(emb + "word_embeddings.weight", {V, E});
+  pos = g.want(emb + "position_embeddings.weight", {P, E});
+  types = bert ? g.want(emb + "token_type_embeddings.weight", {c.type_vocab_size, E}) : Gather::npos;
+  eln_w = g.want(emb + "LayerNorm.weight", {E}), eln_b = g.want(emb + "LayerNorm.bias", {E});
   // a layer's matrix: in the buffer (F32), or apart, to be quantized (int8): offset or id
   const auto mat = [&](const std::string& name, std::vector<int64_t> shape) {
     return int8 ? g.want_apart(name, std::move(shape)) : g.want(name, std::move(shape));
   };
-  std::vector<LayerAt> at(size_t(c.layers));
+  at.resize(size_t(c.layers));
   for (int64_t l = 0; l < c.layers; ++l) {
     LayerAt& a = at[size_t(l)];
     if (bert) {
@@ -233,7 +270,6 @@ Encoder Encoder::load(std::string_view config_json, const uint8_t* bytes, size_t
     }
   }
   // the MLM head, when the file has one (a BertModel / RobertaModel checkpoint has none)
-  size_t hd = Gather::npos, hdb = 0, hlw = 0, hlb = 0, db = 0, dw = Gather::npos;
   if (c.roberta()) {
     if (g.has("lm_head.dense.weight")) {
       hd = g.want("lm_head.dense.weight", {E, E}), hdb = g.want("lm_head.dense.bias", {E});
@@ -255,7 +291,30 @@ Encoder Encoder::load(std::string_view config_json, const uint8_t* bytes, size_t
     // a copy of the word table) is read as is; HF files leave the tied one out or store a copy
     dw = g.want(bert ? hp + "decoder.weight" : "vocab_projector.weight", {V, E}, true);
   }
-  g.convert();
+  // int8: each layer's q, k, v, o, ffn1, ffn2 quantized to Q8 as its bytes arrive (from [out, in]:
+  // the same blocks as from [in, out]) into two buffers sized here; no float32 copy is kept
+  size_t bytes_q = 0, scales = 0;
+  for (const safetensors::TensorInfo* t : g.apart()) {
+    const Q8Layout q = Q8Layout::of(t->shape[1], t->shape[0]);
+    q8_at.push_back(bytes_q), scales_at.push_back(scales);
+    bytes_q += q.data_bytes(), scales += q.scale_count();
+  }
+  enc.q8_data_.resize(bytes_q);
+  enc.q8_scales_.resize(scales);
+  g.stream_into(feed, [this](size_t i, const uint8_t* bytes) {
+    const safetensors::TensorInfo& t = *g.apart()[i];
+    scratch.resize(size_t(t.numel()));
+    safetensors::to_f32(t, bytes, scratch.data());
+    quantize_q8(out_in(scratch.data(), t.shape[1], t.shape[0]), enc.q8_data_.data() + q8_at[i],
+                enc.q8_scales_.data() + scales_at[i]);
+  });
+  feed.start(file.size(), "Encoder");
+}
+
+Encoder EncoderBuild::finish() {
+  feed.finish();
+  const EncoderConfig& c = enc.config_;
+  const int64_t V = c.vocab_size, E = c.hidden, I = c.intermediate;
 
   const float* d = enc.data_.data();
   EncoderWeights& w = enc.w_;
@@ -264,33 +323,14 @@ Encoder Encoder::load(std::string_view config_json, const uint8_t* bytes, size_t
   w.types = types == Gather::npos ? nullptr : d + types;
   w.emb_ln_w = d + eln_w, w.emb_ln_b = d + eln_b;
   float* wd = enc.data_.data();  // the same buffer, written: the layers are transposed in place
-  std::vector<float> scratch;
-  // int8: each layer's q, k, v, o, ffn1, ffn2 read from the file into scratch, one at a time, and
-  // quantized to Q8 (from [out, in]: the same blocks as from [in, out]) into two buffers sized
-  // first; no float32 copy of them is kept
-  size_t bytes_q = 0, scales = 0;
-  if (int8) {
-    for (int64_t l = 0; l < c.layers; ++l) {
-      for (auto [K, N] : {std::pair{E, E}, {E, E}, {E, E}, {E, E}, {E, I}, {I, E}}) {
-        const Q8Layout q = Q8Layout::of(K, N);
-        bytes_q += q.data_bytes(), scales += q.scale_count();
-      }
-    }
-    enc.q8_data_.resize(bytes_q);
-    enc.q8_scales_.resize(scales);
-  }
-  size_t at_q = 0, at_s = 0;
+  // a layer's matrix: a float32 one transposed to [in, out]; an int8 one (a: its apart index) as quantized
   const auto matrix = [&](size_t a, int64_t in, int64_t out) {
     if (!int8) return in_out(wd + a, in, out, scratch);
-    g.to_f32(a, scratch);
-    const Q8Layout q = Q8Layout::of(in, out);
     WeightMatrix qm;
     qm.type = WeightType::Q8;
     qm.K = in, qm.N = out;
-    qm.data = enc.q8_data_.data() + at_q;
-    qm.scales = enc.q8_scales_.data() + at_s;
-    quantize_q8(out_in(scratch.data(), in, out), enc.q8_data_.data() + at_q, enc.q8_scales_.data() + at_s);
-    at_q += q.data_bytes(), at_s += q.scale_count();
+    qm.data = enc.q8_data_.data() + q8_at[a];
+    qm.scales = enc.q8_scales_.data() + scales_at[a];
     return qm;
   };
   for (const LayerAt& a : at) {
@@ -310,8 +350,21 @@ Encoder Encoder::load(std::string_view config_json, const uint8_t* bytes, size_t
     w.decoder = out_in(dw == Gather::npos ? w.word : d + dw, E, V);
     w.decoder_b = d + db;
   }
-  return enc;
+  return std::move(enc);
 }
+
+Encoder Encoder::load(std::string_view config_json, const uint8_t* bytes, size_t size, bool int8) {
+  EncoderBuild b(config_json, safetensors::File::parse(bytes, size), int8);
+  b.feed.feed(bytes, size);
+  return b.finish();
+}
+
+EncoderStream::EncoderStream(std::string_view config_json, const uint8_t* head, size_t head_size, uint64_t file_size,
+                             bool int8)
+    : b_(new EncoderBuild(config_json, safetensors::File::parse_header(head, head_size, file_size), int8)) {}
+EncoderStream::~EncoderStream() = default;
+void EncoderStream::feed(const uint8_t* bytes, size_t n) { b_->feed.feed(bytes, n); }
+Encoder EncoderStream::finish() { return b_->finish(); }
 
 // ----------------------------------------------------------------------------- forward
 

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -92,6 +93,8 @@ struct EncoderScratch {
   std::vector<uint8_t> mask;
 };
 
+struct EncoderBuild;  // bert.cpp
+
 class Encoder {
  public:
   // config.json text + safetensors bytes. F32 / F16 / BF16 tensors are converted once to one
@@ -123,6 +126,7 @@ class Encoder {
                const HeadInterventions* iv = nullptr) const;
 
  private:
+  friend struct EncoderBuild;
   Encoder() = default;
   EncoderConfig config_;
   std::vector<float> data_;  // every tensor, float32, in file order (int8: but the layers' matrices)
@@ -131,6 +135,24 @@ class Encoder {
   std::vector<uint16_t> q8_scales_;
   EncoderWeights w_;
   int threads_ = 1;
+};
+
+// Encoder::load while the file streams in: head holds the file's first head_size bytes (its
+// 8-byte length and whole JSON header; every tensor is checked against the config then), then
+// the file's bytes are fed in order from its first and each tensor converted as it completes,
+// so the file is never held whole (model/tensor_feed.hpp). The same Encoder, bit for bit.
+class EncoderStream {
+ public:
+  EncoderStream(std::string_view config_json, const uint8_t* head, size_t head_size, uint64_t file_size,
+                bool int8 = false);
+  ~EncoderStream();
+  EncoderStream(const EncoderStream&) = delete;
+  EncoderStream& operator=(const EncoderStream&) = delete;
+  void feed(const uint8_t* bytes, size_t n);
+  Encoder finish();  // throws std::invalid_argument when the file has not all arrived
+
+ private:
+  std::unique_ptr<EncoderBuild> b_;
 };
 
 }  // namespace qkv

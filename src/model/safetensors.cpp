@@ -281,8 +281,9 @@ std::vector<float> File::to_f32(const TensorInfo& t) const {
   return out;
 }
 
-void File::to_f32(const TensorInfo& t, float* out) const {
-  const uint8_t* p = bytes(t);
+void File::to_f32(const TensorInfo& t, float* out) const { safetensors::to_f32(t, bytes(t), out); }
+
+void to_f32(const TensorInfo& t, const uint8_t* p, float* out) {
   const size_t n = static_cast<size_t>(t.numel());
   switch (t.dtype) {
     case DType::F32:

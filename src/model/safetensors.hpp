@@ -77,6 +77,10 @@ class File {
   std::vector<std::pair<std::string, std::string>> metadata_;
 };
 
+// t's values, from its bytes at p (any alignment; the file's, or a copy of them), as float32, as
+// File::to_f32 converts them (the same Error for another dtype).
+void to_f32(const TensorInfo& t, const uint8_t* p, float* out);
+
 // "[2, 3]"
 std::string shape_string(const std::vector<int64_t>& shape);
 

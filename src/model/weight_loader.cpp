@@ -8,6 +8,7 @@
 
 #include "matmul/halves.hpp"
 #include "model/safetensors.hpp"
+#include "model/tensor_feed.hpp"
 
 namespace qkv {
 
@@ -333,6 +334,16 @@ namespace {
 constexpr int64_t kStripRows = 64;  // rows of an [N, K] matrix converted at once: 16 Q8 groups, 4 Q4 sets, 4 panels
 }  // namespace
 
+struct WeightLoader::Stream {
+  WeightBuffers out;
+  Placing placing;
+  TensorFeed feed;  // the file's bytes, gathered unit by unit
+  std::vector<size_t> vector_at;
+  size_t converted = 0;  // the converted buffer's size
+};
+
+void WeightLoader::StreamDeleter::operator()(Stream* s) const { delete s; }
+
 bool WeightLoader::streams() const {
   if (in_place()) return false;
   // each tensor read once (a tensor planned twice is read from a whole file)
@@ -345,7 +356,7 @@ bool WeightLoader::streams() const {
 
 void WeightLoader::begin_stream() {
   if (!streams()) throw std::logic_error(model_ + ": this load reads the file in place: it cannot stream");
-  stream_ = std::make_unique<Stream>();
+  stream_.reset(new Stream());
   Stream& s = *stream_;
   // the converted matrices one after another, 16-byte aligned, as load() places them
   for (MatrixPlan& m : matrices_) {
@@ -365,56 +376,31 @@ void WeightLoader::begin_stream() {
   s.out.vectors.resize(widened);
   s.out.bytes.vectors = widened * 4;
   // the units: [N, K] matrices 64 rows at a time, the rest whole
-  size_t largest = 1;
+  const auto unit = [&](uint64_t begin, uint64_t end, Unit u) {
+    s.feed.add(begin, end, [this, u](const uint8_t* bytes) { convert_unit(u, bytes); });
+  };
   for (size_t i = 0; i < matrices_.size(); ++i) {
     const MatrixPlan& m = matrices_[i];
     const uint64_t row = uint64_t(m.K) * m.src.element_size();
-    if (m.layout == WeightLayout::OutIn && m.K > 0) {
+    if (m.layout == WeightLayout::OutIn && m.K > 0 && m.N > 0) {
       for (int64_t r = 0; r < m.N; r += kStripRows) {
         const int64_t rows = std::min(kStripRows, m.N - r);
-        s.units.push_back(
-            {i, false, m.src.offset + uint64_t(r) * row, m.src.offset + uint64_t(r + rows) * row, r, rows});
+        unit(m.src.offset + uint64_t(r) * row, m.src.offset + uint64_t(r + rows) * row, {i, false, r, rows});
       }
-      if (m.N == 0) s.units.push_back({i, false, m.src.offset, m.src.offset, 0, 0});
     } else {
-      s.units.push_back({i, false, m.src.offset, m.src.offset + m.src.count * m.src.element_size()});
+      unit(m.src.offset, m.src.offset + m.src.count * m.src.element_size(), {i, false});
     }
   }
   for (size_t j = 0; j < vectors_.size(); ++j) {
     const Source& v = vectors_[j].src;
-    s.units.push_back({j, true, v.offset, v.offset + v.count * v.element_size()});
+    unit(v.offset, v.offset + v.count * v.element_size(), {j, true});
   }
-  std::stable_sort(s.units.begin(), s.units.end(), [](const Unit& a, const Unit& b) { return a.begin < b.begin; });
-  for (const Unit& u : s.units) largest = std::max<size_t>(largest, size_t(u.end - u.begin));
-  s.unit.reset(static_cast<uint8_t*>(std::malloc(largest)));
-  if (!s.unit) throw std::length_error(model_ + ": cannot allocate " + std::to_string(largest) + " bytes of scratch");
-  while (s.next < s.units.size() && s.units[s.next].begin == s.units[s.next].end)
-    convert_unit(s.units[s.next++], nullptr);
+  s.feed.start(file_.size(), model_);
 }
 
 void WeightLoader::feed(const uint8_t* bytes, size_t n) {
   if (!stream_) throw std::logic_error(model_ + ": feed before begin_stream or after finish");
-  Stream& s = *stream_;
-  if (n > file_.size() - s.pos) {
-    throw std::invalid_argument(model_ + ": the file holds more than the " + std::to_string(file_.size()) +
-                                " bytes its size said (" + std::to_string(s.pos + n) + " arrived)");
-  }
-  while (n > 0) {
-    if (s.next == s.units.size()) {  // past the last tensor read (the rest: tensors no one reads)
-      s.pos += n;
-      return;
-    }
-    const Unit& u = s.units[s.next];
-    if (s.pos < u.begin) {  // the header, or a tensor no one reads
-      const size_t skip = size_t(std::min<uint64_t>(n, u.begin - s.pos));
-      s.pos += skip, bytes += skip, n -= skip;
-      continue;
-    }
-    const size_t take = size_t(std::min<uint64_t>(n, u.end - s.pos));
-    std::memcpy(s.unit.get() + (s.pos - u.begin), bytes, take);
-    s.pos += take, bytes += take, n -= take;
-    while (s.next < s.units.size() && s.pos >= s.units[s.next].end) convert_unit(s.units[s.next++], s.unit.get());
-  }
+  stream_->feed.feed(bytes, n);
 }
 
 void WeightLoader::convert_unit(const Unit& u, const uint8_t* bytes) {
@@ -430,9 +416,9 @@ void WeightLoader::convert_unit(const Unit& u, const uint8_t* bytes) {
   uint8_t* at = s.out.converted.get() + m.offset;
   MatrixPlan part = m;  // the unit's rows, read from `bytes`
   part.src.bytes = bytes;
-  if (u.rows == 0 && !(m.layout == WeightLayout::OutIn && m.N == 0)) {
+  if (u.rows == 0) {
     convert(part, at);
-  } else if (u.rows > 0) {
+  } else {
     part.N = u.rows;
     part.src.count = size_t(u.rows * m.K);
     if (m.to == WeightType::Q8 || m.to == WeightType::Q4) {
@@ -464,10 +450,7 @@ void WeightLoader::convert_unit(const Unit& u, const uint8_t* bytes) {
 WeightBuffers WeightLoader::finish() {
   if (!stream_) throw std::logic_error(model_ + ": finish before begin_stream or twice");
   Stream& s = *stream_;
-  if (s.pos != file_.size()) {
-    throw std::invalid_argument(model_ + ": the file is truncated: " + std::to_string(s.pos) + " of its " +
-                                std::to_string(file_.size()) + " bytes arrived");
-  }
+  s.feed.finish();
   for (const Placing::FixRange& f : s.placing.fixed) {
     f.matrix->fixes = f.count ? s.out.fixes.data() + f.first : nullptr;
     f.matrix->fix_count = f.count;

@@ -140,18 +140,11 @@ class WeightLoader {
   struct Unit {
     size_t plan;
     bool vector;
-    uint64_t begin, end;  // in the file
     int64_t row0 = 0, rows = 0;
   };
-  struct Stream {
-    WeightBuffers out;
-    Placing placing;
-    std::vector<Unit> units;  // in file order
-    std::vector<size_t> vector_at;
-    size_t next = 0;       // the unit being gathered
-    uint64_t pos = 0;      // bytes fed so far
-    MallocBytes unit;      // the unit's bytes as they arrive
-    size_t converted = 0;  // the converted buffer's size
+  struct Stream;  // weight_loader.cpp
+  struct StreamDeleter {
+    void operator()(Stream* s) const;
   };
 
   Source find(const std::string& name, const std::vector<int64_t>& want) const;
@@ -178,7 +171,7 @@ class WeightLoader {
   WeightFormat format_;
   std::vector<MatrixPlan> matrices_;
   std::vector<VectorPlan> vectors_;
-  std::unique_ptr<Stream> stream_;  // between begin_stream and finish
+  std::unique_ptr<Stream, StreamDeleter> stream_;  // between begin_stream and finish
 };
 
 }  // namespace qkv

@@ -3,6 +3,7 @@
 // weights as Model::load's from the whole file, bit for bit (the logits of a forward compared
 // bit for bit), for every conversion and for GPT-2's and the Llama family's layouts; and a
 // stream that ends early, runs long, or starts without its header is an error that says so.
+// The encoders' stream (EncoderStream) likewise gives Encoder::load's bits.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "matmul/halves.hpp"
+#include "model/bert.hpp"
 #include "model/decoder_stream.hpp"
 #include "model/gpt2.hpp"
 #include "model/llama.hpp"
@@ -192,5 +194,35 @@ TEST_CASE("stream: a file read in place does not stream; damage is named as load
         error_of<std::invalid_argument>([&] { GPT2::load(c.json(), f.data(), f.size(), WeightFormat::F16); });
     CHECK(contains(whole, "element " + std::to_string(at)));
     CHECK(error_of<std::invalid_argument>([&] { streamed<GPT2>(c.json(), f, WeightFormat::F16, 4093); }) == whole);
+  }
+}
+
+TEST_CASE(
+    "stream: the encoders (BERT, DistilBERT; float32 and int8) give Encoder::load's bits, in chunks of any size") {
+  const std::string dir = source_path("tests/data/encoder");
+  const std::vector<int32_t> ids = {1, 7, 3, 11, 5, 2};
+  for (const char* name : {"random-bert", "random-distilbert"}) {
+    const std::string model = name;
+    CAPTURE(model);
+    const std::string config = read_text(dir + "/" + name + "/config.json");
+    const std::vector<uint8_t> file = read_bytes(dir + "/" + name + "/model.safetensors");
+    for (bool int8 : {false, true}) {
+      CAPTURE(int8);
+      const auto logits = [&](const Encoder& e) {
+        EncoderScratch scratch;
+        std::vector<float> out(ids.size() * size_t(e.config().vocab_size));
+        e.forward(ids.data(), 1, int64_t(ids.size()), nullptr, nullptr, scratch, out.data());
+        return out;
+      };
+      const std::vector<float> want = logits(Encoder::load(config, file.data(), file.size(), int8));
+      for (size_t chunk : {size_t(1), size_t(4093)}) {
+        EncoderStream s(config, file.data(), head_size(file), file.size(), int8);
+        for (size_t at = 0; at < file.size(); at += chunk) s.feed(file.data() + at, std::min(chunk, file.size() - at));
+        CHECK(same_bits(logits(s.finish()), want));
+      }
+    }
+    EncoderStream cut(config, file.data(), head_size(file), file.size());
+    cut.feed(file.data(), file.size() / 2);
+    CHECK(contains(error_of<std::invalid_argument>([&] { cut.finish(); }), "Encoder: the file is truncated"));
   }
 }

@@ -14,6 +14,7 @@ import { callThreads } from '../wasm/loader.js';
 import type { EmbindHandle, QkvModule } from '../wasm/module.js';
 import { readHeadOutputs, stackPlan, toWasm, type HeadMask, type HeadPatch, type Knockout, type WasmInterventions } from './interventions.js';
 import { embedTexts, type EmbedOptions, type PoolingDefaults } from './embed.js';
+import type { WasmLoad } from './stream-load.js';
 import type { Tokenizer } from './tokenizer.js';
 
 /** config.json model_type of the encoders. */
@@ -95,6 +96,8 @@ export interface WasmEncoder extends EmbindHandle {
 }
 export interface EncoderModule {
   EncoderModel: { create(config: string, bytes: number, size: number, int8: boolean): WasmEncoder | null };
+  /** The same load from a file that streams in (stream-load.ts). */
+  EncoderModelLoad: { begin(config: string, head: number, headSize: number, fileSize: number, int8: boolean): WasmLoad<WasmEncoder> | null };
   encoderLastError(): string;
 }
 

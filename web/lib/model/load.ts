@@ -22,7 +22,7 @@ import {
 } from './files.js';
 import { modelModule, type ModelModule, type WasmDecoder } from './decoder.js';
 import { joinShards, type JoinedShards, type ShardedWeights } from './shards.js';
-import { streamDecoder, type WholeFile } from './stream-load.js';
+import { streamLoad, type WholeFile } from './stream-load.js';
 import { GPT2Model } from './gpt2.js';
 import { LLAMA_FAMILY, LlamaModel, textConfigOf, type LlamaConfig } from './llama.js';
 import { Seq2SeqModel, seq2seqModule, type Seq2SeqConfig } from './seq2seq.js';
@@ -187,9 +187,10 @@ async function* withProgress(
 export type Model = GPT2Model | LlamaModel | EncoderModel | Seq2SeqModel;
 
 /**
- * The encoder path of loadModel: model.safetensors streamed into a wasm buffer as for GPT-2;
- * the encoder converts its tensors to one float32 buffer it keeps, and the file's buffer is
- * freed here.
+ * The encoder path of loadModel: the encoder converts its tensors to one float32 buffer it
+ * keeps (int8: its layers' matrices to Q8), as model.safetensors (or the shards, joined) streams
+ * through a small wasm buffer (stream-load.ts); a download of unknown size is read whole into
+ * one buffer first, freed here after.
  */
 async function loadEncoder(
   m: QkvModule, raw: RawFiles, config: EncoderConfig, tokenizer: Tokenizer, opts: LoadOptions,
@@ -197,12 +198,27 @@ async function loadEncoder(
   const em = encoderModule(m);
   const mm = modelModule(m);
   const defaults = sentenceTransformerDefaults(raw.sentenceTransformers ?? {}, raw.where);  // damage named before the weights
-  const { ptr, size } = await streamIntoWasm(m, mm, raw.weights, 'model.safetensors', opts);
-  let handle: WasmEncoder | null;
-  try {
-    handle = em.EncoderModel.create(raw.configText, ptr, size, opts.weights === 'int8');
-  } finally {
-    mm.modelFileFree(ptr);
+  const int8 = opts.weights === 'int8';
+  let handle: WasmEncoder | null = null;
+  let taken: WholeFile | undefined;  // a stream that ended inside its header: read whole, the reader names it
+  let w = raw.weights;
+  if ('indexText' in w) w = await joinShards(w, opts.signal, shardProgress(opts));
+  const sharded = 'indexText' in raw.weights;
+  if (!('indexText' in w) && w.total !== undefined) {
+    const total = w.total;
+    const progress = (loaded: number) => { if (!sharded) opts.onProgress?.({ loaded, total, file: 'model.safetensors', stage: 'load' }); };
+    const begin = (head: number, headSize: number, fileSize: number) => em.EncoderModelLoad.begin(raw.configText, head, headSize, fileSize, int8);
+    const got = await streamLoad(m, begin, em.encoderLastError, w as ByteStream & { total: number }, opts.signal, progress);
+    if ('head' in got) taken = got;
+    else handle = got;
+  }
+  if (!handle) {
+    const { ptr, size } = await streamIntoWasm(m, mm, w, 'model.safetensors', opts, taken, sharded);
+    try {
+      handle = em.EncoderModel.create(raw.configText, ptr, size, int8);
+    } finally {
+      mm.modelFileFree(ptr);
+    }
   }
   if (!handle) throw wasmError('loadModel', em.encoderLastError());
   return new EncoderModel(m, handle, Object.freeze({ ...config }) as EncoderConfig, tokenizer, defaults);
@@ -289,7 +305,8 @@ export async function loadModel(source: ModelSource, options: LoadOptions = {}):
     const lastError = llama ? mm.llamaLastError! : mm.modelLastError;
     const total = w.total;
     const progress = (loaded: number) => { if (!sharded) opts.onProgress?.({ loaded, total, file: 'model.safetensors', stage: 'load' }); };
-    const got = await streamDecoder(m, cls, lastError, raw.configText, w as ByteStream & { total: number }, weights, signal, progress);
+    const begin = (head: number, headSize: number, fileSize: number) => cls.begin(raw.configText, head, headSize, fileSize, weights);
+    const got = await streamLoad(m, begin, lastError, w as ByteStream & { total: number }, signal, progress);
     if (!('head' in got)) return decoderModel(m, mm, llama, got, config, tokenizer);
     taken = got;
   }

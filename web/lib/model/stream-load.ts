@@ -1,6 +1,6 @@
 /**
- * A decoder (GPT-2, the Llama family) loaded while model.safetensors (or a sharded checkpoint,
- * joined: shards.ts) streams in, for a load
+ * A model loaded while model.safetensors (or a sharded checkpoint, joined: shards.ts) streams
+ * in: an encoder always, a decoder (GPT-2, the Llama family) for a load
  * that converts its weights ('f16', 'int8', 'int4', or a file whose tensors are unaligned):
  * the header is read first and every tensor checked against the config, then the file's
  * bytes go through one small wasm buffer, chunk by chunk, and each tensor is converted as it
@@ -16,12 +16,13 @@ import type { ByteStream } from './files.js';
 import type { WasmDecoder } from './decoder.js';
 import { Pull } from './shards.js';
 
-/** GPT2ModelLoad / LlamaModelLoad (wasm/decoder_bindings.hpp). */
-export interface WasmDecoderLoad extends EmbindHandle {
+/** A load that streams: GPT2ModelLoad / LlamaModelLoad (wasm/decoder_bindings.hpp), EncoderModelLoad (bindings_encoder.cpp). */
+export interface WasmLoad<H> extends EmbindHandle {
   streams(): boolean;
   feed(bytes: number, n: number): string;
-  finish(): WasmDecoder | null;
+  finish(): H | null;
 }
+export type WasmDecoderLoad = WasmLoad<WasmDecoder>;
 export interface DecoderLoadClass {
   begin(config: string, head: number, headSize: number, fileSize: number, weights: string): WasmDecoderLoad | null;
 }
@@ -39,17 +40,18 @@ export interface WholeFile {
 }
 
 /**
- * Streams `s` (its size known) into a decoder: the handle, or the stream's head and rest when
- * the load reads the file in place. `progress(loaded)` after each chunk; `signal` checked
- * before each. Everything the load holds is freed on an error or an abort.
+ * Streams `s` (its size known) into a model: `begin(head, headSize, fileSize)` starts the load
+ * (null: its message is lastError()); the handle, or the stream's head and rest when the load
+ * reads the file in place. `progress(loaded)` after each chunk; `signal` checked before each.
+ * Everything the load holds is freed on an error or an abort.
  */
-export async function streamDecoder(
-  m: QkvModule, cls: DecoderLoadClass, lastError: () => string, configText: string, s: ByteStream & { total: number },
-  weights: string, signal: AbortSignal | undefined, progress: (loaded: number) => void,
-): Promise<WasmDecoder | WholeFile> {
+export async function streamLoad<H>(
+  m: QkvModule, begin: (head: number, headSize: number, fileSize: number) => WasmLoad<H> | null, lastError: () => string,
+  s: ByteStream & { total: number }, signal: AbortSignal | undefined, progress: (loaded: number) => void,
+): Promise<H | WholeFile> {
   const fn = 'loadModel';
   const pull = new Pull(s);
-  let load: WasmDecoderLoad | null = null;
+  let load: WasmLoad<H> | null = null;
   let buffer = 0;
   try {
     // the head: the 8-byte length and, where it fits the file, the JSON header (else the wasm
@@ -74,7 +76,7 @@ export async function streamDecoder(
     buffer = m._malloc(Math.max(FEED_BYTES, head.byteLength)) >>> 0;
     if (!buffer) throw new RangeError(`${fn}: out of wasm memory for the header (${head.byteLength} bytes)`);
     heapU8(m).set(head, buffer);
-    load = cls.begin(configText, buffer, head.byteLength, s.total, weights);
+    load = begin(buffer, head.byteLength, s.total);
     if (!load) throw wasmError(fn, lastError());
     if (!load.streams()) {
       load.delete();
