@@ -1,6 +1,8 @@
 // Peak RSS of loading one F32 checkpoint with each `weights` option, each in a process of its
 // own (resourceUsage().maxRSS after loadModel and one forward of 8 tokens), in one run: issue 27
-// asks that 'f16', 'int8' and 'int4' peak no higher than 'f32' ('auto' on an F32 file).
+// asks that 'f16', 'int8' and 'int4' peak no higher than 'f32' ('auto' on an F32 file). An
+// encoder folder too (make_bert_base.mjs: `--dir build/bert-base --weights auto,int8`; encoders
+// report no memoryUsage, so only the RSS).
 //
 //   node bench/model/load_peak.mjs [--dir build/gpt2-small/f32] [--weights auto,f16,int8,int4] [--out bench/results/load-peak-node.json]
 //
@@ -27,10 +29,12 @@ if (args[0] === '--child') {
   const model = await qkv.loadModel(DIR, { weights });
   const loadMs = performance.now() - t0;
   const afterLoad = process.resourceUsage().maxRSS / 1024;
-  await model.forward(new Int32Array([1, 2, 3, 4, 5, 6, 7, 8]), { logits: 'last' });
-  const mem = model.memoryUsage();
-  process.stdout.write(JSON.stringify({ weights, dtype: mem.dtype, loadMs, weightsMB: mem.weights / 2 ** 20,
-    wasmHeapMB: mem.wasmHeap / 2 ** 20, peakRssAfterLoadMB: afterLoad, peakRssMB: process.resourceUsage().maxRSS / 1024 }));
+  // a decoder: the last position's logits; an encoder (no memoryUsage): one forward
+  if (model.memoryUsage) await model.forward(new Int32Array([1, 2, 3, 4, 5, 6, 7, 8]), { logits: 'last' });
+  else await model.forward([101, 2, 3, 4, 5, 6, 7, 102]);
+  const mem = model.memoryUsage?.();
+  process.stdout.write(JSON.stringify({ weights, dtype: mem?.dtype ?? null, loadMs, weightsMB: mem ? mem.weights / 2 ** 20 : null,
+    wasmHeapMB: mem ? mem.wasmHeap / 2 ** 20 : null, peakRssAfterLoadMB: afterLoad, peakRssMB: process.resourceUsage().maxRSS / 1024 }));
   model.dispose();
 } else {
   const rows = [];
@@ -47,7 +51,8 @@ if (args[0] === '--child') {
   console.log('| weights | held | weights MiB | wasm heap MiB | peak RSS after load MiB | peak RSS MiB | load s |');
   console.log('|---|---|---|---|---|---|---|');
   for (const r of rows) {
-    console.log(`| ${r.weights} | ${r.dtype} | ${r.weightsMB.toFixed(0)} | ${r.wasmHeapMB.toFixed(0)} | ${r.peakRssAfterLoadMB.toFixed(0)} | ${r.peakRssMB.toFixed(0)} | ${(r.loadMs / 1000).toFixed(2)} |`);
+    const mb = (x) => (x === null ? '-' : x.toFixed(0));
+    console.log(`| ${r.weights} | ${r.dtype ?? '-'} | ${mb(r.weightsMB)} | ${mb(r.wasmHeapMB)} | ${mb(r.peakRssAfterLoadMB)} | ${mb(r.peakRssMB)} | ${(r.loadMs / 1000).toFixed(2)} |`);
   }
   console.log(`wrote ${path.relative(ROOT, OUT)}`);
 }
