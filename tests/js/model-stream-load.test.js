@@ -7,13 +7,13 @@
 // counts every byte; the signal cancels mid-file and frees what the load held; damage found
 // mid-file is the Error the whole-file path gives.
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 
-import { api, buildSafetensors, gpt2Config, llamaConfig, logitsHex, randomGpt2Tensors, randomLlamaTensors, shardSafetensors } from './model-helpers.js';
+import { DATA, api, buildSafetensors, gpt2Config, llamaConfig, logitsHex, randomGpt2Tensors, randomLlamaTensors, shardSafetensors } from './model-helpers.js';
 
 const qkv = await api();
 after(() => qkv.dispose());
@@ -49,6 +49,7 @@ before(async () => {
   writeFolder('big-shards', big, bigTensors, true);
   writeFolder('gpt2', gpt2, gpt2Tensors, false);
   writeFolder('gpt2-shards', gpt2, gpt2Tensors, true);
+  cpSync(path.join(DATA, '..', 'encoder', 'random-bert'), path.join(root, 'bert'), { recursive: true });
   // /<folder>/<file>: the file in 64 KiB pieces, 1 ms apart, its Content-Length given;
   // /whole/<folder>/<file>: the same without a length (the loader reads it whole first)
   server = createServer(async (req, res) => {
@@ -107,6 +108,27 @@ test('the streamed loads give the whole-file loads\' logits bit for bit (folder,
       if (name === 'gpt2') assert.equal(await logitsHex(qkv, IDS, blob, { weights }), whole, `${name} ${weights}: Blob`);
     }
   }
+});
+
+test('an encoder streams too (always): float32 and int8 give the whole-file logits bit for bit', async () => {
+  const ids = [2, 7, 3, 11, 5, 3];
+  const hex = async (source, weights) => {
+    const m = await qkv.loadModel(source, { weights });
+    try {
+      return Buffer.from((await m.forward(ids)).logits.data.buffer).toString('hex');
+    } finally {
+      m.dispose();
+    }
+  };
+  for (const weights of ['auto', 'int8']) {
+    const whole = await hex(`${url}/whole/bert/`, weights);
+    assert.equal(await hex(path.join(root, 'bert'), weights), whole, `${weights}: folder`);
+    assert.equal(await hex(`${url}/bert/`, weights), whole, `${weights}: HTTP in pieces`);
+  }
+  // cut short: the same Error as the whole file's (the header is whole, a tensor is not)
+  const file = readFileSync(path.join(root, 'bert', 'model.safetensors'));
+  const cut = { config: readFileSync(path.join(root, 'bert', 'config.json'), 'utf8'), vocabTxt: readFileSync(path.join(root, 'bert', 'vocab.txt'), 'utf8'), weights: file.subarray(0, file.length - 100) };
+  await assert.rejects(qkv.loadModel(cut), /loadModel: safetensors: .*truncated or damaged/);
 });
 
 test('an AbortSignal stops a streamed load mid-file; what it held is freed', async () => {
