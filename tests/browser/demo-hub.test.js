@@ -77,6 +77,13 @@ test('Hub checkpoint: downloads with progress, loads 8-bit, generates; a reload 
   assert.match(msg, /^Downloaded and cached for the next visit\.$/);
   assert.ok(seen.some((t) => /MiB/.test(t)), `progress text seen: ${JSON.stringify(seen.slice(0, 5))}`);
   assert.match(await page.textContent('#model-info'), /2 layers × 12 heads, d_model 96, context 1024, vocab 50257/);
+  // what the 8-bit choice took, as the page says it: the matmuls' weights at 1.0625 bytes each
+  // (wte [50257, 96] and the layers' 12 x 96^2), wpe [1024, 96] kept float32
+  const memory = (await page.textContent('#hub-memory')).match(/^Its weights \(8-bit, Q8\) take ([\d.]+) MiB; this page's wasm memory is ([\d.]+) MiB\.$/);
+  assert.ok(memory, `memory line: ${await page.textContent('#hub-memory')}`);
+  const want = ((50257 * 96 + 2 * 12 * 96 * 96) * 1.0625 + 1024 * 96 * 4) / 2 ** 20;
+  assert.ok(Math.abs(Number(memory[1]) - want) < 0.1, `8-bit weights ${memory[1]} MiB, expected ~${want.toFixed(2)}`);
+  assert.ok(Number(memory[2]) > Number(memory[1]));
   assert.equal(await page.inputValue('#model'), 'hub');
   assert.deepEqual([gets('config.json'), gets('vocab.json'), gets('merges.txt'), gets('tokenizer_config.json'), gets('model.safetensors')], [1, 1, 1, 1, 1]);
   const requests = hub.requests.length;

@@ -79,6 +79,8 @@ export interface DemoDims {
 /** What the page needs from a model. */
 export interface DemoModel {
   name: string;
+  /** Where the model's bytes are (qkv's model.memoryUsage()): its weights and the page's wasm memory. */
+  memory(): { weights: number; dtype: string; wasmHeap: number };
   /** qkv's model.architecture: gpt2, llama, mistral, qwen2 */
   architecture: string;
   /** config.json as qkv read it (for the JSON export) */
@@ -383,6 +385,7 @@ function demoModel(m: DecoderModel, name: string, backend: string): DemoModel {
   return {
     name, architecture: m.architecture, config, dims, info: describeModel(name, m.architecture, config, dims), tokenizer, hasTokenizer: !!tok,
     rotary: !gpt2, engine: backend, headDim,
+    memory: () => m.memoryUsage(),
     scale: attentionScale(m, headDim),
     async run(ids, attentions, progress = {}) {
       const out = await m.forward(ids, { outputAttentions: attentions, logits: 'last', ...progress });

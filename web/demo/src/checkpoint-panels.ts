@@ -116,6 +116,10 @@ export async function loadHub(): Promise<void> {
       ? `${(source.hubUrl ?? qkv.env.hubUrl).replace(/\/$/, '')}/${source.id}${source.revision ? `@${source.revision}` : ''}`
       : source.url;
     await host.useModel(model, { kind: 'hub', url: where, name: hubName(source), weights });
+    // what the choice took, measured (a decoder reports it; the weights are converted as they stream)
+    const mem = model.memory();
+    $('#hub-memory').textContent =
+      `Its weights (${weightsWords[weights]}, ${mem.dtype}) take ${mib(mem.weights)} MiB; this page's wasm memory is ${mib(mem.wasmHeap)} MiB.`;
     const sel = $<HTMLSelectElement>('#model');
     sel.value = HUB;
     text.textContent = '';
