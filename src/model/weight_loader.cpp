@@ -171,44 +171,53 @@ void WeightLoader::convert(const MatrixPlan& m, uint8_t* out, bool overlapping, 
 // Quantizes m into `out`, which may overlap its source from below (convert's `overlapping`): an
 // [N, K] matrix 64 columns (64 rows of the source) at a time, each strip read whole before its
 // data is written, the scales held aside until the end; a [K, N] one from a copy.
+void WeightLoader::quantize_rows(const MatrixPlan& m, int64_t rows, const uint8_t* src, uint8_t* data,
+                                 uint16_t* scales) const {
+  std::vector<uint8_t> copy;  // the quantizers read an aligned source
+  if (reinterpret_cast<uintptr_t>(src) % m.src.element_size()) {
+    copy.assign(src, src + size_t(rows * m.K) * m.src.element_size());
+    src = copy.data();
+  }
+  const WeightMatrix view{m.src.type, WeightLayout::OutIn, m.K, rows, src, nullptr};
+  try {
+    m.to == WeightType::Q8 ? quantize_q8(view, reinterpret_cast<int8_t*>(data), scales)
+                           : quantize_q4(view, data, scales);
+  } catch (const std::invalid_argument& e) {
+    fail(m.src.name, e.what());
+  }
+}
+
+size_t WeightLoader::column_bytes(const MatrixPlan& m) {
+  return size_t((m.K + 31) / 32) * (m.to == WeightType::Q8 ? 32 : 16);
+}
+
 void WeightLoader::quantize_in_place(const MatrixPlan& m, uint8_t* out) const {
   const Source& s = m.src;
   const bool q8 = m.to == WeightType::Q8;
   const size_t data_bytes = q8 ? Q8Layout::of(m.K, m.N).data_bytes() : Q4Layout::of(m.K, m.N).data_bytes();
-  const auto quantize = [&](const WeightMatrix& src, uint8_t* data, uint16_t* scales) {
+  if (m.layout == WeightLayout::InOut) {
+    const std::vector<uint8_t> copy(s.bytes, s.bytes + s.count * s.element_size());
+    const WeightMatrix src{s.type, m.layout, m.K, m.N, copy.data(), nullptr};
     try {
-      q8 ? quantize_q8(src, reinterpret_cast<int8_t*>(data), scales) : quantize_q4(src, data, scales);
+      q8 ? quantize_q8(src, reinterpret_cast<int8_t*>(out), reinterpret_cast<uint16_t*>(out + data_bytes))
+         : quantize_q4(src, out, reinterpret_cast<uint16_t*>(out + data_bytes));
     } catch (const std::invalid_argument& e) {
       fail(s.name, e.what());
     }
-  };
-  std::vector<uint8_t> copy;
-  if (m.layout == WeightLayout::InOut) {
-    copy.assign(s.bytes, s.bytes + s.count * s.element_size());
-    return quantize({s.type, m.layout, m.K, m.N, copy.data(), nullptr}, out,
-                    reinterpret_cast<uint16_t*>(out + data_bytes));
+    return;
   }
-  constexpr int64_t kStrip = 64;  // columns: 16 Q8 groups, 4 Q4 sets
-  const int64_t blocks = (m.K + 31) / 32;
-  const size_t column_scales = size_t(blocks);  // scales per column
+  constexpr int64_t kStrip = 64;                  // columns: 16 Q8 groups, 4 Q4 sets
+  const size_t blocks = size_t((m.K + 31) / 32);  // scales per column
   std::vector<uint16_t> scales(q8 ? Q8Layout::of(m.K, m.N).scale_count() : Q4Layout::of(m.K, m.N).scale_count());
   std::vector<uint8_t> data;
-  std::vector<uint16_t> strip_scales;
   for (int64_t n0 = 0; n0 < m.N; n0 += kStrip) {
     const int64_t count = std::min(kStrip, m.N - n0);
-    const uint8_t* p = s.bytes + size_t(n0 * m.K) * s.element_size();
-    if (reinterpret_cast<uintptr_t>(p) % s.element_size()) {
-      copy.assign(p, p + size_t(count * m.K) * s.element_size());
-      p = copy.data();
-    }
-    const size_t strip_bytes = q8 ? Q8Layout::of(m.K, count).data_bytes() : Q4Layout::of(m.K, count).data_bytes();
-    data.resize(strip_bytes);
-    strip_scales.resize(q8 ? Q8Layout::of(m.K, count).scale_count() : Q4Layout::of(m.K, count).scale_count());
-    quantize({s.type, WeightLayout::OutIn, m.K, count, p, nullptr}, data.data(), strip_scales.data());
-    // the strip's groups (sets) are consecutive in the whole matrix's layout, as are their scales
-    const size_t column_bytes = q8 ? size_t(blocks) * 32 : size_t(blocks) * 16;
-    std::memcpy(out + size_t(n0) * column_bytes, data.data(), strip_bytes);
-    std::copy(strip_scales.begin(), strip_scales.end(), scales.begin() + std::ptrdiff_t(size_t(n0) * column_scales));
+    data.resize(q8 ? Q8Layout::of(m.K, count).data_bytes() : Q4Layout::of(m.K, count).data_bytes());
+    // the strip's groups (sets) are consecutive in the whole matrix's layout, as are their
+    // scales; its data goes through `data`, as it may overlap the strip's own source
+    quantize_rows(m, count, s.bytes + size_t(n0 * m.K) * s.element_size(), data.data(),
+                  scales.data() + size_t(n0) * blocks);
+    std::memcpy(out + size_t(n0) * column_bytes(m), data.data(), data.size());
   }
   std::memcpy(out + data_bytes, scales.data(), scales.size() * 2);
 }
@@ -424,20 +433,10 @@ void WeightLoader::convert_unit(const Unit& u, const uint8_t* bytes) {
     if (m.to == WeightType::Q8 || m.to == WeightType::Q4) {
       // a strip of whole columns: its groups (sets) and their scales are consecutive in the
       // whole matrix's layout, as quantize_in_place places them
-      const bool q8 = m.to == WeightType::Q8;
-      const size_t blocks = size_t((m.K + 31) / 32), column_bytes = blocks * (q8 ? 32 : 16);
-      const size_t data_bytes = q8 ? Q8Layout::of(m.K, m.N).data_bytes() : Q4Layout::of(m.K, m.N).data_bytes();
-      std::vector<uint8_t> copy;  // the quantizers read an aligned source
-      if (!part.src.aligned()) copy.assign(bytes, bytes + part.src.count * part.src.element_size());
-      const WeightMatrix view{m.src.type, WeightLayout::OutIn, m.K, u.rows, copy.empty() ? bytes : copy.data(),
-                              nullptr};
-      uint8_t* data = at + size_t(u.row0) * column_bytes;
-      uint16_t* scales = reinterpret_cast<uint16_t*>(at + data_bytes) + size_t(u.row0) * blocks;
-      try {
-        q8 ? quantize_q8(view, reinterpret_cast<int8_t*>(data), scales) : quantize_q4(view, data, scales);
-      } catch (const std::invalid_argument& e) {
-        fail(m.src.name, e.what());
-      }
+      const size_t data_bytes =
+          m.to == WeightType::Q8 ? Q8Layout::of(m.K, m.N).data_bytes() : Q4Layout::of(m.K, m.N).data_bytes();
+      quantize_rows(m, u.rows, bytes, at + size_t(u.row0) * column_bytes(m),
+                    reinterpret_cast<uint16_t*>(at + data_bytes) + size_t(u.row0) * size_t((m.K + 31) / 32));
     } else {  // rows of [N, K] as m.to, where they lie in the whole matrix (panels come when it is whole)
       convert(part, at + size_t(u.row0 * m.K) * WeightMatrix{m.to, m.layout, 1, 1}.bytes(), false,
               size_t(u.row0 * m.K));

@@ -156,6 +156,10 @@ class WeightLoader {
   // first: the source's first element's index in the tensor (for messages: m may be rows of it)
   void convert(const MatrixPlan& m, uint8_t* out, bool overlapping = false, size_t first = 0) const;
   void quantize_in_place(const MatrixPlan& m, uint8_t* out) const;
+  // Quantizes `rows` rows of m's [N, K] source at src (any alignment): whole columns, their data
+  // and scales written at data and scales, as for a matrix of those columns alone.
+  void quantize_rows(const MatrixPlan& m, int64_t rows, const uint8_t* src, uint8_t* data, uint16_t* scales) const;
+  static size_t column_bytes(const MatrixPlan& m);  // a Q8 / Q4 column's data bytes
   // Points m.dst at the matrix written at `at` (m.to, m.layout), readies F16 weights (their
   // fixes into out.fixes) and rewrites a matmul's float matrix in panels.
   void place(const MatrixPlan& m, uint8_t* at, WeightBuffers& out, Placing& placing, bool converted) const;
