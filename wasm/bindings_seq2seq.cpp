@@ -42,6 +42,33 @@ Seq2Seq* seq2seq_create(const std::string& config_json, uintptr_t bytes, double 
   return m;
 }
 
+// The load of a model whose file streams in (qkv::Bart::Stream): begin() with the file's head
+// (its 8-byte length and JSON header), feed() its bytes in order from its first, finish() -> the
+// Seq2Seq create() would give. begin and finish return null and leave their message in
+// seq2seqLastError(); feed returns "" or "<kind>|<message>". It always streams (every tensor is
+// converted to float32), so streams() is true.
+struct Seq2SeqLoad {
+  qkv::Bart::Stream stream;
+  Seq2SeqLoad(const std::string& config_json, uintptr_t head, double head_size, double file_size)
+      : stream(config_json, ptr<const uint8_t>(head), static_cast<size_t>(head_size),
+               static_cast<uint64_t>(file_size)) {}
+};
+
+Seq2SeqLoad* seq2seq_load_begin(const std::string& config_json, uintptr_t head, double head_size, double file_size) {
+  Seq2SeqLoad* l = nullptr;
+  seq2seq_last_error = guarded([&] { l = new Seq2SeqLoad(config_json, head, head_size, file_size); });
+  return l;
+}
+bool seq2seq_load_streams(const Seq2SeqLoad&) { return true; }
+std::string seq2seq_load_feed(Seq2SeqLoad& l, uintptr_t bytes, double n) {
+  return guarded([&] { l.stream.feed(ptr<const uint8_t>(bytes), static_cast<size_t>(n)); });
+}
+Seq2Seq* seq2seq_load_finish(Seq2SeqLoad& l) {
+  Seq2Seq* m = nullptr;
+  seq2seq_last_error = guarded([&] { m = new Seq2Seq(l.stream.finish()); });
+  return m;
+}
+
 // src [Ls], tgt [Lt] int32 -> logits [Lt, V]; encoder [Le, He, Ls, Ls], decoder [Ld, Hd, Lt, Lt],
 // cross [Ld, Hd, Lt, Ls] attentions, each or 0; head interventions of each attention kind
 std::string seq2seq_forward(Seq2Seq& m, uintptr_t src, int Ls, uintptr_t tgt, int Lt, uintptr_t logits, uintptr_t enc,
@@ -86,6 +113,11 @@ std::string get_seq2seq_last_error() { return seq2seq_last_error; }
 
 EMSCRIPTEN_BINDINGS(qkv_seq2seq) {
   function("seq2seqLastError", &get_seq2seq_last_error);
+  class_<Seq2SeqLoad>("Seq2SeqModelLoad")
+      .class_function("begin", &seq2seq_load_begin, allow_raw_pointers())
+      .function("streams", &seq2seq_load_streams)
+      .function("feed", &seq2seq_load_feed)
+      .function("finish", &seq2seq_load_finish, allow_raw_pointers());
 
   class_<Seq2Seq>("Seq2SeqModel")
       .class_function("create", &seq2seq_create, allow_raw_pointers())

@@ -8,6 +8,7 @@
 #include "attention.hpp"
 #include "matmul/matmul.hpp"
 #include "model/layers.hpp"
+#include "model/tensor_feed.hpp"
 
 namespace qkv {
 
@@ -106,10 +107,34 @@ Bart::Bart(BartConfig config, BartWeights weights) : config_(config), weights_(s
   check_layers("decoder", weights_.decoder, c.decoder_layers, c.decoder_ffn, true);
 }
 
+// A Bart being loaded: the header parsed and every tensor planned (each vector sized), then the
+// file's bytes fed, each tensor converted into its vector as it completes.
+struct Bart::Stream::Build {
+  BartConfig config;
+  safetensors::File file;
+  TensorFeed feed;
+  BartWeights weights;
+  Build(std::string_view config_json, safetensors::File f)
+      : config(BartConfig::from_json(config_json)), file(std::move(f)) {
+    weights = BartWeights::from_safetensors(config, file, feed);
+    feed.start(file.size(), "Bart");
+  }
+  Bart finish() {
+    feed.finish();
+    return Bart(config, std::move(weights));
+  }
+};
+
+Bart::Stream::Stream(std::string_view config_json, const uint8_t* head, size_t head_size, uint64_t file_size)
+    : b_(std::make_unique<Build>(config_json, safetensors::File::parse_header(head, head_size, file_size))) {}
+Bart::Stream::~Stream() = default;
+void Bart::Stream::feed(const uint8_t* bytes, size_t n) { b_->feed.feed(bytes, n); }
+Bart Bart::Stream::finish() { return b_->finish(); }
+
 Bart Bart::load(std::string_view config_json, const uint8_t* bytes, size_t size) {
-  BartConfig config = BartConfig::from_json(config_json);
-  safetensors::File file = safetensors::File::parse(bytes, size);
-  return Bart(config, BartWeights::from_safetensors(config, file));
+  Stream::Build b(config_json, safetensors::File::parse(bytes, size));
+  b.feed.feed(bytes, size);
+  return b.finish();
 }
 
 void Bart::check_ids(const char* fn, const char* arg, const int32_t* ids, int64_t L, int64_t pos0) const {

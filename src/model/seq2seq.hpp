@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string_view>
 #include <vector>
 
@@ -19,6 +20,8 @@
 #include "model/safetensors.hpp"
 
 namespace qkv {
+
+class TensorFeed;  // model/tensor_feed.hpp
 
 struct BartConfig {
   int64_t vocab_size = 0;
@@ -60,10 +63,12 @@ struct BartWeights {
   std::vector<float> dec_ln_emb_w, dec_ln_emb_b;
   std::vector<BartLayerWeights> encoder, decoder;
 
-  // Reads every tensor from a parsed safetensors file (converted to float32). The embedding
-  // table is model.shared.weight or, failing that, model.encoder.embed_tokens.weight. Throws
-  // std::invalid_argument for a missing tensor or a wrong shape, naming it and both shapes.
-  static BartWeights from_safetensors(const BartConfig& config, const safetensors::File& file);
+  // Finds and checks every tensor of a parsed safetensors file (its header may be all that has
+  // arrived), each vector sized; `feed` (started by the caller, then fed the file's bytes) fills
+  // them, converted to float32, as the bytes come. The embedding table is model.shared.weight or,
+  // failing that, model.encoder.embed_tokens.weight. Throws std::invalid_argument for a missing
+  // tensor, a wrong shape or dtype, naming it and both shapes.
+  static BartWeights from_safetensors(const BartConfig& config, const safetensors::File& file, TensorFeed& feed);
 };
 
 // The cross-attention keys and values of every decoder layer, computed once from the
@@ -89,6 +94,22 @@ class Bart {
  public:
   Bart(BartConfig config, BartWeights weights);  // checks every weight's size
   static Bart load(std::string_view config_json, const uint8_t* safetensors_bytes, size_t size);
+  // The same while the file streams in (its header first; then its bytes, fed in order; the same
+  // Bart, bit for bit, from finish).
+  class Stream {
+   public:
+    Stream(std::string_view config_json, const uint8_t* head, size_t head_size, uint64_t file_size);
+    ~Stream();
+    Stream(const Stream&) = delete;
+    Stream& operator=(const Stream&) = delete;
+    void feed(const uint8_t* bytes, size_t n);
+    Bart finish();  // throws std::invalid_argument when the file has not all arrived
+
+    struct Build;  // seq2seq.cpp (load() builds one too)
+
+   private:
+    std::unique_ptr<Build> b_;
+  };
 
   const BartConfig& config() const { return config_; }
   void set_threads(int threads) { threads_ = threads < 1 ? 1 : threads; }

@@ -5,6 +5,7 @@
 
 #include "model/config_json.hpp"
 #include "model/seq2seq.hpp"
+#include "model/tensor_feed.hpp"
 
 namespace qkv {
 
@@ -83,21 +84,34 @@ void BartConfig::validate() const {
 
 namespace {
 
-// Tensors by their BartForConditionalGeneration names, with or without the "model." prefix.
+// Tensors by their BartForConditionalGeneration names, with or without the "model." prefix: get
+// checks one and returns its float32 vector, sized and filled when its bytes come through the feed
+// (the vector's buffer stays where it is when the vector moves).
 class TensorReader {
  public:
-  explicit TensorReader(const safetensors::File& f) : f_(f) {
+  TensorReader(const safetensors::File& f, TensorFeed& feed) : f_(f), feed_(feed) {
     prefix_ = f.find("model.encoder.layernorm_embedding.weight") != nullptr ? "model." : "";
   }
   bool has(const std::string& name) const { return f_.find(prefix_ + name) != nullptr; }
   std::vector<float> get(const std::string& name, std::vector<int64_t> want) const {
     const std::string full = prefix_ + name;
-    return f_.to_f32(safetensors::expect_shape(f_.find(full), full, want, "Bart"));
+    return read(safetensors::expect_shape(f_.find(full), full, want, "Bart"));
   }
-  const safetensors::File& file() const { return f_; }
+  std::vector<float> read(const safetensors::TensorInfo& t) const {
+    if (t.dtype != safetensors::DType::F32 && t.dtype != safetensors::DType::F16 &&
+        t.dtype != safetensors::DType::BF16) {
+      throw std::invalid_argument("safetensors: tensor \"" + t.name + "\": dtype " + safetensors::dtype_name(t.dtype) +
+                                  " cannot be converted to float32 (F32, F16 and BF16 can)");
+    }
+    std::vector<float> v(size_t(t.numel()));
+    feed_.add(f_.offset(t), f_.offset(t) + (t.end - t.begin),
+              [&t, out = v.data()](const uint8_t* bytes) { safetensors::to_f32(t, bytes, out); });
+    return v;
+  }
 
  private:
   const safetensors::File& f_;
+  TensorFeed& feed_;
   std::string prefix_;
 };
 
@@ -135,14 +149,14 @@ BartLayerWeights read_layer(const TensorReader& r, const std::string& p, int64_t
 
 }  // namespace
 
-BartWeights BartWeights::from_safetensors(const BartConfig& c, const safetensors::File& file) {
+BartWeights BartWeights::from_safetensors(const BartConfig& c, const safetensors::File& file, TensorFeed& feed) {
   c.validate();
   const int64_t E = c.d_model, V = c.vocab_size, P = c.max_positions + 2;
-  TensorReader r(file);
+  TensorReader r(file, feed);
   BartWeights w;
   w.shared = r.get(r.has("shared.weight") ? "shared.weight" : "encoder.embed_tokens.weight", {V, E});
   if (const safetensors::TensorInfo* t = file.find("final_logits_bias")) {
-    w.final_logits_bias = file.to_f32(safetensors::expect_shape(t, "final_logits_bias", {1, V}, "Bart"));
+    w.final_logits_bias = r.read(safetensors::expect_shape(t, "final_logits_bias", {1, V}, "Bart"));
   } else {
     w.final_logits_bias.assign(size_t(V), 0.0f);
   }

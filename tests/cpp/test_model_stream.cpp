@@ -3,7 +3,7 @@
 // weights as Model::load's from the whole file, bit for bit (the logits of a forward compared
 // bit for bit), for every conversion and for GPT-2's and the Llama family's layouts; and a
 // stream that ends early, runs long, or starts without its header is an error that says so.
-// The encoders' stream (EncoderStream) likewise gives Encoder::load's bits.
+// The encoders' stream (EncoderStream) and BART's (Bart::Stream) likewise give their load()'s bits.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -17,6 +17,7 @@
 #include "model/gpt2.hpp"
 #include "model/llama.hpp"
 #include "model/safetensors.hpp"
+#include "model/seq2seq.hpp"
 #include "test_model_util.hpp"
 
 using namespace qkv;
@@ -225,4 +226,25 @@ TEST_CASE(
     cut.feed(file.data(), file.size() / 2);
     CHECK(contains(error_of<std::invalid_argument>([&] { cut.finish(); }), "Encoder: the file is truncated"));
   }
+}
+
+TEST_CASE("stream: the encoder-decoder (BART) gives Bart::load's bits, in chunks of any size") {
+  const std::string dir = source_path("tests/data/seq2seq/random-bart");
+  const std::string config = read_text(dir + "/config.json");
+  const std::vector<uint8_t> file = read_bytes(dir + "/model.safetensors");
+  const std::vector<int32_t> src = {0, 7, 3, 11, 2}, tgt = {2, 0, 5, 9};
+  const auto logits = [&](const Bart& m) {
+    std::vector<float> out(tgt.size() * size_t(m.config().vocab_size));
+    m.forward(src.data(), int64_t(src.size()), tgt.data(), int64_t(tgt.size()), out.data());
+    return out;
+  };
+  const std::vector<float> want = logits(Bart::load(config, file.data(), file.size()));
+  for (size_t chunk : {size_t(1), size_t(4093)}) {
+    Bart::Stream s(config, file.data(), head_size(file), file.size());
+    for (size_t at = 0; at < file.size(); at += chunk) s.feed(file.data() + at, std::min(chunk, file.size() - at));
+    CHECK(same_bits(logits(s.finish()), want));
+  }
+  Bart::Stream cut(config, file.data(), head_size(file), file.size());
+  cut.feed(file.data(), file.size() - 1);
+  CHECK(contains(error_of<std::invalid_argument>([&] { cut.finish(); }), "Bart: the file is truncated"));
 }

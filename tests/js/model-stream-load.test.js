@@ -5,7 +5,8 @@
 // logits equal those of the whole-file path (a download of unknown size is read whole first)
 // bit for bit, whatever the chunks (a folder, HTTP in 64 KiB pieces, a Blob, shards); progress
 // counts every byte; the signal cancels mid-file and frees what the load held; damage found
-// mid-file is the Error the whole-file path gives.
+// mid-file is the Error the whole-file path gives. The encoders and the encoder-decoder, which
+// convert every tensor, always stream: the same bits as the whole-file path.
 import assert from 'node:assert/strict';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -50,6 +51,7 @@ before(async () => {
   writeFolder('gpt2', gpt2, gpt2Tensors, false);
   writeFolder('gpt2-shards', gpt2, gpt2Tensors, true);
   cpSync(path.join(DATA, '..', 'encoder', 'random-bert'), path.join(root, 'bert'), { recursive: true });
+  cpSync(path.join(DATA, '..', 'seq2seq', 'random-bart'), path.join(root, 'bart'), { recursive: true });
   // /<folder>/<file>: the file in 64 KiB pieces, 1 ms apart, its Content-Length given;
   // /whole/<folder>/<file>: the same without a length (the loader reads it whole first)
   server = createServer(async (req, res) => {
@@ -129,6 +131,20 @@ test('an encoder streams too (always): float32 and int8 give the whole-file logi
   const file = readFileSync(path.join(root, 'bert', 'model.safetensors'));
   const cut = { config: readFileSync(path.join(root, 'bert', 'config.json'), 'utf8'), vocabTxt: readFileSync(path.join(root, 'bert', 'vocab.txt'), 'utf8'), weights: file.subarray(0, file.length - 100) };
   await assert.rejects(qkv.loadModel(cut), /loadModel: safetensors: .*truncated or damaged/);
+});
+
+test('the encoder-decoder streams too: the whole-file logits bit for bit', async () => {
+  const hex = async (source) => {
+    const m = await qkv.loadModel(source);
+    try {
+      return Buffer.from((await m.forward([0, 7, 3, 11, 2], { decoderInputIds: [2, 0, 5, 9] })).logits.data.buffer).toString('hex');
+    } finally {
+      m.dispose();
+    }
+  };
+  const whole = await hex(`${url}/whole/bart/`);
+  assert.equal(await hex(path.join(root, 'bart')), whole, 'folder');
+  assert.equal(await hex(`${url}/bart/`), whole, 'HTTP in pieces');
 });
 
 test('an AbortSignal stops a streamed load mid-file; what it held is freed', async () => {

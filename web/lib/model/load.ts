@@ -25,7 +25,7 @@ import { joinShards, type JoinedShards, type ShardedWeights } from './shards.js'
 import { streamLoad, type WholeFile } from './stream-load.js';
 import { GPT2Model } from './gpt2.js';
 import { LLAMA_FAMILY, LlamaModel, textConfigOf, type LlamaConfig } from './llama.js';
-import { Seq2SeqModel, seq2seqModule, type Seq2SeqConfig } from './seq2seq.js';
+import { Seq2SeqModel, seq2seqModule, type Seq2SeqConfig, type WasmSeq2Seq } from './seq2seq.js';
 import { ByteTokenizer, HfTokenizer, loadChatTemplateEngine, tokenizerFromFiles, type Tokenizer } from './tokenizer.js';
 import { isHubId, readHub } from './hub/index.js';
 
@@ -298,9 +298,17 @@ export async function loadModel(source: ModelSource, options: LoadOptions = {}):
   // a sharded checkpoint as one file whose joined header leads (shards.ts)
   let taken: WholeFile | undefined;
   let w = raw.weights;
-  if (!sm && 'indexText' in w) w = await joinShards(w, signal, shardProgress(opts));
+  if ('indexText' in w) w = await joinShards(w, signal, shardProgress(opts));
   const sharded = 'indexText' in raw.weights;
-  if (!sm && !('indexText' in w) && w.total !== undefined) {
+  if (sm && !('indexText' in w) && w.total !== undefined) {
+    // the encoder-decoder converts every tensor to float32: it always streams
+    const total = w.total;
+    const progress = (loaded: number) => { if (!sharded) opts.onProgress?.({ loaded, total, file: 'model.safetensors', stage: 'load' }); };
+    const begin = (head: number, headSize: number, fileSize: number) => sm.Seq2SeqModelLoad.begin(raw.configText, head, headSize, fileSize);
+    const got = await streamLoad(m, begin, sm.seq2seqLastError, w as ByteStream & { total: number }, signal, progress);
+    if (!('head' in got)) return seq2seqModel(m, got, config, tokenizer!);
+    taken = got;
+  } else if (!sm && !('indexText' in w) && w.total !== undefined) {
     const cls = llama ? mm.LlamaModelLoad! : mm.GPT2ModelLoad;
     const lastError = llama ? mm.llamaLastError! : mm.modelLastError;
     const total = w.total;
@@ -314,14 +322,19 @@ export async function loadModel(source: ModelSource, options: LoadOptions = {}):
   if (sm) {
     const handle = sm.Seq2SeqModel.create(raw.configText, ptr, size);  // takes the buffer (freed on error too)
     if (!handle) throw wasmError(fn, sm.seq2seqLastError());
-    // the special ids as the C++ config resolved them (HF's defaults where config.json has none)
-    const resolved = { decoder_start_token_id: handle.decoderStartTokenId(), eos_token_id: handle.eosTokenId() };
-    return new Seq2SeqModel(m, handle, Object.freeze({ ...config, ...resolved }) as unknown as Seq2SeqConfig, tokenizer!);
+    return seq2seqModel(m, handle, config, tokenizer!);
   }
   // the buffer is the model's from here (freed by create on error)
   const handle: WasmDecoder | null = (llama ? mm.LlamaModel! : mm.GPT2Model).create(raw.configText, ptr, size, weights);
   if (!handle) throw wasmError(fn, llama ? mm.llamaLastError!() : mm.modelLastError());
   return decoderModel(m, mm, llama, handle, config, tokenizer);
+}
+
+/** The model over a loaded encoder-decoder's handle. */
+function seq2seqModel(m: QkvModule, handle: WasmSeq2Seq, config: GPT2Config, tokenizer: Tokenizer): Seq2SeqModel {
+  // the special ids as the C++ config resolved them (HF's defaults where config.json has none)
+  const resolved = { decoder_start_token_id: handle.decoderStartTokenId(), eos_token_id: handle.eosTokenId() };
+  return new Seq2SeqModel(m, handle, Object.freeze({ ...config, ...resolved }) as unknown as Seq2SeqConfig, tokenizer);
 }
 
 /** The model over a loaded decoder's handle. */

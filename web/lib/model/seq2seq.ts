@@ -14,6 +14,7 @@ import { callThreads } from '../wasm/loader.js';
 import type { EmbindHandle, QkvModule } from '../wasm/module.js';
 import { GenerationSlot, once } from './generation.js';
 import { readHeadOutputs, stackPlan, toWasm, type HeadMask, type HeadPatch, type Knockout, type StackPlan, type WasmInterventions } from './interventions.js';
+import type { WasmLoad } from './stream-load.js';
 import type { Tokenizer } from './tokenizer.js';
 
 /** config.json of a BART-layout model (Hugging Face keys); other keys are kept as they are. */
@@ -127,6 +128,8 @@ interface WasmSampler extends EmbindHandle {
 }
 export interface Seq2SeqModule {
   Seq2SeqModel: { create(config: string, bytes: number, size: number): WasmSeq2Seq | null };
+  /** The same load from a file that streams in (stream-load.ts). */
+  Seq2SeqModelLoad: { begin(config: string, head: number, headSize: number, fileSize: number): WasmLoad<WasmSeq2Seq> | null };
   Sampler: { create(seed: number): WasmSampler };
   seq2seqLastError(): string;
   modelLastError(): string;

@@ -1,6 +1,6 @@
 /**
  * A model loaded while model.safetensors (or a sharded checkpoint, joined: shards.ts) streams
- * in: an encoder always, a decoder (GPT-2, the Llama family) for a load
+ * in: an encoder or the encoder-decoder always, a decoder (GPT-2, the Llama family) for a load
  * that converts its weights ('f16', 'int8', 'int4', or a file whose tensors are unaligned):
  * the header is read first and every tensor checked against the config, then the file's
  * bytes go through one small wasm buffer, chunk by chunk, and each tensor is converted as it
