@@ -11,6 +11,7 @@
 #include "guarded.hpp"
 #include "interventions_arg.hpp"
 #include "model/bert.hpp"
+#include "stream_load.hpp"
 
 using namespace emscripten;
 using qkv::wasm::guarded;
@@ -31,34 +32,6 @@ EncoderModel* encoder_create(const std::string& config_json, uintptr_t bytes, do
   encoder_last_error = guarded([&] {
     m = new EncoderModel(qkv::Encoder::load(config_json, ptr<const uint8_t>(bytes), static_cast<size_t>(size), int8));
   });
-  return m;
-}
-
-// The load of an encoder whose file streams in (qkv::EncoderStream): begin() with the file's head
-// (its 8-byte length and JSON header), feed() its bytes in order from its first, finish() -> the
-// EncoderModel create() would give. begin and finish return null and leave their message in
-// encoderLastError(); feed returns "" or "<kind>|<message>". An encoder always streams (it
-// converts every tensor to float32), so streams() is true.
-struct EncoderLoad {
-  qkv::EncoderStream stream;
-  EncoderLoad(const std::string& config_json, uintptr_t head, double head_size, double file_size, bool int8)
-      : stream(config_json, ptr<const uint8_t>(head), static_cast<size_t>(head_size), static_cast<uint64_t>(file_size),
-               int8) {}
-};
-
-EncoderLoad* encoder_load_begin(const std::string& config_json, uintptr_t head, double head_size, double file_size,
-                                bool int8) {
-  EncoderLoad* l = nullptr;
-  encoder_last_error = guarded([&] { l = new EncoderLoad(config_json, head, head_size, file_size, int8); });
-  return l;
-}
-bool encoder_load_streams(const EncoderLoad&) { return true; }
-std::string encoder_load_feed(EncoderLoad& l, uintptr_t bytes, double n) {
-  return guarded([&] { l.stream.feed(ptr<const uint8_t>(bytes), static_cast<size_t>(n)); });
-}
-EncoderModel* encoder_load_finish(EncoderLoad& l) {
-  EncoderModel* m = nullptr;
-  encoder_last_error = guarded([&] { m = new EncoderModel(l.stream.finish()); });
   return m;
 }
 
@@ -97,11 +70,9 @@ std::string get_encoder_last_error() { return encoder_last_error; }
 
 EMSCRIPTEN_BINDINGS(qkv_encoder) {
   function("encoderLastError", &get_encoder_last_error);
-  class_<EncoderLoad>("EncoderModelLoad")
-      .class_function("begin", &encoder_load_begin, allow_raw_pointers())
-      .function("streams", &encoder_load_streams)
-      .function("feed", &encoder_load_feed)
-      .function("finish", &encoder_load_finish, allow_raw_pointers());
+  // begin(config, head, headSize, fileSize, int8) (stream_load.hpp)
+  qkv::wasm::bind_stream_load<qkv::wasm::StreamLoad<qkv::EncoderStream, EncoderModel, encoder_last_error>, bool>(
+      "EncoderModelLoad");
   class_<EncoderModel>("EncoderModel")
       .class_function("create", &encoder_create, allow_raw_pointers())
       .function("forward", &encoder_forward)

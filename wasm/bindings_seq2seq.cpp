@@ -13,12 +13,15 @@
 #include "guarded.hpp"
 #include "interventions_arg.hpp"
 #include "model/seq2seq.hpp"
+#include "stream_load.hpp"
 
 using namespace emscripten;
+using qkv::wasm::bind_stream_load;
 using qkv::wasm::guarded;
 using qkv::wasm::Interventions;
 using qkv::wasm::InterventionsArg;
 using qkv::wasm::ptr;
+using qkv::wasm::StreamLoad;
 
 namespace {
 
@@ -39,33 +42,6 @@ Seq2Seq* seq2seq_create(const std::string& config_json, uintptr_t bytes, double 
   seq2seq_last_error = guarded(
       [&] { m = new Seq2Seq(qkv::Bart::load(config_json, ptr<const uint8_t>(bytes), static_cast<size_t>(size))); });
   std::free(ptr<void>(bytes));
-  return m;
-}
-
-// The load of a model whose file streams in (qkv::Bart::Stream): begin() with the file's head
-// (its 8-byte length and JSON header), feed() its bytes in order from its first, finish() -> the
-// Seq2Seq create() would give. begin and finish return null and leave their message in
-// seq2seqLastError(); feed returns "" or "<kind>|<message>". It always streams (every tensor is
-// converted to float32), so streams() is true.
-struct Seq2SeqLoad {
-  qkv::Bart::Stream stream;
-  Seq2SeqLoad(const std::string& config_json, uintptr_t head, double head_size, double file_size)
-      : stream(config_json, ptr<const uint8_t>(head), static_cast<size_t>(head_size),
-               static_cast<uint64_t>(file_size)) {}
-};
-
-Seq2SeqLoad* seq2seq_load_begin(const std::string& config_json, uintptr_t head, double head_size, double file_size) {
-  Seq2SeqLoad* l = nullptr;
-  seq2seq_last_error = guarded([&] { l = new Seq2SeqLoad(config_json, head, head_size, file_size); });
-  return l;
-}
-bool seq2seq_load_streams(const Seq2SeqLoad&) { return true; }
-std::string seq2seq_load_feed(Seq2SeqLoad& l, uintptr_t bytes, double n) {
-  return guarded([&] { l.stream.feed(ptr<const uint8_t>(bytes), static_cast<size_t>(n)); });
-}
-Seq2Seq* seq2seq_load_finish(Seq2SeqLoad& l) {
-  Seq2Seq* m = nullptr;
-  seq2seq_last_error = guarded([&] { m = new Seq2Seq(l.stream.finish()); });
   return m;
 }
 
@@ -113,11 +89,8 @@ std::string get_seq2seq_last_error() { return seq2seq_last_error; }
 
 EMSCRIPTEN_BINDINGS(qkv_seq2seq) {
   function("seq2seqLastError", &get_seq2seq_last_error);
-  class_<Seq2SeqLoad>("Seq2SeqModelLoad")
-      .class_function("begin", &seq2seq_load_begin, allow_raw_pointers())
-      .function("streams", &seq2seq_load_streams)
-      .function("feed", &seq2seq_load_feed)
-      .function("finish", &seq2seq_load_finish, allow_raw_pointers());
+  // begin(config, head, headSize, fileSize) (stream_load.hpp)
+  bind_stream_load<StreamLoad<qkv::Bart::Stream, Seq2Seq, seq2seq_last_error>>("Seq2SeqModelLoad");
 
   class_<Seq2Seq>("Seq2SeqModel")
       .class_function("create", &seq2seq_create, allow_raw_pointers())

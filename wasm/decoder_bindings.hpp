@@ -15,6 +15,7 @@
 #include "interventions_arg.hpp"
 #include "model/decoder_stream.hpp"
 #include "model/weight_loader.hpp"
+#include "stream_load.hpp"
 
 namespace qkv::wasm {
 
@@ -26,13 +27,13 @@ struct DecoderMemory {
 
 // A loaded model (qkv::GPT2, qkv::Llama), its one generation session (KV caches) and
 // forward()'s buffers, kept between calls. create() leaves its message in last_error.
-template <class Model, class Session, class Scratch, std::string& last_error>
+template <class Model, class Session, class Scratch, std::string& error>
 struct Decoder {
   Model model;
   Session session;
   Scratch scratch;
   explicit Decoder(Model m) : model(std::move(m)), session(model) {}
-  static std::string& last_error_ref() { return last_error; }
+  static constexpr std::string& last_error = error;
 
   // Takes ownership of `bytes` (from modelFileAlloc); weights: "auto" | "f32" | "f16" | "int8" | "int4".
   static Decoder* create(const std::string& config_json, uintptr_t bytes, double size, const std::string& weights) {
@@ -102,49 +103,12 @@ struct Decoder {
   int threads() const { return model.threads(); }
 };
 
-// The load of a decoder D whose file streams in (model/decoder_stream.hpp): begin() with the
-// file's head (its 8-byte length and JSON header, copied from `head`), then feed() the file's
-// bytes in order from its first, then finish() -> the D that create() would give. begin and
-// finish return null and leave their message in D's last-error string; feed returns "" or
-// "<kind>|<message>". Deleting it (JS .delete()) before finish frees what it holds.
-template <class D>
-struct DecoderLoad {
-  using Model = decltype(D::model);
-  DecoderStream<Model> stream;
-  DecoderLoad(const std::string& config_json, const uint8_t* head, size_t head_size, double file_size,
-              WeightFormat format)
-      : stream(config_json, head, head_size, static_cast<uint64_t>(file_size), format) {}
-
-  static DecoderLoad* begin(const std::string& config_json, uintptr_t head, double head_size, double file_size,
-                            const std::string& weights) {
-    DecoderLoad* l = nullptr;
-    D::last_error_ref() = guarded([&] {
-      l = new DecoderLoad(config_json, ptr<const uint8_t>(head), static_cast<size_t>(head_size), file_size,
-                          parse_weight_format(weights));
-    });
-    return l;
-  }
-  // false: the load reads the file in place and needs it whole (D.create)
-  bool streams() const { return stream.streams(); }
-  std::string feed(uintptr_t bytes, double n) {
-    return guarded([&] { stream.feed(ptr<const uint8_t>(bytes), static_cast<size_t>(n)); });
-  }
-  D* finish() {
-    D* d = nullptr;
-    D::last_error_ref() = guarded([&] { d = new D(stream.finish()); });
-    return d;
-  }
-};
-
-// Registers the Decoder type D as the JS class `name` (and its DecoderLoad as `name` + "Load").
+// Registers the Decoder type D as the JS class `name` and its streamed load (stream_load.hpp,
+// begin(config, head, headSize, fileSize, weights)) as `name` + "Load".
 template <class D>
 void bind_decoder(const char* name) {
-  using L = DecoderLoad<D>;
-  emscripten::class_<L>((std::string(name) + "Load").c_str())
-      .class_function("begin", &L::begin, emscripten::allow_raw_pointers())
-      .function("streams", &L::streams)
-      .function("feed", &L::feed)
-      .function("finish", &L::finish, emscripten::allow_raw_pointers());
+  bind_stream_load<StreamLoad<DecoderStream<decltype(D::model)>, D, D::last_error>, std::string>(std::string(name) +
+                                                                                                 "Load");
   emscripten::class_<D>(name)
       .class_function("create", &D::create, emscripten::allow_raw_pointers())
       .function("forward", &D::forward)

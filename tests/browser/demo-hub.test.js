@@ -63,9 +63,19 @@ test('Hub checkpoint: downloads with progress, loads 8-bit, generates; a reload 
   const context = await browser.newContext();
   const page = await openDemo(context);
   assert.equal(await page.inputValue('#hub-url'), ID);
-  // the weight choices, each with the memory it takes (issue 27: 4-bit beside 8-bit and as stored)
-  assert.deepEqual(await page.$$eval('#hub-weights option', (os) => os.map((o) => o.textContent)),
-    ['8-bit (~0.2 GB in memory)', '4-bit (~0.1 GB, less accurate)', 'as stored (F32, 0.5 GB)']);
+  // the weight choices, each with the memory it takes for the id typed (issue 27: 4-bit beside
+  // 8-bit and as stored): a name without a size gets bytes a weight; GPT-2 small its measured
+  // figures; a name with a size ("0.6B") an estimate. Typed as a user types, read at once.
+  const labels = () => page.$$eval('#hub-weights option', (os) => os.map((o) => o.textContent));
+  assert.deepEqual(await labels(),
+    ['8-bit (~1.06 bytes a weight)', '4-bit (~0.56 bytes a weight, less accurate)', 'as stored (2 or 4 bytes a weight)']);
+  await page.fill('#hub-url', '');
+  await page.type('#hub-url', 'openai-community/gpt2');
+  assert.deepEqual(await labels(), ['8-bit (~0.2 GB in memory)', '4-bit (~0.1 GB, less accurate)', 'as stored (F32, 0.5 GB)']);
+  await page.fill('#hub-url', '');
+  await page.type('#hub-url', 'Qwen/Qwen3-0.6B@main');
+  assert.deepEqual(await labels(), ['8-bit (~0.6 GB in memory)', '4-bit (~0.3 GB, less accurate)', 'as stored (1.2 GB as 16-bit, 2.4 as F32)']);
+  await page.fill('#hub-url', ID);
   const heading = async (p) => [await p.textContent('h1'), await p.textContent('#lead')];
   const [tinyTitle, tinyLead] = await heading(page);
   assert.equal(tinyTitle, 'A tiny GPT, and what its heads attend to');

@@ -5,6 +5,7 @@ import { $, message, progress } from './ui';
 import { CheckpointError, loadModelFromFiles, loadModelFromHub, qkv, readDroppedFiles, type DemoModel } from './api';
 import { HUB, showDropped } from './models';
 import { clearCheckpointCache, HUB_GPT2, hubName, parseHubSource, type HubSource } from './hub';
+import { type HubWeights, weightLabels } from './weight-labels';
 import type { ModelOrigin } from './headline';
 import { filesOfDrop, filesOfFolder } from './dropped-folder';
 
@@ -82,7 +83,7 @@ export async function loadHub(): Promise<void> {
     message(msg, 'Give a Hub id (owner/name, or owner/name@revision) or a folder URL.', 'error');
     return;
   }
-  const weights = $<HTMLSelectElement>('#hub-weights').value as 'int8' | 'int4' | 'auto';
+  const weights = $<HTMLSelectElement>('#hub-weights').value as HubWeights;
   const weightsWords = { int8: '8-bit', int4: '4-bit', auto: 'as stored' };
   const abort = (hubAbort = new AbortController());
   const buttons = (busy: boolean) => {
@@ -142,7 +143,15 @@ function wireHub(): void {
   // ?hubUrl= : another Hub host (a mirror; the tests' local Hub)
   const host = params.get('hubUrl');
   if (host) qkv.env.hubUrl = host;
-  $<HTMLInputElement>('#hub-url').value = params.get('hub') ?? HUB_GPT2;
+  const url = $<HTMLInputElement>('#hub-url');
+  url.value = params.get('hub') ?? HUB_GPT2;
+  // each weight choice's label says the memory it takes for the checkpoint typed (weight-labels.ts)
+  const relabel = () => {
+    const labels = weightLabels(url.value, HUB_GPT2);
+    for (const o of $<HTMLSelectElement>('#hub-weights').options) o.textContent = labels[o.value as HubWeights];
+  };
+  relabel();
+  url.addEventListener('input', relabel);
   $('#hub-load').addEventListener('click', () => void loadHub());
   $('#hub-cancel').addEventListener('click', () => hubAbort?.abort());
   $('#hub-clear').addEventListener('click', async () => {

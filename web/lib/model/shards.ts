@@ -108,7 +108,6 @@ export function headerBound(names: Iterable<string>): number {
 export class Pull {
   #it: AsyncIterator<Uint8Array>;
   #left: Uint8Array = new Uint8Array(0);
-  read = 0;
   constructor(s: ByteStream) {
     this.#it = s.chunks[Symbol.asyncIterator]();
   }
@@ -127,7 +126,6 @@ export class Pull {
       this.#left = this.#left.subarray(k);
       at += k;
     }
-    this.read += n;
     return out;
   }
   /** The remaining chunks (the first may be the rest of one already begun). */
