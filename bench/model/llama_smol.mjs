@@ -18,7 +18,8 @@
 // committed one).
 //
 // Each (weights, threads) runs in its own child process, so peak RSS (resourceUsage().maxRSS)
-// is that configuration's own. Times are wall and CPU (user + system of the process, every
+// is that configuration's own: taken right after the load (the load's peak) and at the end
+// (with the prefill's and decode's buffers). Times are wall and CPU (user + system of the process, every
 // thread): on a shared machine the 1-thread CPU time is what the code costs. The checkpoint is written once to build/bench-llama/.
 // Peer: onnxruntime-web with past key/values on the same weights (bench/model/
 // export_llama_onnx_kv.py, exported into build/bench-llama/ on first use), prefill of the same
@@ -165,6 +166,7 @@ async function child(weights, threads) {
   const t0 = performance.now();
   const model = await qkv.loadModel(DIR, { weights });
   const loadMs = performance.now() - t0;
+  const loadRssMB = process.resourceUsage().maxRSS / 1024; // the load's own peak (before any forward's buffers)
   const mem = model.memoryUsage();
   const ids = Array.from({ length: Math.max(PREFILL, PROMPT) }, (_, i) => (i * 7919 + 13) % CONFIG.vocab_size);
   await model.forward(ids.slice(0, 8), { logits: 'last' }); // warm-up
@@ -181,7 +183,7 @@ async function child(weights, threads) {
   }
   const out = {
     weights, threads, dtype: mem.dtype, loadMs, weightsMB: mem.weights / 2 ** 20, wasmHeapMB: mem.wasmHeap / 2 ** 20,
-    peakRssMB: process.resourceUsage().maxRSS / 1024, ...summary(prefill, decode),
+    loadRssMB, peakRssMB: process.resourceUsage().maxRSS / 1024, ...summary(prefill, decode),
   };
   model.dispose();
   process.stdout.write(JSON.stringify(out) + '\n');
@@ -211,6 +213,7 @@ async function childOrt(threads) {
   const externalData = existsSync(dataPath) ? [{ path: path.basename(dataPath), data: readWhole(dataPath) }] : undefined;
   const sess = await ort.InferenceSession.create(ONNX, { executionProviders: ['wasm'], graphOptimizationLevel: 'all', externalData });
   const loadMs = performance.now() - t0;
+  const loadRssMB = process.resourceUsage().maxRSS / 1024;
   const ids = Array.from({ length: Math.max(PREFILL, PROMPT) }, (_, i) => (i * 7919 + 13) % V);
   const run = async (tokens, past, T) => sess.run({
     input_ids: new ort.Tensor('int64', BigInt64Array.from(tokens.map(BigInt)), [1, tokens.length]),
@@ -233,7 +236,7 @@ async function childOrt(threads) {
   }
   const out = {
     weights: 'onnxruntime-web', threads, dtype: 'F32', loadMs, weightsMB: null, wasmHeapMB: null,
-    peakRssMB: process.resourceUsage().maxRSS / 1024, ...summary(prefill, decode),
+    loadRssMB, peakRssMB: process.resourceUsage().maxRSS / 1024, ...summary(prefill, decode),
   };
   process.stdout.write(JSON.stringify(out) + '\n');
 }
@@ -281,13 +284,13 @@ async function main() {
     const mb = r.weightsMB ?? f32Bytes;
     r.decodeFractionOfBandwidth = mb ? (r.decodeTokSCpu * mb * 2 ** 20) / (limits.read_bandwidth_gbs * 1e9) : null;
   }
-  console.log('| runtime / weights | threads | dtype | load s | weights MB | peak RSS MB | prefill 128 ms (CPU ms) | decode tok/s (per CPU s) | decode of bandwidth |');
+  console.log('| runtime / weights | threads | dtype | load s | weights MB | RSS after load / peak MB | prefill 128 ms (CPU ms) | decode tok/s (per CPU s) | decode of bandwidth |');
   console.log('|---|---|---|---|---|---|---|---|---|');
   for (const r of rows) {
     const who = r.weights === 'onnxruntime-web' ? r.weights : `qkv ${r.weights}`;
     if (r.failed) { console.log(`| ${who} | ${r.threads} | failed: ${r.failed} |||||||`); continue; }
     const mb = r.weightsMB == null ? '-' : r.weightsMB.toFixed(0);
-    console.log(`| ${who} | ${r.threads} | ${r.dtype} | ${(r.loadMs / 1000).toFixed(2)} | ${mb} | ${r.peakRssMB.toFixed(0)} | ` +
+    console.log(`| ${who} | ${r.threads} | ${r.dtype} | ${(r.loadMs / 1000).toFixed(2)} | ${mb} | ${r.loadRssMB.toFixed(0)} / ${r.peakRssMB.toFixed(0)} | ` +
       `${r.prefill128Ms.toFixed(0)} (${r.prefill128CpuMs.toFixed(0)}) | ${r.decodeTokS.toFixed(1)} (${r.decodeTokSCpu.toFixed(1)}) | ` +
       `${r.decodeFractionOfBandwidth == null ? '-' : r.decodeFractionOfBandwidth.toFixed(2)} |`);
   }

@@ -364,7 +364,11 @@ bool WeightLoader::streams() const {
 }
 
 void WeightLoader::begin_stream() {
-  if (!streams()) throw std::logic_error(model_ + ": this load reads the file in place: it cannot stream");
+  if (!streams()) {
+    throw std::logic_error(
+        model_ + (in_place() ? ": this load reads the file in place: it cannot stream"
+                             : ": a tensor is planned twice, so its bytes are needed twice: it cannot stream"));
+  }
   stream_.reset(new Stream());
   Stream& s = *stream_;
   // the converted matrices one after another, 16-byte aligned, as load() places them

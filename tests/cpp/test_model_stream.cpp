@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -247,4 +248,63 @@ TEST_CASE("stream: the encoder-decoder (BART) gives Bart::load's bits, in chunks
   Bart::Stream cut(config, file.data(), head_size(file), file.size());
   cut.feed(file.data(), file.size() - 1);
   CHECK(contains(error_of<std::invalid_argument>([&] { cut.finish(); }), "Bart: the file is truncated"));
+}
+
+TEST_CASE("stream: a tensor planned twice is read from the whole file, and both plans hold its weights") {
+  // w [8, 64] (OutIn) and b [8], std 0.2: a model that read one tensor twice (no model does
+  // today) cannot stream it, since its bytes pass once; the whole-file load converts it for each plan
+  std::vector<float> w(8 * 64), b(8);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = 0.2f * std::sin(0.37f * float(i) + 0.1f);
+  for (size_t i = 0; i < b.size(); ++i) b[i] = 0.1f * float(i);
+  const std::vector<uint8_t> file =
+      build_safetensors({{"w", "F32", {8, 64}, f32_bytes(w)}, {"b", "F32", {8}, f32_bytes(b)}});
+  const Q8Layout q = Q8Layout::of(64, 8);
+  const auto q8_bytes = [&](const WeightMatrix& m) {
+    std::vector<uint8_t> out(static_cast<const uint8_t*>(m.data), static_cast<const uint8_t*>(m.data) + q.data_bytes());
+    const auto* s = reinterpret_cast<const uint8_t*>(m.scales);
+    out.insert(out.end(), s, s + 2 * q.scale_count());
+    return out;
+  };
+  // the whole-file load reads the buffer it is given, so each File is parsed from its own copy
+  const auto copy_of_file = [&] {
+    MallocBytes copy(static_cast<uint8_t*>(std::malloc(file.size())));
+    std::memcpy(copy.get(), file.data(), file.size());
+    return copy;
+  };
+  WeightMatrix once{}, first{}, second{};
+  const float* bias = nullptr;
+  // planned once: it streams, and the stream holds load()'s bytes
+  std::vector<uint8_t> want;
+  {
+    MallocBytes copy = copy_of_file();
+    const safetensors::File parsed = safetensors::File::parse(copy.get(), file.size());
+    WeightLoader l(parsed, "Test", "", "", WeightFormat::Int8);
+    l.matrix("w", {8, 64}, WeightLayout::OutIn, &once);
+    l.vector("b", 8, &bias);
+    REQUIRE(l.streams());
+    const WeightBuffers whole = l.load(std::move(copy), file.size());
+    want = q8_bytes(once);
+    const safetensors::File header = safetensors::File::parse_header(file.data(), head_size(file), file.size());
+    WeightLoader s(header, "Test", "", "", WeightFormat::Int8);
+    s.matrix("w", {8, 64}, WeightLayout::OutIn, &once);
+    s.vector("b", 8, &bias);
+    s.begin_stream();
+    for (size_t at = 0; at < file.size(); at += 100) s.feed(file.data() + at, std::min<size_t>(100, file.size() - at));
+    const WeightBuffers streamed = s.finish();
+    CHECK(q8_bytes(once) == want);
+  }
+  // planned twice: no stream (begin_stream says why), and load() fills both plans alike
+  MallocBytes copy = copy_of_file();
+  const safetensors::File parsed = safetensors::File::parse(copy.get(), file.size());
+  WeightLoader l(parsed, "Test", "", "", WeightFormat::Int8);
+  l.matrix("w", {8, 64}, WeightLayout::OutIn, &first);
+  l.matrix("w", {8, 64}, WeightLayout::OutIn, &second);
+  l.vector("b", 8, &bias);
+  CHECK_FALSE(l.streams());
+  CHECK(contains(error_of<std::logic_error>([&] { l.begin_stream(); }), "Test: a tensor is planned twice"));
+  const WeightBuffers whole = l.load(std::move(copy), file.size());
+  CHECK(first.data != second.data);
+  CHECK(q8_bytes(first) == want);
+  CHECK(q8_bytes(second) == want);
+  CHECK(bias[7] == b[7]);
 }
