@@ -12,7 +12,7 @@
 
 #include <cstdint>
 #include <string>
-#include <type_traits>
+#include <utility>  // std::declval
 
 #include "guarded.hpp"
 #include "model/weight_loader.hpp"

@@ -147,7 +147,11 @@ function wireHub(): void {
   url.value = params.get('hub') ?? HUB_GPT2;
   // each weight choice's label says the memory it takes for the checkpoint typed (weight-labels.ts)
   const relabel = () => {
-    const labels = weightLabels(url.value, HUB_GPT2);
+    let source: HubSource | null = null;
+    try {
+      source = parseHubSource(url.value);
+    } catch { /* not a source yet: no id */ }
+    const labels = weightLabels(source?.kind === 'id' ? source.id : null, HUB_GPT2);
     for (const o of $<HTMLSelectElement>('#hub-weights').options) o.textContent = labels[o.value as HubWeights];
   };
   relabel();

@@ -27,15 +27,14 @@ const gb = (bytes: number) => {
   return g < 0.095 ? g.toFixed(2) : g < 9.5 ? g.toFixed(1) : g.toFixed(0);
 };
 
-/** The option labels for the checkpoint `id` ("owner/name", or a folder URL: no figures but bytes a weight). */
-export function weightLabels(id: string, gpt2Small: string): Record<HubWeights, string> {
-  const name = id.trim().replace(/@.*$/, '');
-  if (name.toLowerCase() === gpt2Small.toLowerCase()) return GPT2_SMALL;
-  const n = /^[\w.-]+\/[\w.-]+$/.test(name) ? weightsInName(name.split('/')[1]) : null;
+/** The option labels for the Hub id `id` ("owner/name", as parseHubSource gives it; null for a folder URL: bytes a weight). */
+export function weightLabels(id: string | null, gpt2Small: string): Record<HubWeights, string> {
+  if (id !== null && id.toLowerCase() === gpt2Small.toLowerCase()) return GPT2_SMALL;
+  const n = id === null ? null : weightsInName(id.split('/')[1]);
   if (n === null) {
     return {
-      int8: '8-bit (~1.06 bytes a weight)',
-      int4: '4-bit (~0.56 bytes a weight, less accurate)',
+      int8: `8-bit (~${BYTES.int8.toFixed(2)} bytes a weight)`,
+      int4: `4-bit (~${BYTES.int4.toFixed(2)} bytes a weight, less accurate)`,
       auto: 'as stored (2 or 4 bytes a weight)',
     };
   }
