@@ -76,16 +76,20 @@ async function clickCancel(page) {
 
 /**
  * start() begins a pass; once `caption` (if given) matches the bar's text, Cancel is clicked as
- * a user does. On a loaded machine the click may arrive after the pass has ended: then (the
- * page saw no click during a pass) it starts again, at most 3 times. A click during the pass
- * that did not cancel it fails. Returns the attempts.
+ * a user does. On a loaded machine the click (or the caption) may arrive after the pass has
+ * ended: then (the page saw no click during a pass) it starts again, at most 3 times. A click
+ * during the pass that did not cancel it fails. Returns the attempts.
  */
 async function untilCancelled(page, start, caption) {
   for (let attempt = 1; ; attempt++) {
     await page.evaluate(() => { delete document.body.dataset.forward; window.at.clickState = ''; });
     await start(attempt);
-    if (caption) await page.waitForFunction((re) => new RegExp(re).test(document.querySelector('#fwd-text').textContent), caption.source, { timeout: 300_000 });
-    const clicked = await clickCancel(page);
+    // the caption, or the pass's end: on a loaded machine a pass can end between two polls,
+    // before its bar showed a matching caption; that counts as a click after the pass
+    const ended = caption && (await page.waitForFunction(
+      (re) => (new RegExp(re).test(document.querySelector('#fwd-text').textContent) ? 'caption' : ['done', 'cancelled'].includes(document.body.dataset.forward) && 'ended'),
+      caption.source, { timeout: 300_000 }).then((h) => h.jsonValue())) === 'ended';
+    const clicked = !ended && (await clickCancel(page));
     await page.waitForFunction((c) => (!c || window.at.clickState) && ['done', 'cancelled'].includes(document.body.dataset.forward), clicked, { timeout: 300_000 });
     const [state, when] = await page.evaluate(() => [document.body.dataset.forward, window.at.clickState]);
     if (state === 'cancelled') return attempt;
