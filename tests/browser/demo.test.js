@@ -320,6 +320,22 @@ test('benchmark page: a small run finishes and draws its plot', async () => {
   const measured = await page.$$eval('#results tbody tr td:first-child', (tds) => tds.map((td) => Number(td.textContent)));
   const xTicks = await page.$$eval('#plot-time svg g[aria-label="x-axis tick label"] text', (ts) => ts.map((t) => t.textContent));
   assert.deepEqual(xTicks, measured.map((L) => (L >= 1024 ? `${L / 1024}k` : String(L))), 'time plot L labels');
+  // each backend warmed up before its first length (calls until their time stopped falling), so
+  // WebGPU's first call, which compiles its shaders, is not taken for a slow backend
+  const msg = await page.textContent('#msg');
+  assert.doesNotMatch(msg, /stopped at L = 128/, msg);
+  const [dl] = await Promise.all([page.waitForEvent('download'), page.click('#save')]);
+  const saved = JSON.parse(await readFile(await dl.path(), 'utf8'));
+  const backends = [...new Set(saved.points.map((p) => p.backend))];
+  const header = await page.$$eval('#results thead th', (ths) => ths.slice(1).map((th) => th.textContent));
+  assert.deepEqual(backends, header, 'the saved points are the table\'s backends');
+  for (const b of backends) {
+    const w = saved.warmups[b];
+    assert.ok(Array.isArray(w) && w.length >= 1 && w.every((t) => t > 0), `${b} warm-up: ${JSON.stringify(w)}`);
+    // at least 3 calls, unless one after the first (a compile) took longer than the page's 4 s limit
+    assert.ok(w.length >= 3 || w.slice(1).some((t) => t > 4000), `${b} warm-up calls: ${JSON.stringify(w)}`);
+    assert.deepEqual(saved.points.filter((p) => p.backend === b).map((p) => p.L), [128, 256], `${b} measured at both lengths`);
+  }
   await shot(page, 'bench-run-1280x800');
   checkProblems(page, 'benchmark');
   await page.close();

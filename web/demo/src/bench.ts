@@ -28,6 +28,8 @@ const SLOW_MS = 4000;
 const hc = navigator.hardwareConcurrency || 1;
 let stop = false;
 let points: Point[] = [];
+/** Per backend, each warm-up call's time (ms), in the saved JSON */
+let warmups: Record<string, number[]> = {};
 let envInfo: Record<string, string> = {};
 
 function simdSupported(): boolean {
@@ -121,6 +123,29 @@ function lengths(maxL: number): number[] {
   return out;
 }
 
+/**
+ * Calls `call` until its time stops falling: the engine runs new wasm code unoptimised at
+ * first and optimises it while it runs, and WebGPU compiles its pipelines on the first call
+ * (measured in Chromium: wasm SIMD at L = 128 took 2.0 ms a call on the page's first run and
+ * 0.8 ms after; SwiftShader's first WebGPU call 2.9-4.1 s, the next 63-83 ms). At least 3 calls
+ * and 200 ms; done when the last 3 are within 10 % of each other or 3 s after the first call,
+ * on a call after the first over SLOW_MS (the first may be a compile), or on Stop. Returns each
+ * call's time.
+ */
+async function warmUp(call: () => Promise<void>): Promise<number[]> {
+  const times: number[] = [];
+  const start = performance.now();
+  for (;;) {
+    const t = performance.now();
+    await call();
+    times.push(performance.now() - t);
+    const last = times.slice(-3), elapsed = performance.now() - start;
+    const steady = Math.max(...last) <= 1.1 * Math.min(...last);
+    if (stop || (times.length > 1 && times.at(-1)! > SLOW_MS) || (times.length >= 3 && ((steady && elapsed >= 200) || elapsed - times[0] > 3000))) return times;
+    await yieldToEvents();
+  }
+}
+
 function randomData(n: number, seed: number): Float32Array {
   const g = randn(rng(seed));
   const a = new Float32Array(n);
@@ -138,7 +163,7 @@ async function runBench(backends: Backend[]): Promise<void> {
   const causal = $<HTMLInputElement>('#causal').checked;
   const Ls = lengths(maxL);
   const bar = $<HTMLProgressElement>('#bar'), status = $('#status');
-  stop = false; points = [];
+  stop = false; points = []; warmups = {};
   document.body.dataset.benchDone = 'false';
   $<HTMLButtonElement>('#run').disabled = true; $<HTMLButtonElement>('#stop').disabled = false; $<HTMLButtonElement>('#save').disabled = true;
   const total = list.length * Ls.length;
@@ -147,7 +172,14 @@ async function runBench(backends: Backend[]): Promise<void> {
   for (const b of list) {
     if (stop) break;
     let desc: string;
-    try { desc = await b.prepare(); } catch (e) { notes.push(`${b.label}: ${(e as Error).message}`); done += Ls.length; continue; }
+    try {
+      desc = await b.prepare();
+      progress(bar, done / total, `${b.label} (${desc}): warming up at L = ${Ls[0]}…`, status);
+      await yieldToEvents();
+      const n = H * Ls[0] * D;
+      const [q, k, v] = [1, 2, 3].map((seed) => randomData(n, seed));
+      warmups[b.label] = await warmUp(() => b.run(q, k, v, H, Ls[0], D, causal));
+    } catch (e) { notes.push(`${b.label}: ${(e as Error).message}`); done += Ls.length; continue; }
     for (const L of Ls) {
       if (stop) break;
       progress(bar, done / total, `${b.label} (${desc}): L = ${L}…`, status);
@@ -258,7 +290,7 @@ async function main(): Promise<void> {
   renderBackendChoices(backends);
   $('#run').addEventListener('click', () => void runBench(backends));
   $('#stop').addEventListener('click', () => { stop = true; });
-  $('#save').addEventListener('click', () => download(new Blob([JSON.stringify({ env: envInfo, points }, null, 1)], { type: 'application/json' }), 'qkv-bench.json'));
+  $('#save').addEventListener('click', () => download(new Blob([JSON.stringify({ env: envInfo, warmups, points }, null, 1)], { type: 'application/json' }), 'qkv-bench.json'));
   for (const id of ['#heads', '#dim']) $(id).addEventListener('change', renderMemory);
   setupDecode();
   let resize = 0;
