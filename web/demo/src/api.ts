@@ -170,7 +170,7 @@ const loadModel = async (source: qkv.ModelSource, options?: qkv.LoadOptions): Pr
   const m = await qkv.loadModel(source, options);
   if (m instanceof qkv.DecoderModel) return m as DecoderModel;
   m.dispose();
-  throw new Error(`this page shows decoder-only models (GPT-2, Llama, Mistral, Qwen2); the checkpoint is ${m} (the Encoders page shows encoders)`);
+  throw new Error(`this page shows decoder-only models (GPT-2, Llama, Mistral, Qwen2, Qwen3, Gemma 3); the checkpoint is ${m} (the Encoders page shows encoders)`);
 };
 
 /** Loads a model folder (config.json, model.safetensors [+ tokenizer files]) by URL with qkv. */
