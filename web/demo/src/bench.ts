@@ -126,8 +126,9 @@ function lengths(maxL: number): number[] {
 /**
  * Calls `call` until its time stops falling: the engine runs new wasm code unoptimised at
  * first and optimises it while it runs, and WebGPU compiles its pipelines on the first call
- * (measured in Chromium: wasm SIMD at L = 128 took 2.0 ms a call on the page's first run and
- * 0.8 ms after; SwiftShader's first WebGPU call 2.9-4.1 s, the next 63-83 ms). At least 3 calls
+ * (measured in Chromium, each backend's module loaded afresh as prepare() does: wasm SIMD at
+ * L = 128 took 1.7-2.6 ms a call without this, 0.66-0.70 ms with it; scalar 3.0-4.2 against
+ * 1.5; SwiftShader's first WebGPU call 2.9-4.1 s, the next 63-83 ms). At least 3 calls
  * and 200 ms; done when the last 3 are within 10 % of each other or 3 s after the first call,
  * on a call after the first over SLOW_MS (the first may be a compile), or on Stop. Returns each
  * call's time.
