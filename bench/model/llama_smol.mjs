@@ -296,7 +296,7 @@ async function main() {
   }
   mkdirSync(path.dirname(OUT), { recursive: true });
   writeFileSync(OUT, JSON.stringify({
-    model: `${MODEL}, random ${BF16 ? 'BF16' : 'F32'} weights`, peer: PEER ? 'onnxruntime-web, past key/values' : null, config: CONFIG, decodeTokens: DECODE, promptTokens: PROMPT, reps: REPS,
+    date: new Date().toISOString(), model: `${MODEL}, random ${BF16 ? 'BF16' : 'F32'} weights`, peer: PEER ? 'onnxruntime-web, past key/values' : null, config: CONFIG, decodeTokens: DECODE, promptTokens: PROMPT, reps: REPS,
     node: process.version, cores: os.cpus().length, cpu: os.cpus()[0].model, limits, loadavg: os.loadavg(), rows,
   }, null, 2) + '\n');
 }
