@@ -1,0 +1,223 @@
+// The tables that tools/bench-report.mjs writes. Each is { build() -> { columns, rows, files } }:
+// which result files it reads (bench/results/), the header, and one array of formatted cells per
+// row. Which run a table shows: the newest file of its benchmark on its machine (the file names
+// and the JSON's `date` decide); a series (one command repeated, files -r1, -r2, ...) is shown
+// whole. Add a table here and a marker `<!-- bench:report NAME --><!-- /bench:report -->` where
+// it goes (README.md or docs/benchmarks.md).
+import { bold, f0, f1, f2, median, newest, pct, range, ratio, result, results, series, source, when } from './results.mjs';
+
+const ATTENTION_COLUMNS = ['L', 'causal', 'scalar', 'SIMD 1t', 'of limit', 'SIMD 2t', '2t/1t', 'relaxed 1t', 'ORT 1t', 'ORT 2t', 'SIMD / ORT 1t'];
+
+// bench/js/node.mjs and browser.mjs: GFLOP/s per implementation, L and causal.
+function attention(name) {
+  const r = result(name);
+  const at = (impl, L, causal) => r.json.rows.find((x) => x.impl === impl && x.L === L && x.causal === causal)?.gflops;
+  const cell = (x) => (x === undefined ? '' : f1(x));
+  const rows = r.json.ratios.filter((q) => q.L >= 512).sort((a, b) => a.causal - b.causal || a.L - b.L).map((q) => {
+    const s1 = at('qkv-simd', q.L, q.causal), s2 = at('qkv-simd-threads', q.L, q.causal);
+    return [q.L, q.causal ? 'yes' : 'no', cell(at('qkv-scalar', q.L, q.causal)), cell(s1), q.simdOfLimit ? pct(q.simdOfLimit) : '', cell(s2),
+      f2(s2 / s1), cell(at('qkv-simd-relaxed', q.L, q.causal)), cell(at('onnxruntime-web', q.L, q.causal)),
+      cell(r.json.rows.find((x) => x.impl === 'onnxruntime-web' && x.threads === 2 && x.L === q.L && x.causal === q.causal)?.gflops),
+      ratio(q.simdVsOrt1)];
+  });
+  const columns = r.json.rows.some((x) => x.impl === 'qkv-simd-relaxed') ? ATTENTION_COLUMNS : ATTENTION_COLUMNS.filter((c) => c !== 'relaxed 1t');
+  if (columns.length < ATTENTION_COLUMNS.length) rows.forEach((row) => row.splice(7, 1));
+  return { columns, rows, files: [r] };
+}
+
+// bench/model/gpt2_small.mjs: one run's settings (runtime, weights, threads).
+const gpt2Run = (r, runtime, weights, threads) => r.json.runs.find((x) => x.runtime === runtime && x.weights === weights && x.threads === threads);
+const gpt2Name = (x) => `${x.runtime === 'qkv' ? 'qkv' : 'ORT'} ${x.weights}, ${x.threads}t`;
+const isZen5Full = (r) => r.host.includes('Zen 5') && r.json.runs.length >= 12;
+
+// int8 prefill against ORT q8: per run, the prefill times and their ratios.
+const int8Runs = (r) => {
+  const q = gpt2Run(r, 'qkv', 'int8', 1), o = gpt2Run(r, 'onnxruntime-web', 'q8', 1);
+  return q && o ? { q, o, at: (n) => o.prefill_ms[n] / q.prefill_ms[n] } : null;
+};
+const int8Series = () => series(/^model-gpt2-small-node-(zen5-)?(int8-vs-q8-)?2026\d{4}T\d\d-(int8-)?r\d+\.json$/)
+  .map((s) => s.filter(int8Runs)).filter((s) => s.length >= 4);
+
+export const tables = {
+  'headline': {
+    build() {
+      const chromium = result('js-chromium.json'), relaxed = result('relaxed-chromium.json');
+      const gpt2 = results(/^model-gpt2-small-node-zen5/).filter(isZen5Full).pop();
+      const smol = newest(/^llama-smol-node-zen5/);
+      const int8 = int8Series().filter((s) => s[0].host.includes('Zen 5')).pop();
+      const attn = (L, causal) => ({
+        q: chromium.json.rows.find((x) => x.impl === 'qkv-simd' && x.L === L && x.causal === causal).gflops,
+        o: chromium.json.rows.find((x) => x.impl === 'onnxruntime-web' && x.threads === 1 && x.L === L && x.causal === causal).gflops,
+      });
+      const a = attn(2048, false), c = attn(2048, true);
+      const rx = relaxed.json.rows.find((x) => x.what === 'sdpa' && x.L === 1024 && !x.causal);
+      const g = (rt, w) => gpt2Run(gpt2, rt, w, 1);
+      const smolRow = (w) => smol.json.rows.find((x) => x.weights === w);
+      const i8 = int8.map(int8Runs);
+      const rows = [
+        ['attention, wasm SIMD, L=2048, Chromium', `${f1(a.q)} GFLOP/s`, `ORT ${f1(a.o)}`, ratio(a.q / a.o)],
+        ['causal attention, L=2048, Chromium', `${f1(c.q)} GFLOP/s`, `ORT ${f1(c.o)}`, ratio(c.q / c.o)],
+        ['attention, relaxed SIMD, L=1024, Chromium', `${f1(rx.relaxedGflops)} GFLOP/s`, `ORT ${f1(rx.ortGflops)}`, ratio(rx.relaxedVsOrt)],
+        ['GPT-2 small F32 decode, Node', `${f1(g('qkv', 'f32').decode[8])} tok/s`, `ORT ${f1(g('onnxruntime-web', 'f32').decode[8])}`, ratio(g('qkv', 'f32').decode[8] / g('onnxruntime-web', 'f32').decode[8])],
+        ['GPT-2 small F32 prefill 128 tokens, Node', `${f0(g('qkv', 'f32').prefill_ms[128])} ms`, `ORT ${f0(g('onnxruntime-web', 'f32').prefill_ms[128])} ms`, ratio(g('onnxruntime-web', 'f32').prefill_ms[128] / g('qkv', 'f32').prefill_ms[128])],
+        ['GPT-2 small int8 decode, Node', `${f1(g('qkv', 'int8').decode[8])} tok/s`, `ORT q8 ${f1(g('onnxruntime-web', 'q8').decode[8])}`, ratio(g('qkv', 'int8').decode[8] / g('onnxruntime-web', 'q8').decode[8])],
+        [`GPT-2 small int8 prefill 128 tokens, Node (median of ${i8.length} runs)`, `${f0(median(i8.map((x) => x.q.prefill_ms[128])))} ms`,
+          `ORT q8 ${f0(median(i8.map((x) => x.o.prefill_ms[128])))} ms`, ratio(median(i8.map((x) => x.at(128))))],
+        ['SmolLM2-135M F32 decode, Node', `${f1(smolRow('auto').decodeTokSCpu)} tok/s`, `ORT ${f1(smolRow('onnxruntime-web').decodeTokSCpu)}`, ratio(smolRow('auto').decodeTokSCpu / smolRow('onnxruntime-web').decodeTokSCpu)],
+      ];
+      const files = [chromium, relaxed, gpt2, smol, ...int8];
+      return { columns: ['what (1 thread)', 'qkv', 'peer', 'qkv / peer'], rows, files };
+    },
+    caption: (files) => {
+      const at = (fs) => `${[...new Set(fs.map((f) => f.host))].join(', ')}, ${when(fs).replace(/ \d\d:\d\d(-\d\d:\d\d)? UTC/, '')}`;
+      return `*Attention rows: ${at(files.slice(0, 2))}; model rows: ${at(files.slice(2))}. Peer: onnxruntime-web 1.30 (ORT), ` +
+        'same inputs, same run. Generated by `npm run bench:report` from bench/results/.*';
+    },
+  },
+  'attention-native': {
+    build() {
+      const r = result('native-attention.json');
+      const at = (k, L, c, t) => r.json.rows.find((x) => x.kernel === k && x.L === L && x.causal === c && x.threads === t)?.gflops;
+      const rows = [[512, false], [2048, false], [2048, true], [8192, false], [8192, true]].map(([L, c]) => {
+        const ref = at('reference', L, c, 1), fast = at('fast', L, c, 1);
+        return [L, c ? 'yes' : 'no', ref ? f1(ref) : '-', f1(fast), f1(at('fast', L, c, 2)), ref ? ratio(fast / ref) : ''];
+      });
+      return { columns: ['L', 'causal', 'reference 1t', 'fast 1t', 'fast 2t', 'fast / reference'], rows, files: [r] };
+    },
+  },
+  'attention-node': { build: () => attention('js-node.json') },
+  'attention-chromium': { build: () => attention('js-chromium.json') },
+  'attention-firefox': { build: () => attention('js-firefox.json') },
+  'attention-relaxed': {
+    build() {
+      const files = [result('relaxed-chromium.json'), result('relaxed-node.json')];
+      const rows = files.flatMap((r) => r.json.rows.filter((x) => (x.what === 'sdpa' && x.L >= 512) || x.K === 'all').map((x) => [
+        r.name.includes('chromium') ? 'Chromium' : 'Node', x.what === 'sdpa' ? `attention L=${x.L}${x.causal ? ' causal' : ''}` : `GPT-2 prefill matmuls M=${x.M}`,
+        f1(x.simdGflops), f1(x.relaxedGflops), f1(x.ortGflops), ratio(x.relaxedVsSimd), ratio(x.relaxedVsOrt), pct(x.relaxedOfLimit)]));
+      return { columns: ['runtime', 'kernel', 'SIMD', 'relaxed', 'ORT', 'relaxed / SIMD', 'relaxed / ORT', 'relaxed of limit'], rows, files };
+    },
+  },
+  'tiny-gpt': {
+    build() {
+      const r = result('model-node.json'), one = r.json.runs.find((x) => x.threads === 1), g = one.generate;
+      const p = (n) => one.prefill[n];
+      return {
+        columns: ['1 thread, CPU time', 'qkv', 'ORT', 'qkv / ORT'],
+        rows: [
+          ['generation with KV cache, tokens/s', f0(g.qkv_tokens_per_cpu_s), `${f0(g.ort_kv_tokens_per_cpu_s)} (past key/values)`, ratio(g.qkv_tokens_per_cpu_s / g.ort_kv_tokens_per_cpu_s)],
+          ...[32, 128, 256].map((n) => [`prefill ${n} tokens, ms`, f2(p(n).qkv_cpu_ms), f2(p(n).ort_cpu_ms), ratio(p(n).ort_cpu_ms / p(n).qkv_cpu_ms)]),
+        ],
+        files: [r],
+      };
+    },
+  },
+  'gpt2-node': {
+    build() {
+      const r = results(/^model-gpt2-small-node-zen5/).filter(isZen5Full).pop();
+      const bw = r.json.limits.read_bandwidth_gbs;
+      const rows = r.json.runs.map((x) => [gpt2Name(x), f1(x.load_s), `${f0(x.load_rss_mb)} / ${f0(x.end_rss_mb)}`,
+        [32, 128, 512].map((n) => f0(x.prefill_ms[n])).join(' / '), `${f1(x.decode[8])} / ${f1(x.decode[512])}`,
+        x.decode_fraction_of_bandwidth ? f2(x.decode_fraction_of_bandwidth[8]) : '']);
+      return { columns: ['setting', 'load s', 'RSS after load / at end, MB', 'prefill 32 / 128 / 512, ms', 'decode tok/s after 8 / 512', `decode of ${f1(bw)} GB/s`], rows, files: [r] };
+    },
+  },
+  'gpt2-decode': {
+    build() {
+      const files = results(/^model-gpt2-small-node-zen5-2026\d{4}T\d\d-decode-r\d+\.json$/);
+      const rows = files.map((r) => {
+        const d = (w, t) => gpt2Run(r, 'qkv', w, t).decode[8];
+        return [r.name.replace(/^model-gpt2-small-node-zen5-|\.json$/g, ''), f1(r.json.limits.read_bandwidth_gbs),
+          `${f1(d('f32', 1))} / ${f1(d('f32', 2))} (${ratio(d('f32', 2) / d('f32', 1))})`, f2(gpt2Run(r, 'qkv', 'f32', 1).decode_fraction_of_bandwidth[8]),
+          `${f1(d('int8', 1))} / ${f1(d('int8', 2))} (${ratio(d('int8', 2) / d('int8', 1))})`, `${f1(d('int4', 1))} / ${f1(d('int4', 2))}`, ratio(d('int4', 1) / d('int8', 1))];
+      });
+      return { columns: ['run', 'read GB/s', 'F32 1t / 2t tok/s', 'F32 of bandwidth', 'int8 1t / 2t', 'int4 1t / 2t', 'int4 / int8'], rows, files };
+    },
+  },
+  'int8-prefill-runs': {
+    build() {
+      const files = int8Series().pop();
+      const rows = files.map((r) => {
+        const { q, o, at } = int8Runs(r), ms = (x) => [32, 128, 512].map((n) => f0(x.prefill_ms[n])).join(' / ');
+        return [r.name.match(/r\d+/)[0], ms(q), ms(o), `${f2(at(32))} / ${bold(f2(at(128)))} / ${f2(at(512))}`, `${f1(q.decode[8])} / ${f1(q.decode[512])}`];
+      });
+      return { columns: ['run', 'qkv int8 32 / 128 / 512 ms', 'ORT q8 32 / 128 / 512 ms', 'q8 ms / int8 ms at 32 / 128 / 512', 'int8 decode tok/s at 8 / 512'], rows, files };
+    },
+  },
+  'int8-prefill-machines': {
+    build() {
+      const all = int8Series();
+      const newestPerHost = [...new Map(all.map((s) => [s[0].host, s])).values()];
+      const rows = newestPerHost.map((s) => {
+        const runs = s.map(int8Runs), at = (n) => runs.map((x) => x.at(n));
+        const cell = (n) => `${ratio(median(at(n)))} (${range(at(n), f2)})`;
+        return [s[0].host, when(s), s.length, cell(32), bold(cell(128)), cell(512), `${at(128).filter((x) => x >= 1.1).length} of ${s.length}`];
+      });
+      return { columns: ['machine', 'runs', 'n', 'at 32: median (range)', 'at 128', 'at 512', '128: runs >= 1.1x'], rows, files: newestPerHost.flat() };
+    },
+  },
+  'gpt2-chromium': {
+    build() {
+      const r = results(/^model-gpt2-small-chromium-zen5/).filter((x) => x.json.runs.length >= 8).pop();
+      const rows = r.json.runs.map((x) => [`${x.weights}, ${x.threads}t`, f1(x.load.wall / 1000), f0(x.peakRssMB),
+        [32, 128].map((n) => f0(x.threads === 1 ? x.prefill[n].cpu : x.prefill[n].wall)).join(' / '), f1(x.threads === 1 ? x.decode[8].cpu : x.decode[8].wall)]);
+      return { columns: ['weights, threads', 'load s', 'renderer peak RSS MB', 'prefill 32 / 128 ms', 'decode tok/s after 8'], rows, files: [r] };
+    },
+  },
+  'int4-relaxed': {
+    build() {
+      const files = results(/^model-gpt2-small-chromium-zen5-int4-r\d+\.json$/);
+      const rows = files.map((r) => {
+        const d = (w) => r.json.runs.find((x) => x.weights === w && x.variant === 'simd-relaxed').decode[8].cpu;
+        return [r.name.match(/r\d+/)[0], f1(d('int8')), f1(d('int4')), bold(ratio(d('int4') / d('int8')))];
+      });
+      return { columns: ['run', 'int8 tok/s', 'int4 tok/s', 'int4 / int8'], rows, files };
+    },
+  },
+  'llama-node': {
+    build() {
+      const files = [newest(/^llama-smol-node-zen5/), newest(/^llama-qwen3-8l-bf16-node-zen5-panels\.json/), result('qwen3-0.6b-f32-node.json')];
+      const label = { 'llama-smol-node-zen5-panels.json': 'SmolLM2-135M', 'llama-qwen3-8l-bf16-node-zen5-panels.json': 'Qwen3-0.6B, 8 layers', 'qwen3-0.6b-f32-node.json': 'Qwen3-0.6B, 28 layers' };
+      const rows = files.flatMap((r) => r.json.rows.map((x) => [label[r.name] ?? r.name, x.weights === 'onnxruntime-web' ? 'ORT F32' : `${x.weights} (${x.dtype})`,
+        f0(x.peakRssMB), f0(x.prefill128CpuMs), f1(x.decodeTokSCpu), x.decodeFractionOfBandwidth == null ? '' : f2(x.decodeFractionOfBandwidth)]));
+      return { columns: ['model shape', 'weights (held as)', 'peak RSS MB', 'prefill 128, CPU ms', 'decode tok/s per CPU s', 'decode of bandwidth'], rows, files };
+    },
+  },
+  'load-peak': {
+    build() {
+      const gpt2 = results(/^load-peak-node-zen5-stream-r\d+\.json$/);
+      const others = [result('load-peak-node-zen5-qwen3-bf16-stream.json'), result('load-peak-node-zen5-bert-base.json')];
+      const label = (r) => (r.name.includes('qwen3') ? 'Qwen3-0.6B (BF16 file)' : r.name.includes('bert') ? 'BERT-base (F32 file)' : 'GPT-2 small (F32 file)');
+      const groups = [gpt2, ...others.map((r) => [r])];
+      const rows = groups.flatMap((g) => g[0].json.rows.map((x, i) => {
+        const all = g.map((r) => r.json.rows[i]);
+        return [label(g[0]), `${f0(g[0].json.fileMB)} MiB`, x.weights, x.wasmHeapMB == null ? '' : range(all.map((y) => y.wasmHeapMB), f0),
+          range(all.map((y) => y.peakRssMB), f0), range(all.map((y) => y.loadMs / 1000), f1)];
+      }));
+      return { columns: ['model shape', 'file', 'loaded as', 'wasm heap MiB', 'peak RSS MiB', 'load s'], rows, files: [...gpt2, ...others] };
+    },
+  },
+  'int8-accuracy': {
+    build() {
+      const r = result('model-int8-accuracy.json');
+      const rows = r.json.results.map((x) => [`${x.model.replace(/ \(.*\)/, '')}, ${x.runtime === 'qkv' ? 'qkv int8' : 'ORT q8'}`, x.positions,
+        pct(x.top1_agreement), x.mean_kl_nats.toExponential(1), x.max_kl_nats.toExponential(1), `${x.cross_entropy_nats.f32.toFixed(4)} / ${x.cross_entropy_nats.int8.toFixed(4)}`]);
+      return { columns: ['model, 8-bit weights', 'positions', 'top-1 agreement', 'mean KL (nats)', 'max KL', 'cross-entropy F32 / 8-bit'], rows, files: [r] };
+    },
+  },
+  'matmul-gemv': {
+    build() {
+      const r = newest(/^matmul-wasm-1t-zen5-panels\.json$/);
+      const rows = r.json.results.map((x) => [x.kernel, x.type, x.what, f1(x.gbs), `${f2(x.fraction_of_bandwidth)}x`]);
+      return { columns: ['kernel', 'type', 'what', 'GB/s', `of the ${f1(r.json.read_bandwidth_gbs)} GB/s read bandwidth`], rows, files: [r] };
+    },
+  },
+  'webgpu': {
+    build() {
+      const r = result('webgpu-swiftshader.json');
+      const rows = r.json.rows.filter((x) => !x.causal && x.webgpu?.ms).map((x) => [x.L, f1(x['wasm-simd'].ms), f1(x['wasm-threads'].ms), f0(x.webgpu.ms)]);
+      return { columns: ['L', 'wasm SIMD ms', 'wasm threads ms', 'WebGPU (SwiftShader) ms'], rows, files: [r] };
+    },
+  },
+};
+
+export { source };
