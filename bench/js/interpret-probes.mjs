@@ -7,7 +7,7 @@
 //    forwards of the same ids (logits 'all') run before and after it.
 // When this build's model.forward has no headMask, the sweep runs through a model whose forward
 // drops the option (the same forwards, no head removed): that measures what headProbes adds
-// (loss, progress, yields), not the engine's masked forward (its cost is the engine's, issue 26
+// (loss, progress, yields), not the engine's masked forward (its cost is the engine's,
 // item 4). Timed on the process's CPU time (wall beside it): the machine is shared.
 //
 //   node bench/model/make_gpt2_small.mjs          # once: build/gpt2-small/

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // What the relaxed-SIMD int8 dot product would give the 4-bit matrix-vector product, measured
 // where it runs correctly (Chromium; Node 20 returns twice the dot and drops the accumulator,
-// docs/kernels.md "The relaxed int8 dot"). Not a library kernel: a probe for issue 27's item 4.
+// docs/kernels.md "The relaxed int8 dot"). Not a library kernel: a probe for the 4-bit decode.
 //
 // relaxed_dot_q4.cpp holds three kernels over one set of 16 columns: Q8 as the library reads it
 // (int8 widened in the load, x as int16 k-pairs, i32x4.dot_i16x8_s), Q4 as the library reads it

@@ -258,7 +258,7 @@ function parent() {
     prefill_128_int4_vs_int8: { target: 1.0, got: got(() => q('int8', 1).prefill_ms[128] / q('int4', 1).prefill_ms[128]) },
     prefill_32_vs_ort: { target: 1.1, got: got(() => ort1.prefill_ms[32] / q('f32', 1).prefill_ms[32]) },
     prefill_128_vs_ort: { target: 1.1, got: got(() => ort1.prefill_ms[128] / q('f32', 1).prefill_ms[128]) },
-    // issue 27: int8 prefill against onnxruntime-web's q8 on the same weights
+    // int8 prefill against onnxruntime-web's q8 on the same weights
     int8_prefill_32_vs_ort_q8: { target: 1.1, got: got(() => ortq8.prefill_ms[32] / q('int8', 1).prefill_ms[32]) },
     int8_prefill_128_vs_ort_q8: { target: 1.1, got: got(() => ortq8.prefill_ms[128] / q('int8', 1).prefill_ms[128]) },
     int8_decode_vs_ort_q8: { target: 1.0, got: got(() => q('int8', 1).decode[8] / ortq8.decode[8]) },

@@ -1,6 +1,6 @@
 // Peak RSS of loading one F32 checkpoint with each `weights` option, each in a process of its
-// own (resourceUsage().maxRSS after loadModel and one forward of 8 tokens), in one run: issue 27
-// asks that 'f16', 'int8' and 'int4' peak no higher than 'f32' ('auto' on an F32 file). An
+// own (resourceUsage().maxRSS after loadModel and one forward of 8 tokens), in one run: the target
+// is that 'f16', 'int8' and 'int4' peak no higher than 'f32' ('auto' on an F32 file). An
 // encoder folder too (make_bert_base.mjs: `--dir build/bert-base --weights auto,int8`; encoders
 // report no memoryUsage, so only the RSS).
 //

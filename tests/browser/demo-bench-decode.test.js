@@ -1,4 +1,4 @@
-// The benchmark page's decode row (issue 27): "Measure decode" loads the bundled tiny model at
+// The benchmark page's decode row: "Measure decode" loads the bundled tiny model at
 // each weight type and fills a table a person reads: one row per weight type with the type it
 // is held as, tokens/s per thread count (1 and 2: the served demo is crossOriginIsolated), with
 // a progress bar and status line; Cancel stops a run and says so. Speed itself is not asserted.

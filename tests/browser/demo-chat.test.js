@@ -1,4 +1,4 @@
-// The model page with the checkpoints of issue 28, in headless Chromium, as a user meets them:
+// The model page with the chat checkpoints (Qwen3, Gemma 3), in headless Chromium, as a user meets them:
 // - an Instruct checkpoint (Qwen3 layout, Qwen3's real tokenizer.json and tokenizer_config.json
 //   with its chat template, random weights) from a local fake Hub: the chat box appears; a
 //   message typed and sent at once is rendered by the template, the reply streams in token by

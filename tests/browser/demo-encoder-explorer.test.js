@@ -1,4 +1,4 @@
-// The Encoders page's fill-mask panel has the model page's tools (issue 26, items 11-15), read
+// The Encoders page's fill-mask panel has the model page's tools, read
 // as a person reads them:
 // - test a head: a click on a head in the model view removes it, a click on a cell of its
 //   enlarged map blocks that edge; the top-5 at the [MASK] before and after, the KL and the

@@ -1,4 +1,4 @@
-// The model page tests what a map suggests (issue 26, items 11-15), read as a person reads it:
+// The model page tests what a map suggests, read as a person reads it:
 // - test a head: clicks in the model view remove heads, a click on a cell of the enlarged map
 //   blocks it; the before/after top-5 probabilities, KL and the prompt's loss as printed are
 //   checked against qkv's own forward (headMask, knockout) run here in Node on the same model;

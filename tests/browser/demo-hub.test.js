@@ -63,7 +63,7 @@ test('Hub checkpoint: downloads with progress, loads 8-bit, generates; a reload 
   const context = await browser.newContext();
   const page = await openDemo(context);
   assert.equal(await page.inputValue('#hub-url'), ID);
-  // the weight choices, each with the memory it takes for the id typed (issue 27: 4-bit beside
+  // the weight choices, each with the memory it takes for the id typed (4-bit beside
   // 8-bit and as stored): a name without a size gets bytes a weight; GPT-2 small its measured
   // figures; a name with a size ("0.6B") an estimate. Typed as a user types, read at once.
   const labels = () => page.$$eval('#hub-weights option', (os) => os.map((o) => o.textContent));
@@ -97,7 +97,7 @@ test('Hub checkpoint: downloads with progress, loads 8-bit, generates; a reload 
   assert.equal(await page.inputValue('#model'), 'hub');
   assert.deepEqual([gets('config.json'), gets('vocab.json'), gets('merges.txt'), gets('tokenizer_config.json'), gets('model.safetensors')], [1, 1, 1, 1, 1]);
   const requests = hub.requests.length;
-  // the headline and the line under it name the loaded checkpoint and where it came from (issue 25)
+  // the headline and the line under it name the loaded checkpoint and where it came from
   const [title, lead] = await heading(page);
   assert.equal(title, `GPT-2 (${ID}, 2 layers × 12 heads), and what its heads attend to`);
   assert.equal(lead, `Downloaded from a Hub folder (${hub.url.replace(/\/$/, '')}/${ID}) and loaded with 8-bit weights; it runs in this page on qkv's attention kernels. `

@@ -201,7 +201,7 @@ test('a Llama checkpoint with Llama 3\'s tokenizer.json from the Hub: the shown 
   assert.equal(hub.requests.filter((r) => r.startsWith('GET /lfs/')).length, 1);
   assert.match(await page.innerText('#model-info'), /\(llama\): 2 layers × 4 heads sharing 1 key\/value heads .*vocab 128256; q and k after the rotary embedding\.$/);
   assert.equal(await page.isHidden('#prompt-note'), true);
-  // the headline and the line under it follow the checkpoint (issue 25)
+  // the headline and the line under it follow the checkpoint
   assert.equal(await page.textContent('h1'), `Llama (${hub.id}, 2 layers × 4 heads), and what its heads attend to`);
   const lead = await page.textContent('#lead');
   assert.ok(lead.startsWith(`Downloaded from a Hub folder (${hub.url.replace(/\/$/, '')}/${hub.id}) and loaded with its weights as stored; it runs in this page on qkv's attention kernels.`), lead);

@@ -1,4 +1,4 @@
-// The model page reads by words (issue 16): the default BPE model's head view shows word tokens
+// The model page reads by words: the default BPE model's head view shows word tokens
 // and fits a 1280x800 screen; on the byte-level model the 'words' toggle merges the bytes into
 // words in the head, model and neuron views, and the merged rows still sum to 1.
 // Run after the Vite build (tools/stages/60-demo.sh). Screenshots: build/artifacts/demo/.
@@ -36,7 +36,7 @@ test('default model: BPE word tokens in a head view that fits 1280x800; the byte
 
   // the rows are (mostly) whole words: far fewer than the prompt's 28 bytes. The first word too:
   // the model's tokenizer_config.json sets add_prefix_space, so the prompt reads as ' In the
-  // beginning …' (as mid-line), not 'I' 'n' (issue 25)
+  // beginning …' (as mid-line), not 'I' 'n'
   const bpe = await rowLabels(page);
   assert.deepEqual(bpe, ['␣In', '␣the', '␣beginning', '␣God', '␣creat', 'ed'], `BPE rows: ${JSON.stringify(bpe)}`);
   assert.equal(bpe.join('').replace(/␣/g, ' '), ' ' + PROMPT);

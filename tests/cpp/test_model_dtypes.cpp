@@ -253,7 +253,7 @@ TEST_CASE("gpt2 dtypes: where the bytes are, per load option") {
     CHECK(b.file == 0);  // no longer read as a file
     CHECK(b.matrices == matrix_elements * 2);
     // converted in the file's own buffer, tensor by tensor (each no larger than its source): no
-    // second buffer beside the file while loading (issue 27's load peaks)
+    // second buffer beside the file while loading (the load peaks)
     CHECK(b.converted == f32.size());
     CHECK(b.vectors == vector_elements * 4);
   }

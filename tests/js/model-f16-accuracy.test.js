@@ -3,7 +3,7 @@
 // forward of the half values as stored (tools/model/make_f16_reference.py, tests/data/f16/).
 // 'auto' and 'f16' keep the halves 16-bit and widen them in the kernels; 'f32' widens them on
 // load: the same values, so the same error, within 2x. (Flushing the subnormal halves to zero
-// on load made the 16-bit path 25x less accurate here: issue 25.) 'int8' rounds every weight
+// on load made the 16-bit path 25x less accurate here.) 'int8' rounds every weight
 // to 8 bits in blocks of 32, 'int4' to 4 bits, each held to its own figures: next-token KL and
 // top-1 agreement.
 import assert from 'node:assert/strict';

@@ -74,7 +74,7 @@ export function source(files) {
   const hosts = [...new Set(files.map((f) => f.host).filter(Boolean))].join('; ');
   const loads = files.flatMap((f) => f.load);
   const load = loads.length ? `, load ${range(loads, f1)}` : '';
-  return `${names}: ${when(files)}, ${hosts}${load}`;
+  return `${names}: ${when(files)}${hosts ? `, ${hosts}` : ''}${load}`;
 }
 
 // Number formats.

@@ -91,7 +91,7 @@ export const tables = {
   'attention-relaxed': {
     build() {
       const files = [result('relaxed-chromium.json'), result('relaxed-node.json')];
-      const rows = files.flatMap((r) => r.json.rows.filter((x) => (x.what === 'sdpa' && x.L >= 512) || x.K === 'all').map((x) => [
+      const rows = files.flatMap((r) => r.json.rows.filter((x) => (x.what === 'sdpa' && x.L === 1024) || x.K === 'all').map((x) => [
         r.name.includes('chromium') ? 'Chromium' : 'Node', x.what === 'sdpa' ? `attention L=${x.L}${x.causal ? ' causal' : ''}` : `GPT-2 prefill matmuls M=${x.M}`,
         f1(x.simdGflops), f1(x.relaxedGflops), f1(x.ortGflops), ratio(x.relaxedVsSimd), ratio(x.relaxedVsOrt), pct(x.relaxedOfLimit)]));
       return { columns: ['runtime', 'kernel', 'SIMD', 'relaxed', 'ORT', 'relaxed / SIMD', 'relaxed / ORT', 'relaxed of limit'], rows, files };
