@@ -5,6 +5,9 @@
 #   tsc                               the package (tsconfig.json, emitted to dist/) and the demo
 #                                     (web/demo/tsconfig.json, --noEmit)
 #   check-doc-links.mjs               the relative links and anchors of README.md and docs/*.md
+#   check-history.mjs                 no tracked file names the project's issues or sessions by number
+#   bench-report.mjs --check          the benchmark tables of README.md and docs/benchmarks.md are
+#                                     what bench/results/ gives (`npm run bench:report` rewrites them)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -37,3 +40,9 @@ echo "lint: tsc: the package and the demo type-check"
 
 # The docs' relative links and #anchors resolve (README.md, docs/*.md).
 node tools/check-doc-links.mjs
+
+# Docs, comments and tests describe the code, not the order it was written in.
+node tools/check-history.mjs
+
+# The benchmark tables are generated from bench/results/ and committed as generated.
+node tools/bench-report.mjs --check
