@@ -4,7 +4,7 @@
 // and the JSON's `date` decide); a series (one command repeated, files -r1, -r2, ...) is shown
 // whole. Add a table here and a marker `<!-- bench:report NAME --><!-- /bench:report -->` where
 // it goes (README.md or docs/benchmarks.md).
-import { bold, f0, f1, f2, median, newest, pct, range, ratio, result, results, series, source, when } from './results.mjs';
+import { bold, f0, f1, f2, median, newest, pct, range, ratio, result, results, series, when } from './results.mjs';
 
 const ATTENTION_COLUMNS = ['L', 'causal', 'scalar', 'SIMD 1t', 'of limit', 'SIMD 2t', '2t/1t', 'relaxed 1t', 'ORT 1t', 'ORT 2t', 'SIMD / ORT 1t'];
 
@@ -220,4 +220,3 @@ export const tables = {
   },
 };
 
-export { source };
