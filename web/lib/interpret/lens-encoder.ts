@@ -153,9 +153,15 @@ function logSumExp(row: Float32Array): number {
 function lensCell(row: Float32Array, fRow: Float32Array, fP: Float32Array, fLse: number, topK: number,
   target: number | undefined, token: (id: number) => string): LensCell {
   const V = row.length;
-  const lse = logSumExp(row);
+  let mx = -Infinity;
+  for (let v = 0; v < V; v++) if (row[v] > mx) mx = row[v];
+  let sum = 0;    // sum_v exp(x - max)
   let cross = 0;  // sum_v pf (xf - x)
-  for (let v = 0; v < V; v++) cross += fP[v] * (fRow[v] - row[v]);
+  for (let v = 0; v < V; v++) {
+    sum += Math.exp(row[v] - mx);
+    cross += fP[v] * (fRow[v] - row[v]);
+  }
+  const lse = mx + Math.log(sum);  // as logSumExp(row)
   const cell: LensCell = { top: topTokens(row, topK, lse, token), kl: Math.max(0, cross - fLse + lse) };
   if (target !== undefined) {
     const xt = row[target];
