@@ -36,20 +36,28 @@ EncoderModel* encoder_create(const std::string& config_json, uintptr_t bytes, do
 }
 
 // ids [B, L] int32; types [B, L] int32 or 0; mask [B, L] uint8 or 0 -> logits [B, L, V] or 0,
-// attentions [layers, B, H, L, L] or 0; iv: head interventions (interventions_arg.hpp; B = 1)
+// attentions [layers, B, H, L, L] or 0, hidden states [layers + 1, B, L, E] or 0;
+// iv: head interventions (interventions_arg.hpp; B = 1)
 std::string encoder_forward_with(EncoderModel& m, uintptr_t ids, int B, int L, uintptr_t types, uintptr_t mask,
-                                 uintptr_t logits, uintptr_t attentions, const qkv::wasm::InterventionsArg& iv) {
+                                 uintptr_t logits, uintptr_t attentions, uintptr_t hidden_states,
+                                 const qkv::wasm::InterventionsArg& iv) {
   return guarded([&] {
     const qkv::wasm::Interventions i(iv);
     m.encoder.forward(ptr<const int32_t>(ids), B, L, ptr<const int32_t>(types), ptr<const uint8_t>(mask), m.scratch,
-                      ptr<float>(logits), ptr<float>(attentions), nullptr, i.ptr);
+                      ptr<float>(logits), ptr<float>(attentions), nullptr, i.ptr, ptr<float>(hidden_states));
   });
 }
 
 // The same without interventions.
 std::string encoder_forward(EncoderModel& m, uintptr_t ids, int B, int L, uintptr_t types, uintptr_t mask,
-                            uintptr_t logits, uintptr_t attentions) {
-  return encoder_forward_with(m, ids, B, L, types, mask, logits, attentions, qkv::wasm::InterventionsArg{});
+                            uintptr_t logits, uintptr_t attentions, uintptr_t hidden_states) {
+  return encoder_forward_with(m, ids, B, L, types, mask, logits, attentions, hidden_states,
+                              qkv::wasm::InterventionsArg{});
+}
+
+// x [N, E] hidden states -> logits [N, V] through the masked-LM head
+std::string encoder_mlm_head(EncoderModel& m, uintptr_t x, int N, uintptr_t logits) {
+  return guarded([&] { m.encoder.mlm_head(ptr<const float>(x), N, m.scratch, ptr<float>(logits)); });
 }
 
 // ids [B, L] int32; types [B, L] int32 or 0; mask [B, L] uint8 or 0 -> hidden [B, L, E] (the last layer)
@@ -78,6 +86,7 @@ EMSCRIPTEN_BINDINGS(qkv_encoder) {
       .function("forward", &encoder_forward)
       .function("forwardWith", &encoder_forward_with)
       .function("hidden", &encoder_hidden)
+      .function("mlmHead", &encoder_mlm_head)
       .function("hasMaskedLmHead", &encoder_has_mlm_head)
       .function("setThreads", &encoder_set_threads)
       .function("architecture", &encoder_architecture);

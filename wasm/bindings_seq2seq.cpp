@@ -46,14 +46,17 @@ Seq2Seq* seq2seq_create(const std::string& config_json, uintptr_t bytes, double 
 }
 
 // src [Ls], tgt [Lt] int32 -> logits [Lt, V]; encoder [Le, He, Ls, Ls], decoder [Ld, Hd, Lt, Lt],
-// cross [Ld, Hd, Lt, Ls] attentions, each or 0; head interventions of each attention kind
+// cross [Ld, Hd, Lt, Ls] attentions, each or 0; hidden states of the encoder [Le + 1, Ls, E] and
+// of the decoder [Ld + 1, Lt, E], each or 0; head interventions of each attention kind
 std::string seq2seq_forward(Seq2Seq& m, uintptr_t src, int Ls, uintptr_t tgt, int Lt, uintptr_t logits, uintptr_t enc,
-                            uintptr_t dec, uintptr_t cross, const InterventionsArg& iv_enc,
-                            const InterventionsArg& iv_dec, const InterventionsArg& iv_cross) {
+                            uintptr_t dec, uintptr_t cross, uintptr_t enc_hidden, uintptr_t dec_hidden,
+                            const InterventionsArg& iv_enc, const InterventionsArg& iv_dec,
+                            const InterventionsArg& iv_cross) {
   return guarded([&] {
     const Interventions e(iv_enc), d(iv_dec), c(iv_cross);
     m.bart.forward(ptr<const int32_t>(src), Ls, ptr<const int32_t>(tgt), Lt, ptr<float>(logits), ptr<float>(enc),
-                   ptr<float>(dec), ptr<float>(cross), qkv::BartInterventions{e.ptr, d.ptr, c.ptr});
+                   ptr<float>(dec), ptr<float>(cross), qkv::BartInterventions{e.ptr, d.ptr, c.ptr},
+                   ptr<float>(enc_hidden), ptr<float>(dec_hidden));
   });
 }
 

@@ -119,15 +119,24 @@ class Encoder {
   //   (padded positions still get outputs, as in Hugging Face); every row needs one 1.
   //   logits [B, L, V] or nullptr (must be nullptr without an MLM head); attentions [layers, B, H, L, L] or nullptr;
   //   hidden [B, L, E] or nullptr (the last layer's output);
-  //   iv: head interventions (model/interventions.hpp) or nullptr; they need B = 1.
-  // Throws std::invalid_argument / std::length_error naming `forward` and the argument.
+  //   iv: head interventions (model/interventions.hpp) or nullptr; they need B = 1;
+  //   hidden_states [layers + 1, B, L, E] or nullptr, Hugging Face's output_hidden_states: [0] the
+  //   embeddings' output (after their LayerNorm), [l] layer l - 1's output (the last: `hidden`).
+  // Without hidden_states the forward is the same, bit for bit. Throws std::invalid_argument /
+  // std::length_error naming `forward` and the argument. bert_forward.cpp.
   void forward(const int32_t* ids, int64_t B, int64_t L, const int32_t* token_types, const uint8_t* attention_mask,
                EncoderScratch& scratch, float* logits, float* attentions = nullptr, float* hidden = nullptr,
-               const HeadInterventions* iv = nullptr) const;
+               const HeadInterventions* iv = nullptr, float* hidden_states = nullptr) const;
+
+  // The masked-LM head on N rows of hidden states x [N, E] -> logits [N, V]: the forward's own
+  // head (dense, GELU, LayerNorm, the decoder), so a row of the last layer's output gives the
+  // forward's logits bit for bit. Throws std::invalid_argument without a head.
+  void mlm_head(const float* x, int64_t N, EncoderScratch& scratch, float* logits) const;
 
  private:
   friend struct EncoderBuild;
   Encoder() = default;
+  void head(const float* x, int64_t N, float* t, float* logits) const;  // t [N, E] scratch
   EncoderConfig config_;
   std::vector<float> data_;  // every tensor, float32, in file order (int8: but the layers' matrices)
   // int8: the layers' matrices as Q8, one after another

@@ -153,7 +153,8 @@ void Bart::check_ids(const char* fn, const char* arg, const int32_t* ids, int64_
   }
 }
 
-void Bart::encode(const int32_t* ids, int64_t Ls, float* out, float* attentions, const HeadInterventions* iv) const {
+void Bart::encode(const int32_t* ids, int64_t Ls, float* out, float* attentions, const HeadInterventions* iv,
+                  float* hidden_states) const {
   const BartConfig& c = config_;
   const int64_t E = c.d_model, H = c.encoder_heads, D = E / H, F = c.encoder_ffn;
   check_ids("Bart::encode", "input ids", ids, Ls, 0);
@@ -172,6 +173,7 @@ void Bart::encode(const int32_t* ids, int64_t Ls, float* out, float* attentions,
   }
   layer_norm_rows(x, x, weights_.enc_ln_emb_w.data(), weights_.enc_ln_emb_b.data(), Ls, E, c.layer_norm_eps,
                   NormMath::Double);
+  if (hidden_states) std::copy_n(x, Ls * E, hidden_states);  // hidden_states[0] [Ls, E]
 
   AttentionOptions opt;  // bidirectional: every token sees every token (one unpadded input)
   opt.threads = threads_;
@@ -199,6 +201,7 @@ void Bart::encode(const int32_t* ids, int64_t Ls, float* out, float* attentions,
     gelu_erf_libm(hb.data(), Ls * F);
     linear_out_in(w.fc2_w, F, E, hb.data(), Ls, w.fc2_b.data(), xb.data(), threads_);
     add_norm(x, xb.data(), Ls, E, w.final_ln_w, w.final_ln_b, c.layer_norm_eps);
+    if (hidden_states) std::copy_n(x, Ls * E, hidden_states + (l + 1) * Ls * E);  // [l + 1]: layer l's output
   }
 }
 
@@ -224,7 +227,7 @@ CrossKV Bart::cross_kv(const float* enc, int64_t Ls) const {
 
 void Bart::decode(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache>* caches, const CrossKV& cross,
                   BartScratch& s, float* logits, bool all_logits, float* self_attentions, float* cross_attentions,
-                  const BartInterventions& iv) const {
+                  const BartInterventions& iv, float* hidden_states) const {
   const BartConfig& c = config_;
   const int64_t E = c.d_model, H = c.decoder_heads, D = E / H, F = c.decoder_ffn, V = c.vocab_size;
   const int64_t Ls = cross.length, Lk = pos0 + L;
@@ -272,6 +275,7 @@ void Bart::decode(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCac
   }
   layer_norm_rows(x, x, weights_.dec_ln_emb_w.data(), weights_.dec_ln_emb_b.data(), L, E, c.layer_norm_eps,
                   NormMath::Double);
+  if (hidden_states) std::copy_n(x, L * E, hidden_states);  // hidden_states[0] [L, E]
 
   AttentionOptions self_opt;
   self_opt.causal = true;  // query t sees keys j <= pos0 + t (bottom-right aligned)
@@ -321,6 +325,7 @@ void Bart::decode(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCac
     gelu_erf_libm(hb, L * F);
     linear_out_in(w.fc2_w, F, E, hb, L, w.fc2_b.data(), xb, threads_);
     add_norm(x, xb, L, E, w.final_ln_w, w.final_ln_b, c.layer_norm_eps);
+    if (hidden_states) std::copy_n(x, L * E, hidden_states + (l + 1) * L * E);  // [l + 1]: layer l's output
   }
 
   // logits [rows, V] = x shared^T + final_logits_bias, only the rows asked for
@@ -330,14 +335,15 @@ void Bart::decode(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCac
 
 void Bart::forward(const int32_t* src, int64_t Ls, const int32_t* tgt, int64_t Lt, float* logits,
                    float* encoder_attentions, float* decoder_attentions, float* cross_attentions,
-                   const BartInterventions& iv) const {
+                   const BartInterventions& iv, float* encoder_hidden_states, float* decoder_hidden_states) const {
   check_ids("Bart::forward", "input ids", src, Ls, 0);
   check_ids("Bart::forward", "decoder input ids", tgt, Lt, 0);
   std::vector<float> enc(size_t(Ls * config_.d_model));
-  encode(src, Ls, enc.data(), encoder_attentions, iv.encoder);
+  encode(src, Ls, enc.data(), encoder_attentions, iv.encoder, encoder_hidden_states);
   const CrossKV cross = cross_kv(enc.data(), Ls);
   BartScratch scratch;
-  decode(tgt, Lt, 0, nullptr, cross, scratch, logits, true, decoder_attentions, cross_attentions, iv);
+  decode(tgt, Lt, 0, nullptr, cross, scratch, logits, true, decoder_attentions, cross_attentions, iv,
+         decoder_hidden_states);
 }
 
 // ----------------------------------------------------------------------------- generation

@@ -116,9 +116,11 @@ class Bart {
   int threads() const { return threads_; }
 
   // Encoder: ids [Ls] -> out [Ls, E]; attentions, if not null: [encoder_layers, H, Ls, Ls].
-  // iv: interventions on the encoder's heads, or null.
+  // iv: interventions on the encoder's heads, or null. hidden_states, if not null:
+  // [encoder_layers + 1, Ls, E], HF's encoder_hidden_states: [0] the embeddings after
+  // layernorm_embedding, [l] layer l - 1's output (the last: out; BART has no final norm).
   void encode(const int32_t* ids, int64_t Ls, float* out, float* attentions = nullptr,
-              const HeadInterventions* iv = nullptr) const;
+              const HeadInterventions* iv = nullptr, float* hidden_states = nullptr) const;
 
   // The decoder layers' cross-attention keys and values of an encoder output [Ls, E].
   CrossKV cross_kv(const float* encoder_out, int64_t Ls) const;
@@ -127,16 +129,20 @@ class Bart {
   // holding pos0 positions) the self-attention keys/values are appended and the queries attend
   // through them; without, pos0 must be 0. logits [L, V] when all_logits, else [1, V] (the
   // last token). self_attentions, if not null: [decoder_layers, H, L, pos0 + L];
-  // cross_attentions, if not null: [decoder_layers, H, L, Ls].
+  // cross_attentions, if not null: [decoder_layers, H, L, Ls]. hidden_states, if not null:
+  // [decoder_layers + 1, L, E], HF's decoder_hidden_states (as encode's, for the decoder).
   void decode(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache>* caches, const CrossKV& cross,
               BartScratch& scratch, float* logits, bool all_logits, float* self_attentions, float* cross_attentions,
-              const BartInterventions& iv = {}) const;  // iv: decoder, cross
+              const BartInterventions& iv = {},  // iv: decoder, cross
+              float* hidden_states = nullptr) const;
 
   // The whole model without caches: src [Ls], tgt [Lt] (decoder input ids) -> logits [Lt, V];
-  // each attention output is optional (shapes as encode() and decode()).
+  // each attention and hidden-state output is optional (shapes as encode() and decode()); none
+  // of them changes a bit of the logits.
   void forward(const int32_t* src, int64_t Ls, const int32_t* tgt, int64_t Lt, float* logits,
                float* encoder_attentions = nullptr, float* decoder_attentions = nullptr,
-               float* cross_attentions = nullptr, const BartInterventions& iv = {}) const;
+               float* cross_attentions = nullptr, const BartInterventions& iv = {},
+               float* encoder_hidden_states = nullptr, float* decoder_hidden_states = nullptr) const;
 
  private:
   void check_ids(const char* fn, const char* arg, const int32_t* ids, int64_t L, int64_t pos0) const;

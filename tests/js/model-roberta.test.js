@@ -105,6 +105,13 @@ for (const [name, arch] of [['random-roberta', 'roberta'], ['random-xlm-roberta'
       assert.ok(!got[0].sequence.includes('<mask>'));
     });
 
+    test('outputHeadOutputs: one [1, H, L, hidden_size / H] per layer', async () => {
+      const { headOutputs } = await model.forward(m.ids[1], { outputHeadOutputs: true });
+      assert.equal(headOutputs.length, m.config.num_hidden_layers);
+      const H = m.config.num_attention_heads;
+      for (const t of headOutputs) assert.deepEqual(t.shape, [1, H, m.ids[1].length, m.config.hidden_size / H]);
+    });
+
     test('no token types: tokenTypeIds of 1 is an Error; too many tokens is an Error naming the offset', async () => {
       await assert.rejects(model.forward(m.ids[1], { tokenTypeIds: m.ids[1].map(() => 1) }), /model\.forward: options\.tokenTypeIds\[0\] = 1/);
       await assert.rejects(model.forward(Array(33).fill(5)), /model\.forward: ids has 33 tokens, more than max_position_embeddings = 32/);

@@ -135,8 +135,9 @@ class BertModel(nn.Module):
         self.embeddings = BertEmbeddings(c)
         self.encoder = _Encoder([BertLayer(c) for _ in range(c['num_hidden_layers'])])
 
-    def forward(self, ids, token_type_ids=None, attention_mask=None, position_ids=None):
-        """-> last hidden states [B, L, E], [attention probabilities [B, H, L, L] per layer]."""
+    def forward(self, ids, token_type_ids=None, attention_mask=None, position_ids=None, hidden=None):
+        """-> last hidden states [B, L, E], [attention probabilities [B, H, L, L] per layer].
+        hidden: a list to append HF's hidden_states to (the embeddings' output, then each layer's)."""
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(ids)
         if attention_mask is None:
@@ -144,9 +145,13 @@ class BertModel(nn.Module):
         x = self.embeddings(ids, token_type_ids, position_ids)
         mask_add = additive_mask(attention_mask, x.dtype)
         atts = []
+        if hidden is not None:
+            hidden.append(x)
         for layer in self.encoder.layer:
             x, p = layer(x, mask_add)
             atts.append(p)
+            if hidden is not None:
+                hidden.append(x)
         return x, atts
 
 
@@ -181,18 +186,10 @@ class BertForMaskedLM(nn.Module):
         self.cls = _Cls(c)
         self.apply(lambda m: _init(m, c['initializer_range']))
 
-    def forward(self, ids, token_type_ids=None, attention_mask=None, head=True):
-        """-> logits [B, L, V] (hidden [B, L, E] if not head), [attention probabilities [B, H, L, L] per layer]."""
-        if token_type_ids is None:
-            token_type_ids = torch.zeros_like(ids)
-        if attention_mask is None:
-            attention_mask = torch.ones_like(ids)
-        x = self.bert.embeddings(ids, token_type_ids)
-        mask_add = additive_mask(attention_mask, x.dtype)
-        atts = []
-        for layer in self.bert.encoder.layer:
-            x, p = layer(x, mask_add)
-            atts.append(p)
+    def forward(self, ids, token_type_ids=None, attention_mask=None, head=True, hidden=None):
+        """-> logits [B, L, V] (hidden [B, L, E] if not head), [attention probabilities [B, H, L, L] per layer].
+        hidden: a list to append HF's hidden_states to (the embeddings' output, then each layer's)."""
+        x, atts = self.bert(ids, token_type_ids, attention_mask, None, hidden)
         return (self.head(x) if head else x), atts
 
     def head(self, x):
@@ -239,13 +236,15 @@ class RobertaForMaskedLM(nn.Module):
         self.lm_head = _LmHead(c)
         self.apply(lambda m: _init(m, c['initializer_range']))
 
-    def forward(self, ids, token_type_ids=None, attention_mask=None, head=True):
+    def forward(self, ids, token_type_ids=None, attention_mask=None, head=True, hidden=None):
         pos = roberta_position_ids(ids, self.cfg['pad_token_id'])
-        x, atts = self.roberta(ids, token_type_ids, attention_mask, pos)
-        if not head:
-            return x, atts
+        x, atts = self.roberta(ids, token_type_ids, attention_mask, pos, hidden)
+        return (self.head(x) if head else x), atts
+
+    def head(self, x):
+        """The MLM head lm_head: hidden [..., E] -> logits [..., V]."""
         h = self.lm_head.layer_norm(F.gelu(self.lm_head.dense(x)))
-        return h @ self.roberta.embeddings.word_embeddings.weight.T + self.lm_head.bias, atts
+        return h @ self.roberta.embeddings.word_embeddings.weight.T + self.lm_head.bias
 
 
 # ----------------------------------------------------------------------------- DistilBERT
@@ -314,7 +313,8 @@ class DistilBertForMaskedLM(nn.Module):
         self.vocab_projector_bias = nn.Parameter(torch.zeros(c['vocab_size']))
         self.apply(lambda m: _init(m, c['initializer_range']))
 
-    def forward(self, ids, token_type_ids=None, attention_mask=None):
+    def forward(self, ids, token_type_ids=None, attention_mask=None, hidden=None):
+        """hidden: a list to append HF's hidden_states to (the embeddings' output, then each layer's)."""
         if attention_mask is None:
             attention_mask = torch.ones_like(ids)
         e = self.distilbert.embeddings
@@ -322,12 +322,19 @@ class DistilBertForMaskedLM(nn.Module):
         x = e.LayerNorm(e.word_embeddings(ids) + e.position_embeddings(pos))
         mask_add = additive_mask(attention_mask, x.dtype)
         atts = []
+        if hidden is not None:
+            hidden.append(x)
         for layer in self.distilbert.transformer.layer:
             x, p = layer(x, mask_add)
             atts.append(p)
+            if hidden is not None:
+                hidden.append(x)
+        return self.head(x), atts
+
+    def head(self, x):
+        """The MLM head (vocab_transform, GELU, vocab_layer_norm, vocab_projector): [..., E] -> [..., V]."""
         h = self.vocab_layer_norm(F.gelu(self.vocab_transform(x)))
-        logits = h @ e.word_embeddings.weight.T + self.vocab_projector_bias
-        return logits, atts
+        return h @ self.distilbert.embeddings.word_embeddings.weight.T + self.vocab_projector_bias
 
     def hf_state_dict(self):
         sd = {k: v for k, v in self.state_dict().items() if k != 'vocab_projector_bias'}

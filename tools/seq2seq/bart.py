@@ -162,29 +162,40 @@ class Bart(nn.Module):
                 if isinstance(m, nn.Linear):
                     nn.init.zeros_(m.bias)
 
-    def encode(self, ids, pad_mask=None):
-        """ids [B, Ls] -> (encoder output [B, Ls, E], encoder_attentions). pad_mask [B, Ls] bool, True = real token."""
+    def encode(self, ids, pad_mask=None, hidden=None):
+        """ids [B, Ls] -> (encoder output [B, Ls, E], encoder_attentions). pad_mask [B, Ls] bool, True = real token.
+        hidden: a list to append HF's encoder_hidden_states to (the embeddings after
+        layernorm_embedding, then each layer's output; BartEncoder has no final norm)."""
         enc = self.model.encoder
         mask = None if pad_mask is None else pad_mask[:, None, None, :]
         x = enc.embed(ids)
         atts = []
+        if hidden is not None:
+            hidden.append(x)
         for layer in enc.layers:
             x, p = layer(x, mask)
             atts.append(p)
+            if hidden is not None:
+                hidden.append(x)
         return x, atts
 
-    def decode(self, dec_ids, enc_out, enc_pad_mask=None):
-        """dec_ids [B, Lt], enc_out [B, Ls, E] -> (logits [B, Lt, V], decoder_attentions, cross_attentions)."""
+    def decode(self, dec_ids, enc_out, enc_pad_mask=None, hidden=None):
+        """dec_ids [B, Lt], enc_out [B, Ls, E] -> (logits [B, Lt, V], decoder_attentions, cross_attentions).
+        hidden: a list to append HF's decoder_hidden_states to (as encode's)."""
         dec = self.model.decoder
         Lt = dec_ids.shape[1]
         causal = torch.tril(torch.ones(Lt, Lt, dtype=torch.bool, device=dec_ids.device))[None, None]
         cross_mask = None if enc_pad_mask is None else enc_pad_mask[:, None, None, :]
         x = dec.embed(dec_ids)
         self_atts, cross_atts = [], []
+        if hidden is not None:
+            hidden.append(x)
         for layer in dec.layers:
             x, ps, pc = layer(x, enc_out, causal, cross_mask)
             self_atts.append(ps)
             cross_atts.append(pc)
+            if hidden is not None:
+                hidden.append(x)
         logits = x @ self.model.shared.weight.t() + self.final_logits_bias
         return logits, self_atts, cross_atts
 

@@ -8,7 +8,7 @@
 import { describe, fmtShape } from '../errors.js';
 import { release, track, type Tracked } from '../lifetime.js';
 import { Tensor } from '../tensor.js';
-import { checkOptions, intsBelow, isNumberArray, optBool, optInt } from '../validate.js';
+import { checkOptions, checkTensor, intsBelow, isNumberArray, optBool, optInt } from '../validate.js';
 import { HeapScope, wasmError } from '../wasm/heap.js';
 import { callThreads } from '../wasm/loader.js';
 import type { EmbindHandle, QkvModule } from '../wasm/module.js';
@@ -37,9 +37,16 @@ export interface EncoderConfig {
   [key: string]: unknown;
 }
 
+/** Options of {@link EncoderModel.forward}. */
 export interface EncoderForwardOptions {
   /** Also return every layer's attention probabilities (default false). */
   outputAttentions?: boolean;
+  /**
+   * Also return the residual stream, Hugging Face's `output_hidden_states` (default false):
+   * numLayers + 1 Tensors [1, L, hidden], [0] the embeddings' output (after their LayerNorm),
+   * [l] layer l - 1's output (the last: what the masked-LM head reads).
+   */
+  outputHiddenStates?: boolean;
   /** Segment of each token (0 = sentence A, 1 = B), as `tokenizer.encodePair` gives; default all 0. BERT only. */
   tokenTypeIds?: ArrayLike<number>;
   /** 1 = a real token, 0 = padding no token may attend to (its own outputs are still computed); default all 1. */
@@ -54,9 +61,12 @@ export interface EncoderForwardOptions {
   patchHeadOutputs?: HeadPatch[];
 }
 
+/** What {@link EncoderModel.forward} returns. */
 export interface EncoderForwardResult {
   /** [1, L, vocab_size]: the masked-LM head's logits at every position. */
   logits: Tensor;
+  /** With outputHiddenStates: numLayers + 1 Tensors [1, L, hidden] (embeddings, then each layer's output). */
+  hiddenStates?: Tensor[];
   /** One per layer, each [1, H, L, L] (softmax probabilities, bidirectional), like HF output_attentions. */
   attentions?: Tensor[];
   /** With outputHeadOutputs: one per layer, [1, H, L, head_dim], what enters the output projection. */
@@ -85,9 +95,12 @@ export interface FillMaskPrediction {
 
 /** The EncoderModel binding (wasm/bindings_encoder.cpp). */
 export interface WasmEncoder extends EmbindHandle {
-  forward(ids: number, B: number, L: number, types: number, mask: number, logits: number, attentions: number): string;
+  /** -> logits [B, L, V], attentions [layers, B, H, L, L] or 0, hidden states [layers + 1, B, L, E] or 0. */
+  forward(ids: number, B: number, L: number, types: number, mask: number, logits: number, attentions: number, hiddenStates: number): string;
   /** forward with head interventions (B = 1). */
-  forwardWith(ids: number, B: number, L: number, types: number, mask: number, logits: number, attentions: number, iv: WasmInterventions): string;
+  forwardWith(ids: number, B: number, L: number, types: number, mask: number, logits: number, attentions: number, hiddenStates: number, iv: WasmInterventions): string;
+  /** x [N, E] -> logits [N, V] through the masked-LM head. */
+  mlmHead(x: number, N: number, logits: number): string;
   /** ids [B, L], types, mask -> the last layer's hidden states [B, L, E] (no head). */
   hidden(ids: number, B: number, L: number, types: number, mask: number, hidden: number): string;
   hasMaskedLmHead(): boolean;
@@ -202,8 +215,9 @@ export class EncoderModel {
 
   /** forward, its errors naming `fn` (fillMask's interventions are forward's). */
   async #forward(fn: string, ids: ArrayLike<number>, options: EncoderForwardOptions): Promise<EncoderForwardResult> {
-    const opts = checkOptions(fn, options, ['outputAttentions', 'tokenTypeIds', 'attentionMask', 'headMask', 'knockout', 'outputHeadOutputs', 'patchHeadOutputs']);
+    const opts = checkOptions(fn, options, ['outputAttentions', 'outputHiddenStates', 'tokenTypeIds', 'attentionMask', 'headMask', 'knockout', 'outputHeadOutputs', 'patchHeadOutputs']);
     const want = optBool(fn, opts, 'outputAttentions', false);
+    const wantHS = optBool(fn, opts, 'outputHiddenStates', false);
     if (!this.hasMaskedLmHead) throw this.#noHead(fn);
     const wantHO = optBool(fn, opts, 'outputHeadOutputs', false);
     const h = this.#handle(fn);
@@ -223,7 +237,7 @@ export class EncoderModel {
     }
     const NL = this.layers;
     const H = this.heads;
-    const hidden = Number(this.architecture === 'bert' ? this.config.hidden_size : this.config.dim);
+    const hidden = this.hidden;
     const names = { headMask: 'headMask', knockout: 'knockout', patch: 'patchHeadOutputs' };
     const plan = stackPlan(fn, opts, names, wantHO, { layers: NL, heads: H, valueDim: hidden / H }, L, L);
     const scope = new HeapScope(this.#m, fn);
@@ -234,9 +248,15 @@ export class EncoderModel {
       const pMask = mask ? scope.u8(mask, `attentionMask [${L}]`) : 0;
       const pLogits = scope.alloc(4 * L * V, `logits ${fmtShape([1, L, V])}`);
       const pAtt = want ? scope.alloc(4 * NL * H * L * L, `attentions ${fmtShape([NL, 1, H, L, L])}`) : 0;
-      const err = plan ? h.forwardWith(pIds, 1, L, pTypes, pMask, pLogits, pAtt, iv.arg) : h.forward(pIds, 1, L, pTypes, pMask, pLogits, pAtt);
+      const pHS = wantHS ? scope.alloc(4 * (NL + 1) * L * hidden, `hidden states ${fmtShape([NL + 1, 1, L, hidden])}`) : 0;
+      const err = plan ? h.forwardWith(pIds, 1, L, pTypes, pMask, pLogits, pAtt, pHS, iv.arg) : h.forward(pIds, 1, L, pTypes, pMask, pLogits, pAtt, pHS);
       if (err) throw wasmError(fn, err);
       const result: EncoderForwardResult = { logits: new Tensor(scope.read(pLogits, L * V), [1, L, V]) };
+      if (wantHS) {
+        const per = L * hidden;
+        result.hiddenStates = [];
+        for (let l = 0; l <= NL; l++) result.hiddenStates.push(new Tensor(scope.read(pHS + 4 * l * per, per), [1, L, hidden]));
+      }
       if (plan && iv.outputs) result.headOutputs = readHeadOutputs(scope, iv.outputs, plan);
       if (want) {
         const per = H * L * L;
@@ -244,6 +264,37 @@ export class EncoderModel {
         for (let l = 0; l < NL; l++) result.attentions.push(new Tensor(scope.read(pAtt + 4 * l * per, per), [1, H, L, L]));
       }
       return result;
+    } finally {
+      scope.free();
+    }
+  }
+
+  /**
+   * The masked-LM head (the one `forward` and `fillMask` end with: dense, GELU, LayerNorm, the
+   * decoder tied to the word embeddings, its bias) on hidden states [..., hidden] -> logits
+   * [..., vocab_size], all rows in one wasm call. On the last of forward's `hiddenStates` it gives
+   * forward's logits bit for bit; on an earlier one, the masked-LM logit lens
+   * (interpret/lens-encoder.ts).
+   */
+  async maskedLmHead(hiddenStates: Tensor): Promise<Tensor> {
+    const fn = 'model.maskedLmHead';
+    const x = checkTensor(fn, 'hiddenStates', hiddenStates, 'float32');
+    if (!this.hasMaskedLmHead) throw this.#noHead(fn);
+    const E = this.hidden;
+    const V = this.config.vocab_size;
+    const shape = x.shape;
+    if (shape.length < 1 || shape[shape.length - 1] !== E || x.data.length === 0) {
+      throw new RangeError(`${fn}: hiddenStates has shape ${fmtShape(shape)}; need [..., ${E}] (hidden size ${E}) with at least one row`);
+    }
+    const N = x.data.length / E;
+    const h = this.#handle(fn);
+    const scope = new HeapScope(this.#m, fn);
+    try {
+      const pX = scope.f32(x.data as Float32Array, `hiddenStates ${fmtShape(shape)}`);
+      const pLogits = scope.alloc(4 * N * V, `logits ${fmtShape([...shape.slice(0, -1), V])}`);
+      const err = h.mlmHead(pX, N, pLogits);
+      if (err) throw wasmError(fn, err);
+      return new Tensor(scope.read(pLogits, N * V), [...shape.slice(0, -1), V]);
     } finally {
       scope.free();
     }

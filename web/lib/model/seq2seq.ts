@@ -34,11 +34,17 @@ export interface Seq2SeqConfig {
   [key: string]: unknown;
 }
 
+/** Options of {@link Seq2SeqModel.forward}. */
 export interface Seq2SeqForwardOptions {
   /** The decoder's input ids (start token first). Default: [decoder_start_token_id]. */
   decoderInputIds?: ArrayLike<number>;
   /** Also return the three kinds of attention, every layer (default false). */
   outputAttentions?: boolean;
+  /**
+   * Also return both stacks' residual streams, Hugging Face's `output_hidden_states` (default
+   * false): encoderHiddenStates and decoderHiddenStates.
+   */
+  outputHiddenStates?: boolean;
   /**
    * Head masks, one per attention kind, as Hugging Face names them (head_mask,
    * decoder_head_mask, cross_attn_head_mask): [numHeads] or [numLayers, numHeads], multiplying
@@ -59,9 +65,21 @@ export interface Seq2SeqForwardOptions {
   crossAttnPatchHeadOutputs?: HeadPatch[];
 }
 
+/** What {@link Seq2SeqModel.forward} returns. */
 export interface Seq2SeqForwardResult {
   /** [1, Lt, vocab_size]: the decoder's next-token logits at every decoder position. */
   logits: Tensor;
+  /**
+   * With outputHiddenStates: encoder_layers + 1 Tensors [1, Ls, d_model], [0] the embeddings after
+   * layernorm_embedding, [l] encoder layer l - 1's output (the last: what the cross-attention
+   * reads; BART's encoder has no final norm).
+   */
+  encoderHiddenStates?: Tensor[];
+  /**
+   * With outputHiddenStates: decoder_layers + 1 Tensors [1, Lt, d_model], [0] the embeddings after
+   * layernorm_embedding, [l] decoder layer l - 1's output (the last: what the LM head reads).
+   */
+  decoderHiddenStates?: Tensor[];
   /** One per encoder layer, [1, H, Ls, Ls] (bidirectional). */
   encoderAttentions?: Tensor[];
   /** One per decoder layer, [1, H, Lt, Lt] (causal). */
@@ -115,7 +133,7 @@ export interface Seq2SeqStep {
 /** The Seq2SeqModel binding (wasm/bindings_seq2seq.cpp). */
 export interface WasmSeq2Seq extends EmbindHandle {
   forward(src: number, Ls: number, tgt: number, Lt: number, logits: number, enc: number, dec: number, cross: number,
-    ivEnc: WasmInterventions, ivDec: WasmInterventions, ivCross: WasmInterventions): string;
+    encHidden: number, decHidden: number, ivEnc: WasmInterventions, ivDec: WasmInterventions, ivCross: WasmInterventions): string;
   begin(src: number, Ls: number, enc: number, ivEnc: WasmInterventions): string;
   step(id: number, logits: number, self: number, cross: number, ivDec: WasmInterventions, ivCross: WasmInterventions): string;
   position(): number;
@@ -151,6 +169,11 @@ function perLayer(all: Float32Array, NL: number, H: number, Lq: number, Lk: numb
     out.push(new Tensor(all.slice(l * per, (l + 1) * per), batchDim ? [1, H, Lq, Lk] : Lq === 1 ? [H, Lk] : [H, Lq, Lk]));
   }
   return out;
+}
+
+/** n Tensors [1, L, E] from a [n, L, E] buffer of hidden states. */
+function perState(all: Float32Array, n: number, L: number, E: number): Tensor[] {
+  return Array.from({ length: n }, (_, l) => new Tensor(all.slice(l * L * E, (l + 1) * L * E), [1, L, E]));
 }
 
 /** The three attention stacks' option names, as Hugging Face's head masks. */
@@ -221,8 +244,9 @@ export class Seq2SeqModel {
    */
   async forward(input: string | ArrayLike<number>, options: Seq2SeqForwardOptions = {}): Promise<Seq2SeqForwardResult> {
     const fn = 'model.forward';
-    const opts = checkOptions(fn, options, ['decoderInputIds', 'outputAttentions', 'outputHeadOutputs', ...INTERVENTION_OPTIONS]);
+    const opts = checkOptions(fn, options, ['decoderInputIds', 'outputAttentions', 'outputHiddenStates', 'outputHeadOutputs', ...INTERVENTION_OPTIONS]);
     const want = optBool(fn, opts, 'outputAttentions', false);
+    const wantHS = optBool(fn, opts, 'outputHiddenStates', false);
     const wantHO = optBool(fn, opts, 'outputHeadOutputs', false);
     const h = this.#handle(fn);
     const src = this.#input(fn, input);
@@ -246,9 +270,16 @@ export class Seq2SeqModel {
       const pEnc = want ? scope.alloc(4 * NE * HE * Ls * Ls, `encoder attentions ${fmtShape([NE, 1, HE, Ls, Ls])}`) : 0;
       const pDec = want ? scope.alloc(4 * ND * HD * Lt * Lt, `decoder attentions ${fmtShape([ND, 1, HD, Lt, Lt])}`) : 0;
       const pCross = want ? scope.alloc(4 * ND * HD * Lt * Ls, `cross attentions ${fmtShape([ND, 1, HD, Lt, Ls])}`) : 0;
-      const err = h.forward(pSrc, Ls, pTgt, Lt, pLogits, pEnc, pDec, pCross, ivs[0].arg, ivs[1].arg, ivs[2].arg);
+      const E = c.d_model;
+      const pEncHS = wantHS ? scope.alloc(4 * (NE + 1) * Ls * E, `encoder hidden states ${fmtShape([NE + 1, 1, Ls, E])}`) : 0;
+      const pDecHS = wantHS ? scope.alloc(4 * (ND + 1) * Lt * E, `decoder hidden states ${fmtShape([ND + 1, 1, Lt, E])}`) : 0;
+      const err = h.forward(pSrc, Ls, pTgt, Lt, pLogits, pEnc, pDec, pCross, pEncHS, pDecHS, ivs[0].arg, ivs[1].arg, ivs[2].arg);
       if (err) throw wasmError(fn, err);
       const result: Seq2SeqForwardResult = { logits: new Tensor(scope.read(pLogits, Lt * V), [1, Lt, V]) };
+      if (wantHS) {
+        result.encoderHiddenStates = perState(scope.read(pEncHS, (NE + 1) * Ls * E), NE + 1, Ls, E);
+        result.decoderHiddenStates = perState(scope.read(pDecHS, (ND + 1) * Lt * E), ND + 1, Lt, E);
+      }
       const outs = plans.map((p, i) => (p && ivs[i].outputs ? readHeadOutputs(scope, ivs[i].outputs, p) : undefined));
       if (wantHO) [result.encoderHeadOutputs, result.decoderHeadOutputs, result.crossHeadOutputs] = outs;
       if (want) {
