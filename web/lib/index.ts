@@ -32,7 +32,7 @@ export {
   type Model, EncoderModel, type EncoderConfig, type EncoderForwardOptions, type EncoderForwardResult,
   type FillMaskOptions, type FillMaskPrediction, type HeadMask, type HeadPatch, type Knockout,
   type EncoderArchitecture, type EmbedOptions, type Pooling, type PoolingDefaults,
-  type TokenizerKind, type TokenizerFiles, type EncodeOptions, type DecodeOptions, type EncodedPair, type SpecialTokenIds,
+  type TokenizerKind, type TokenizerFiles, type TokenizerFromFilesOptions, type EncodeOptions, type DecodeOptions, type EncodedPair, type SpecialTokenIds,
   type ChatMessage, type ChatTemplateOptions, hubCacheDir, clearHubCache, type BpeOptions,
 } from './model/index.js';
 export { MultiHeadAttention, type MultiHeadAttentionOptions, type MultiHeadAttentionWeights,

@@ -21,7 +21,7 @@ export type { GPT2Config, ModelFiles, ModelSource } from './files.js';
 export type { HeadMask, HeadPatch, Knockout } from './interventions.js';
 export {
   ByteTokenizer, BpeTokenizer, HfTokenizer, bytesToUnicode, GPT2_PATTERN, tokenizerFromFiles, loadChatTemplateEngine,
-  type Tokenizer, type TokenizerKind, type TokenizerFiles, type EncodeOptions, type DecodeOptions,
+  type Tokenizer, type TokenizerKind, type TokenizerFiles, type TokenizerFromFilesOptions, type EncodeOptions, type DecodeOptions,
   type EncodedPair, type SpecialTokenIds, type ChatMessage, type ChatTemplateOptions, type BpeOptions,
 } from './tokenizer.js';
 export { clearHubCache, hubCacheDir } from './hub/index.js';

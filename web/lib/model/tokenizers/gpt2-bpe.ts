@@ -10,6 +10,7 @@
  * decode keeps that space, as the ByteLevel decoder does.
  */
 import { noChatTemplate } from './chat-template.js';
+import { isIndex } from './json.js';
 import {
   bytesText, checkDecodeOptions, cleanUpTokenization, checkEncodeOptions, checkIds, checkText, NO_SPECIAL_TOKENS,
   type DecodeOptions, type EncodedPair, type EncodeOptions, type SpecialTokenIds, type Tokenizer,
@@ -82,8 +83,8 @@ export class BpeTokenizer implements Tokenizer {
     this.#encoder = new Map();
     let maxId = -1;
     for (const [tok, id] of Object.entries(vocab)) {
-      if (!Number.isInteger(id) || id < 0) {
-        throw new RangeError(`BpeTokenizer: vocab.json maps ${JSON.stringify(tok)} to ${id}, not a token id`);
+      if (!isIndex(id)) {
+        throw new RangeError(`BpeTokenizer: vocab.json maps ${JSON.stringify(tok)} to ${JSON.stringify(id) ?? String(id)}, not a token id (an integer in [0, 2^31))`);
       }
       this.#encoder.set(tok, id);
       maxId = Math.max(maxId, id);
