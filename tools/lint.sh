@@ -5,6 +5,9 @@
 #   tsc                               the package (tsconfig.json, emitted to dist/) and the demo
 #                                     (web/demo/tsconfig.json, --noEmit)
 #   check-doc-links.mjs               the relative links and anchors of README.md and docs/*.md
+#   docs.sh                           the API reference (TypeDoc): every exported symbol has a doc
+#                                     comment (notDocumented, warnings as errors), every export and
+#                                     every member of its interfaces and classes has its place
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -37,3 +40,6 @@ echo "lint: tsc: the package and the demo type-check"
 
 # The docs' relative links and #anchors resolve (README.md, docs/*.md).
 node tools/check-doc-links.mjs
+
+# The API reference builds with no warning: every exported symbol documented (build/api/).
+bash tools/docs.sh

@@ -71,12 +71,17 @@ export type WeightsOption = 'auto' | 'f32' | 'f16' | 'int8' | 'int4';
  * into memory (after a download, again from the cache).
  */
 export interface LoadProgress {
+  /** Bytes read so far (a sharded checkpoint: of all its shards together). */
   loaded: number;
+  /** The bytes in all, or undefined when not known in advance. */
   total: number | undefined;
+  /** The file being read or downloaded (a sharded checkpoint: the shard being read). */
   file: string;
+  /** 'download': a Hub file arriving in the cache; 'load': the weights being read into the wasm module. */
   stage: 'download' | 'load';
 }
 
+/** Options of {@link loadModel}. */
 export interface LoadOptions {
   /**
    * 'auto' (default): the matrices as the file stores them (F32, F16 or BF16; 16-bit weights

@@ -13,12 +13,14 @@ import { SPECIAL_KEYS, tokenName } from './tokenizer-config.js';
 
 /** One message of a conversation: a role ('system', 'user', 'assistant', 'tool') and its content. */
 export interface ChatMessage {
+  /** Who speaks: 'system', 'user', 'assistant', 'tool' (the template decides which it takes). */
   role: string;
   /** Text, or (for templates that take them) a list of parts such as `{ type: 'text', text }`. */
   content?: unknown;
   [key: string]: unknown;
 }
 
+/** Options of {@link Tokenizer.applyChatTemplate}; any other key is a variable the template reads. */
 export interface ChatTemplateOptions {
   /** End with the opening of the assistant's turn (`<|im_start|>assistant\n`), for generation. Default false. */
   addGenerationPrompt?: boolean;

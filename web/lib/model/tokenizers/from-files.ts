@@ -128,8 +128,8 @@ export interface TokenizerFromFilesOptions {
   /** The folder the files come from, prefixed to the file names in errors (`/m` gives `/m/tokenizer.json`). Default: the bare file names. */
   where?: string;
   /**
-   * config.json's `model_type`: `'gpt2'` looks for vocab.json + merges.txt before tokenizer.json
-   * ({@link tokenizerSearchOrder}). Default: tokenizer.json first.
+   * config.json's `model_type`: `'gpt2'` looks for vocab.json + merges.txt before tokenizer.json.
+   * Default: tokenizer.json first, then vocab.json + merges.txt, then vocab.txt.
    */
   modelType?: unknown;
 }

@@ -52,6 +52,7 @@ export interface BpeOptions {
 
 /** GPT-2's byte-level BPE tokenizer over `vocab.json` (token -> id) and `merges.txt`. */
 export class BpeTokenizer implements Tokenizer {
+  /** `'bpe'`: GPT-2's byte-level BPE from vocab.json + merges.txt. */
   readonly kind = 'bpe' as const;
   readonly vocabSize: number;
   /** tokenizer_config.json's `add_prefix_space` (see the file comment). */
