@@ -93,7 +93,7 @@ struct EncoderScratch {
   std::vector<uint8_t> mask;
 };
 
-struct EncoderBuild;  // bert.cpp
+struct EncoderBuild;  // bert_weights.cpp
 
 class Encoder {
  public:
