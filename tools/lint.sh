@@ -5,6 +5,7 @@
 #   tsc                               the package (tsconfig.json, emitted to dist/) and the demo
 #                                     (web/demo/tsconfig.json, --noEmit)
 #   check-doc-links.mjs               the relative links and anchors of README.md and docs/*.md
+#   check-file-length.mjs             no source file (C++, TS, JS, Python, shell, WGSL) over 500 lines
 #   docs.sh                           the API reference (TypeDoc): every exported symbol has a doc
 #                                     comment (notDocumented, warnings as errors), every export and
 #                                     every member of its interfaces and classes has its place
@@ -40,6 +41,9 @@ echo "lint: tsc: the package and the demo type-check"
 
 # The docs' relative links and #anchors resolve (README.md, docs/*.md).
 node tools/check-doc-links.mjs
+
+# No source file over 500 lines.
+node tools/check-file-length.mjs
 
 # The API reference builds with no warning: every exported symbol documented (build/api/).
 bash tools/docs.sh
