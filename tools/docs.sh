@@ -13,6 +13,11 @@ for arg in "$@"; do
     *) out=${arg%/} ;;
   esac
 done
+# DIR is emptied first: refuse anything but an empty folder or an earlier reference
+if [ -e "$out" ] && [ -n "$(ls -A "$out")" ] && [ ! -f "$out/assets/navigation.js" ]; then
+  echo "docs: $out/ exists and is not an earlier reference (no assets/navigation.js in it); choose another folder or empty it" >&2
+  exit 1
+fi
 rm -rf "$out"
 npx --no-install typedoc --out "$out" --logLevel Warn
 node tools/check-api-reference.mjs "$out"
