@@ -115,7 +115,8 @@ export interface HeadProbeOptions {
    * Measure each head's ablation effect (default true for decoders, false for masked-LM
    * encoders). Decoders: the next-token loss on the text, or without one on the first
    * induction sequence. Encoders: the masked-token loss on that text masked BERT-style from
-   * `seed` (see the file's comment). One forward per head, with progress and cancel.
+   * `seed` (15 % of its ordinary tokens, at least one, replaced by the mask token). One forward
+   * per head, with progress and cancel.
    */
   ablation?: boolean;
   /** Called after each forward pass. */
@@ -229,7 +230,10 @@ function ids(fn: string, name: string, x: unknown): number[] {
 }
 
 /**
- * Probes every head of `model` (see the file's comment and head-scores.ts for the definitions).
+ * Probes every head of `model`: the scores read off its attention maps on a text
+ * (previous-token, next-token, sink, entropy: {@link HeadPatternScores}) and on random tokens
+ * repeated twice (induction), and each head's ablation effect, the change in the loss when its
+ * attention probabilities are multiplied by 0.
  * Forward passes: one per induction sequence, one on the text, and with ablation one with
  * every head (headMask all 1) and one per head (144 for a 12 x 12 model); onProgress after
  * each, signal checked between them.

@@ -135,9 +135,12 @@ export interface TokenizerFromFilesOptions {
 }
 
 /**
- * The tokenizer the files describe (see the file comment for which wins), or null when there
- * are none. `where` (a folder) prefixes the file names in errors. Damaged files are Errors
- * naming the file and the field (the promise rejects with them).
+ * The tokenizer the files describe, or null when there are none: tokenizer.json (+
+ * tokenizer_config.json) gives an {@link HfTokenizer}, vocab.json + merges.txt GPT-2's
+ * {@link BpeTokenizer} (with tokenizer_config.json's add_prefix_space), vocab.txt BERT's
+ * WordPiece (an HfTokenizer); the first found wins, GPT-2's own files first for
+ * `modelType: 'gpt2'`. `where` (a folder) prefixes the file names in errors. Damaged files are
+ * Errors naming the file and the field (the promise rejects with them).
  *
  * When the files carry a chat template, the promise resolves once the template engine
  * (`@huggingface/jinja`, imported on first need) is loaded, so `applyChatTemplate` works at once.

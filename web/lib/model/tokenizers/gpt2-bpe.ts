@@ -55,7 +55,7 @@ export class BpeTokenizer implements Tokenizer {
   /** `'bpe'`: GPT-2's byte-level BPE from vocab.json + merges.txt. */
   readonly kind = 'bpe' as const;
   readonly vocabSize: number;
-  /** tokenizer_config.json's `add_prefix_space` (see the file comment). */
+  /** tokenizer_config.json's `add_prefix_space`: a space goes before a text that does not start with one, so its first word is split as it is mid-line (GPT2TokenizerFast). */
   readonly addPrefixSpace: boolean;
   /** GPT-2's `<|endoftext|>` (BOS, EOS and UNK in HF's GPT2Tokenizer) when vocab.json has it. */
   readonly specialTokens: SpecialTokenIds;

@@ -14,7 +14,13 @@
 
 import type { ChatTemplateOptions } from './chat-template.js';
 
-/** Which algorithm a tokenizer runs (the file comment of tokenizers/types.ts lists them): 'bytes', GPT-2's 'bpe', a tokenizer.json's 'byte-level-bpe', 'sentencepiece-bpe', 'wordpiece' or 'unigram'. */
+/**
+ * Which algorithm a tokenizer runs: `'bytes'` (one token per UTF-8 byte), `'bpe'` (GPT-2's from
+ * vocab.json + merges.txt), `'byte-level-bpe'` (a tokenizer.json BPE over GPT-2's byte alphabet:
+ * Llama 3, Qwen2/3), `'sentencepiece-bpe'` (a tokenizer.json BPE over ▁-marked text with byte
+ * fallback: Llama 2, Mistral), `'wordpiece'` (BERT) or `'unigram'` (SentencePiece Unigram:
+ * XLM-RoBERTa).
+ */
 export type TokenizerKind = 'bytes' | 'bpe' | 'byte-level-bpe' | 'sentencepiece-bpe' | 'wordpiece' | 'unigram';
 
 /** Options of {@link Tokenizer.encode} and {@link Tokenizer.encodePair}. */
