@@ -8,6 +8,10 @@
 #   check-history.mjs                 no tracked file names the project's issues or sessions by number
 #   bench-report.mjs --check          the benchmark tables of README.md and docs/benchmarks.md are
 #                                     what bench/results/ gives (`npm run bench:report` rewrites them)
+#   check-file-length.mjs             no source file (C++, TS, JS, Python, shell, WGSL) over 500 lines
+#   docs.sh                           the API reference (TypeDoc): every exported symbol has a doc
+#                                     comment (notDocumented, warnings as errors), every export and
+#                                     every member of its interfaces and classes has its place
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -46,3 +50,9 @@ node tools/check-history.mjs
 
 # The benchmark tables are generated from bench/results/ and committed as generated.
 node tools/bench-report.mjs --check
+
+# No source file over 500 lines.
+node tools/check-file-length.mjs
+
+# The API reference builds with no warning: every exported symbol documented (build/api/).
+bash tools/docs.sh

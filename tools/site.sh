@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # npm run site [-- DIR]: the demo as a static site in DIR (default build/site/): the four pages,
-# the wasm builds, the tiny models and the service worker that makes the pages cross-origin
-# isolated on a host that sends no COOP/COEP headers (docs/site.md). Any static file server
+# the wasm builds, the tiny models, the API reference (DIR/api/, tools/docs.sh) and the service
+# worker that makes the pages cross-origin isolated on a host that sends no COOP/COEP headers
+# (docs/site.md). Any static file server
 # can host the folder as it is. Builds what is missing or stale first, as npm start does:
 # the library (tools/build.sh; skipped with --no-library, for the test stages, which build it
 # first) and the demo (tools/build-demo.sh), then copies build/demo/ to DIR.
@@ -27,5 +28,6 @@ bash tools/build-demo.sh
 rm -rf "$out"
 mkdir -p "$(dirname "$out")"
 cp -a build/demo "$out"
+bash tools/docs.sh "$out/api"
 echo "site: $out/ ($(du -sh "$out" | cut -f1)): host it as it is with any static file server, e.g."
 echo "  python3 -m http.server -d $out 8000   then open http://localhost:8000/"

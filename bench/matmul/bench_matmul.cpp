@@ -6,7 +6,7 @@
 //    fraction of the measured bandwidth; per weight type;
 //  - GEMV of the tied LM head: wte [50257, 768] read as OutIn (one copy, 154 MB as F32);
 //  - GEMV of one n x n matrix (n = 256, 512, 576) from the caches: the kernel's own speed, memory
-//    aside, against the bandwidth (issue 27 asks >= 2x on 1 thread);
+//    aside, against the bandwidth;
 //  - threads > 1: the read bandwidth of all threads summing at once, and each GEMV from memory on
 //    1 thread too, interleaved with the threaded passes: the 2-thread gain measured in one run;
 //  - GEMM (prefill): M = 32 / 128 / 512 rows through the same shapes: GFLOP/s (2 M K N per
@@ -22,9 +22,13 @@
 //   [gpt2 | smol: the layer shapes] [InOut | OutIn: their layout, else as the model holds them].
 // Prints a table; writes the JSON when asked. `limits`: only the bandwidth and the peak, as
 // one line "LIMITS {json}" (for bench/model/gpt2_small.mjs).
+// This file: main, the GEMV and GEMM runs and the stored matrices; bench_limits.cpp: the clock,
+// the read bandwidth and the mul+add peak; bench_int_prefill.cpp: the `int` mode.
+#include "bench_matmul.hpp"
+
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iterator>
 #include <random>
@@ -33,189 +37,10 @@
 
 #include "matmul/halves.hpp"
 #include "matmul/matmul.hpp"
-#include "simd.hpp"  // and simd_madd.hpp
-#include "thread_pool.hpp"
 
-#ifndef QKV_NO_SIMD
-#include <xsimd/xsimd.hpp>
-#endif
-#ifdef __EMSCRIPTEN__
-#include <emscripten.h>
-#else
-#include <ctime>
-#endif
+namespace qkv_bench {
 
-namespace {
-
-// Seconds on the clock this run is timed by: the process's CPU time with 1 thread, else wall.
-bool g_cpu_clock = true;
-double now_s() {
-  if (!g_cpu_clock) return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-#ifdef __EMSCRIPTEN__
-  return EM_ASM_DOUBLE({
-    const u = process.cpuUsage();
-    return (u.user + u.system) / 1e6;
-  });
-#else
-  timespec t;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return double(t.tv_sec) + double(t.tv_nsec) * 1e-9;
-#endif
-}
-struct Clock {
-  using time_point = double;
-  static double now() { return now_s(); }
-};
-double seconds_since(double t0) { return now_s() - t0; }
-
-// ------------------------------------------------------------------ machine limits
-
-// V8 runs a wasm function first as baseline (Liftoff) code, which keeps values on the stack,
-// and uses optimized (TurboFan) code from a later call on: there is no on-stack replacement.
-// So every measured loop below is its own function, called once per pass, and only passes
-// after the first few count (a loop inside main() would be measured in baseline code: 2-3x slower).
-#define QKV_NOINLINE __attribute__((noinline))
-
-// The sum of n floats read as `streams` interleaved sequential streams (the array's parts).
-QKV_NOINLINE float sum_pass(const float* p, size_t n, int streams) {
-#ifndef QKV_NO_SIMD
-  using F4 = qkv::halves::F4;
-  F4 a0(0.0f), a1(0.0f), a2(0.0f), a3(0.0f), a4(0.0f), a5(0.0f), a6(0.0f), a7(0.0f);
-  if (streams == 1) {
-    for (size_t i = 0; i + 32 <= n; i += 32) {
-      a0 += F4::load_aligned(p + i), a1 += F4::load_aligned(p + i + 4), a2 += F4::load_aligned(p + i + 8);
-      a3 += F4::load_aligned(p + i + 12), a4 += F4::load_aligned(p + i + 16), a5 += F4::load_aligned(p + i + 20);
-      a6 += F4::load_aligned(p + i + 24), a7 += F4::load_aligned(p + i + 28);
-    }
-  } else {  // 4 streams: the array's quarters
-    const size_t q = n / 4;
-    for (size_t i = 0; i + 8 <= q; i += 8) {
-      a0 += F4::load_aligned(p + i), a1 += F4::load_aligned(p + i + 4);
-      a2 += F4::load_aligned(p + q + i), a3 += F4::load_aligned(p + q + i + 4);
-      a4 += F4::load_aligned(p + 2 * q + i), a5 += F4::load_aligned(p + 2 * q + i + 4);
-      a6 += F4::load_aligned(p + 3 * q + i), a7 += F4::load_aligned(p + 3 * q + i + 4);
-    }
-  }
-  return xsimd::hadd(((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7)));
-#else
-  float s[8] = {};
-  for (size_t i = 0; i + 8 <= n; i += 8)
-    for (int j = 0; j < 8; ++j) s[j] += p[i + size_t(j)];
-  (void)streams;
-  return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
-#endif
-}
-
-// Read bandwidth: sums over 512 MiB in 4 streams (2 f32x4 accumulators each) and in one. One
-// stream leaves the memory system idle part of the time; the kernels read several rows at
-// once, so the limit is the better of the two. Best of the passes after warm-up.
-struct Bandwidth {
-  double one_stream = 0.0, four_streams = 0.0;
-  double all_threads = 0.0;  // threads > 1: every thread summing its own part at once (wall time)
-};
-
-Bandwidth read_bandwidth_gbs(int threads) {
-  const size_t n = (size_t(512) << 20) / 4;  // 512 MiB of floats
-  std::vector<float> buf(n, 1.0f);
-  for (size_t i = 0; i < n; i += 1024) buf[i] = float(i & 7);
-  Bandwidth best;
-  float sink = 0.0f;
-  for (int i = 0; i < 8; ++i) sink += sum_pass(buf.data(), 1 << 16, i % 2 ? 4 : 1);  // tier up
-  for (int pass = 0; pass < 6; ++pass) {
-    const int streams = pass % 2 ? 4 : 1;
-    const auto t0 = Clock::now();
-    sink += sum_pass(buf.data(), n, streams);
-    const double gbs = double(n) * 4 / seconds_since(t0) / 1e9;
-    double& b = streams == 1 ? best.one_stream : best.four_streams;
-    if (pass >= 2) b = std::max(b, gbs);
-  }
-  // threads > 1: the same 512 MiB cut into one part per thread, each summed in 4 streams at once:
-  // what two cores pull together (a decode on 2 threads cannot beat this / one thread's figure)
-  for (int pass = 0; threads > 1 && pass < 6; ++pass) {
-    std::vector<float> part_sums(size_t(threads), 0.0f);
-    const auto t0 = std::chrono::steady_clock::now();
-    qkv::parallel_for(threads, threads, [&](int64_t item, int) {
-      const size_t part = n / size_t(threads) / 32 * 32;
-      part_sums[size_t(item)] = sum_pass(buf.data() + size_t(item) * part, part, 4);
-    });
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    for (float v : part_sums) sink += v;
-    if (pass >= 2) best.all_threads = std::max(best.all_threads, double(n) * 4 / s / 1e9);
-  }
-  if (sink == 12345.0f) std::printf(" ");
-  return best;
-}
-
-// iters x 12 independent chains acc = acc * m + c (f32x4): the mul+add peak (wasm SIMD has no
-// FMA); in a relaxed-SIMD build (QKV_RELAXED_SIMD) the chains are simd::madd, f32x4.relaxed_madd:
-// the limit of that build's kernels
-QKV_NOINLINE float peak_pass(int64_t iters, float mv, float cv) {
-#ifndef QKV_NO_SIMD
-  using F4 = qkv::halves::F4;
-  const F4 m(mv), c(cv);
-  F4 acc[12];
-  for (int i = 0; i < 12; ++i) acc[i] = F4(float(i));
-  for (int64_t it = 0; it < iters; ++it) {
-    QKV_UNROLL
-    for (int i = 0; i < 12; ++i) acc[i] = qkv::simd::madd(acc[i], m, c);
-  }
-  F4 s(0.0f);
-  for (int i = 0; i < 12; ++i) s += acc[i];
-  return xsimd::hadd(s);
-#else
-  float acc[12];
-  for (int i = 0; i < 12; ++i) acc[i] = float(i);
-  for (int64_t it = 0; it < iters; ++it)
-    for (int i = 0; i < 12; ++i) acc[i] = acc[i] * mv + cv;
-  float s = 0.0f;
-  for (float a : acc) s += a;
-  return s;
-#endif
-}
-
-double mul_add_peak_gflops() {
-  volatile float mv = 0.999999f, cv = 1e-7f;  // not compile-time constants
-  float sink = 0.0f;
-  for (int i = 0; i < 8; ++i) sink += peak_pass(100000, mv, cv);  // tier up
-  double best = 0.0;
-  const int64_t iters = 20000000;
-  for (int pass = 0; pass < 5; ++pass) {
-    const auto t0 = Clock::now();
-    sink += peak_pass(iters, mv, cv);
-#ifndef QKV_NO_SIMD
-    const double flops = double(iters) * 12 * 2 * 4;
-#else
-    const double flops = double(iters) * 12 * 2;
-#endif
-    if (pass >= 1) best = std::max(best, flops / seconds_since(t0) / 1e9);
-  }
-  if (sink == 12345.0f) std::printf(" ");
-  return best;
-}
-
-// ------------------------------------------------------------------ GPT-2-small layers
-
-struct Layer {
-  const char* name;
-  int64_t K, N;
-};
-const Layer kLayers[] = {
-    {"attn.c_attn", 768, 2304}, {"attn.c_proj", 768, 768}, {"mlp.c_fc", 768, 3072}, {"mlp.c_proj", 3072, 768}};
-// SmolLM2-135M's (Llama, nn.Linear [N, K]): q, k, v, o, gate, up, down
-const Layer kSmolLayers[] = {{"q_proj", 576, 576},    {"k_proj", 576, 192},     {"v_proj", 576, 192},
-                             {"o_proj", 576, 576},    {"gate_proj", 576, 1536}, {"up_proj", 576, 1536},
-                             {"down_proj", 1536, 576}};
-
-// One stored matrix (owns its bytes).
-struct Stored {
-  std::vector<uint8_t> bytes;
-  std::vector<uint16_t> scales;
-  std::vector<qkv::WeightFix> fixes;  // F16: the subnormal halves, added back by matmul()
-  qkv::WeightMatrix w;
-};
-
-Stored make(qkv::WeightType type, int64_t K, int64_t N, std::mt19937& rng,
-            qkv::WeightLayout layout = qkv::WeightLayout::InOut) {
+Stored make(qkv::WeightType type, int64_t K, int64_t N, std::mt19937& rng, qkv::WeightLayout layout) {
   std::normal_distribution<float> dist(0.0f, 0.02f);
   std::vector<float> f(size_t(K * N));
   for (auto& v : f) v = dist(rng);
@@ -253,99 +78,19 @@ Stored make(qkv::WeightType type, int64_t K, int64_t N, std::mt19937& rng,
   return s;
 }
 
+}  // namespace qkv_bench
+
+namespace {
+
 struct Result {
   std::string kind, type, what;
   int64_t M;
   double value, fraction;  // GB/s or GFLOP/s; of bandwidth or peak
 };
 
-// `int` mode (file comment): int8 vs int4 integer prefill, interleaved passes. Prints a table and
-// writes its own JSON (out, or none).
-int int_prefill(int threads, const char* out, const char* target, double bw, double peak, std::mt19937& rng) {
-  constexpr int kKinds = 3, kPasses = 9;
-  const char* kind_names[kKinds] = {"Q8 int", "Q4 int", "Q4 float"};
-  const qkv::WeightType kind_types[kKinds] = {qkv::WeightType::Q8, qkv::WeightType::Q4, qkv::WeightType::Q4};
-  std::vector<Stored> stacks[kKinds];
-  for (int t = 0; t < kKinds; ++t)
-    for (const Layer& l : kLayers) stacks[t].push_back(make(kind_types[t], l.K, l.N, rng));
-  const size_t shapes = std::size(kLayers);
-  std::string json;
-  std::printf("\nint8 vs int4 prefill (matmul(), M > 1: integer; Q4 float = detail::gemm), %d passes interleaved\n",
-              kPasses);
-  std::printf("%-5s %-18s %10s %10s %10s %8s %8s %8s\n", "M", "shape", "Q8 ms", "Q4 ms", "Q4f ms", "Q8/Q4", "min",
-              "max");
-  for (int64_t M : {32, 128}) {
-    std::vector<float> x(size_t(M * 3072)), y(size_t(M * 3072));
-    for (auto& v : x) v = std::normal_distribution<float>(0.0f, 1.0f)(rng);
-    // times[kind][pass][shape]
-    std::vector<double> times(size_t(kKinds * kPasses * shapes), 0.0);
-    for (int pass = 0; pass < kPasses + 1; ++pass) {  // pass 0: warm-up, not kept
-      for (int i = 0; i < kKinds; ++i) {
-        const int t = (i + pass) % kKinds;  // rotate the order
-        for (size_t l = 0; l < shapes; ++l) {
-          const qkv::WeightMatrix& w = stacks[t][l].w;
-          const auto t0 = Clock::now();
-          if (t < 2) {
-            qkv::matmul(w, x.data(), M, nullptr, y.data(), threads);
-          } else {
-            qkv::detail::gemm(w, x.data(), M, nullptr, y.data(), threads);
-          }
-          if (pass > 0) times[size_t((t * kPasses + pass - 1) * shapes + l)] = seconds_since(t0);
-        }
-      }
-    }
-    // per shape and for the whole layer (the four shapes' sum)
-    for (size_t l = 0; l <= shapes; ++l) {
-      const auto at = [&](int t, int p) {
-        if (l < shapes) return times[size_t((t * kPasses + p) * shapes + l)];
-        double sum = 0.0;
-        for (size_t j = 0; j < shapes; ++j) sum += times[size_t((t * kPasses + p) * shapes + j)];
-        return sum;
-      };
-      double best[kKinds] = {1e30, 1e30, 1e30};
-      std::vector<double> ratio;
-      for (int p = 0; p < kPasses; ++p) {
-        for (int t = 0; t < kKinds; ++t) best[t] = std::min(best[t], at(t, p));
-        ratio.push_back(at(0, p) / at(1, p));  // > 1: int4 faster
-      }
-      std::sort(ratio.begin(), ratio.end());
-      double flops = 0.0;  // 2 M K N per product
-      for (size_t j = 0; j < shapes; ++j)
-        if (l == shapes || j == l) flops += 2.0 * double(M) * double(kLayers[j].K) * double(kLayers[j].N);
-      const std::string shape = l < shapes ? std::string(kLayers[l].name) + " " + std::to_string(kLayers[l].K) + "x" +
-                                                 std::to_string(kLayers[l].N)
-                                           : "all four";
-      std::printf("%-5lld %-18s %10.3f %10.3f %10.3f %8.3f %8.3f %8.3f\n", static_cast<long long>(M), shape.c_str(),
-                  best[0] * 1e3, best[1] * 1e3, best[2] * 1e3, best[0] / best[1], ratio.front(), ratio.back());
-      char line[640];
-      std::snprintf(line, sizeof line,
-                    "%s    {\"M\": %lld, \"shape\": \"%s\", \"q8_int_ms\": %.4f, \"q4_int_ms\": %.4f, "
-                    "\"q4_float_ms\": %.4f, \"q8_int_gflops\": %.3f, \"q4_int_gflops\": %.3f, "
-                    "\"q8_over_q4_best\": %.4f, \"q8_over_q4_per_pass\": {\"min\": %.4f, \"median\": %.4f, "
-                    "\"max\": %.4f}}",
-                    json.empty() ? "" : ",\n", static_cast<long long>(M), shape.c_str(), best[0] * 1e3, best[1] * 1e3,
-                    best[2] * 1e3, flops / best[0] / 1e9, flops / best[1] / 1e9, best[0] / best[1], ratio.front(),
-                    ratio[ratio.size() / 2], ratio.back());
-      json += line;
-    }
-  }
-  if (out) {
-    FILE* f = std::fopen(out, "w");
-    if (!f) {
-      std::perror(out);
-      return 1;
-    }
-    std::fprintf(f,
-                 "{\n  \"benchmark\": \"matmul int8 vs int4 prefill\",\n  \"target\": \"%s\",\n  \"threads\": %d,\n"
-                 "  \"clock\": \"%s\",\n  \"passes\": %d,\n  \"read_bandwidth_gbs\": %.3f,\n"
-                 "  \"mul_add_peak_gflops\": %.3f,\n  \"results\": [\n%s\n  ]\n}\n",
-                 target, threads, g_cpu_clock ? "process CPU time" : "wall", kPasses, bw, peak, json.c_str());
-    std::fclose(f);
-  }
-  return 0;
-}
-
 }  // namespace
+
+using namespace qkv_bench;
 
 int main(int argc, char** argv) {
   // --relaxed-dot (anywhere): the relaxed build's int8 dot for Q4, as the JS loader turns it on
@@ -507,8 +252,8 @@ int main(int argc, char** argv) {
       // the kernel alone: one n x n matrix (256, 512, and 576: SmolLM2's q_proj, 1.3 MB as F32),
       // in the layers' layout, called over and over from the caches (L2): GB/s of weights when
       // memory is not the limit. Against the read bandwidth, this says how much room the
-      // kernel's instructions leave (issue 27 asks >= 2x per thread: then a decode is bound by
-      // memory on a machine with up to twice this one's bandwidth per core)
+      // kernel's instructions leave (at >= 2x per thread a decode stays bound by memory on a
+      // machine with up to twice this one's bandwidth per core)
       for (const int64_t n : {int64_t(256), int64_t(512), int64_t(576)}) {
         const Stored small = make(type, n, n, rng, layer_layout);
         const int reps = int(200 * (576 * 576) / (n * n));  // ~66 M weights a pass whatever n
@@ -529,7 +274,7 @@ int main(int argc, char** argv) {
         std::printf("gemv %-4s %s in cache: %6.2f GB/s = %.2fx the bandwidth", tn, what.c_str(), cache_gbs,
                     cache_gbs / bw);
         if (threads == 1) {
-          std::printf(cache_gbs >= 2 * bw ? " (issue 27: >= 2x, met)\n" : " (issue 27: >= 2x, not met)\n");
+          std::printf(cache_gbs >= 2 * bw ? " (>= 2x: memory-bound)\n" : " (< 2x)\n");
         } else {
           // a compute-bound kernel on 2 cores gains ~2x; on 2 hyperthreads of one core, far less
           const double one = double(reps) * double(small.w.bytes()) / best_cache_one / 1e9;

@@ -14,7 +14,7 @@ mkdir -p "$out/xsimd-include" bench/results
 # the pthread worker Emscripten writes is CommonJS (<name>.worker.js): not this package's ESM
 echo '{ "type": "commonjs" }' > "$out/package.json"
 ln -sfn /usr/include/xsimd "$out/xsimd-include/xsimd"   # xsimd alone (not the host's libc headers)
-srcs=(bench/matmul/bench_matmul.cpp src/matmul/*.cpp src/thread_pool.cpp)
+srcs=(bench/matmul/bench_matmul.cpp bench/matmul/bench_limits.cpp bench/matmul/bench_int_prefill.cpp src/matmul/*.cpp src/thread_pool.cpp)
 cflags=(-O3 -std=c++17 -Isrc -I"$out/xsimd-include" -msimd128 -msse4.2)
 # linked at -O1 as the library is (no Binaryen pass: wasm/CMakeLists.txt says why)
 lflags=(-O1 -sALLOW_MEMORY_GROWTH=1 -sMAXIMUM_MEMORY=4GB -sENVIRONMENT=node -sNODERAWFS=1 -sEXIT_RUNTIME=1)

@@ -1,9 +1,12 @@
-// What the matrix-vector kernels share (gemv.cpp: F32 and 16-bit weights, and the dispatch;
-// gemv_q8.cpp: 8-bit weights; gemv_q4.cpp: 4-bit): x as each weight type reads it, and how a column range is cut
-// into far-apart streams. Internal to src/matmul.
+// What the matrix-vector kernels share (gemv.cpp: F32 weights, every float type's OutIn layout, and
+// the dispatch; gemv_half.cpp: 16-bit weights; gemv_q8.cpp: 8-bit weights; gemv_q4.cpp: 4-bit): x as
+// each weight type reads it, how a column range is cut into far-apart streams, and the walk over
+// whole panels. Internal to src/matmul.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "matmul/weights.hpp"
@@ -33,6 +36,39 @@ struct GemvInput {
 // 27 x 4 KiB), 1536 x 576 (36 x 3072 bytes) and SmolLM2's LM head (49152 x 576: 3072 x 1152 bytes) did;
 // the Q8 kernel's 8 parts of 48 groups of 2304 bytes (576 x 1536) too.
 int64_t part_stride(int64_t count, int64_t row_bytes, int streams);
+
+#ifndef QKV_NO_SIMD
+// The walk both panel kernels (F32, 16-bit) take over the columns [n, n1), n on an 8-column
+// boundary: whole panels two at a time, half the range apart (two sequential streams); an odd
+// one alone; a half panel alone where the range starts or ends inside one (threads cut at 8
+// columns). run(streams, full_panel, columns) takes streams (std::integral_constant<int, 1 or 2>)
+// runs of 16 columns (full_panel: std::true_type) or 8 (std::false_type), run s from column
+// columns[s]. Returns where the last, narrower panel's columns start (n1 if none are in range).
+template <class Run>
+int64_t walk_whole_panels(int64_t n, int64_t n1, int64_t N, const Run& run) {
+  using One = std::integral_constant<int, 1>;
+  using Two = std::integral_constant<int, 2>;
+  const int64_t stop = std::min(n1, N / kPanel * kPanel);  // the whole panels' columns of the range end here
+  if (n % kPanel && n < stop) run(One{}, std::false_type{}, &n), n += 8;
+  const int64_t panels = n < stop ? (stop - n) / kPanel : 0, pairs = panels / 2;
+  for (int64_t j = 0; j < pairs; ++j) {
+    const int64_t columns[2] = {n + j * kPanel, n + (pairs + j) * kPanel};
+    run(Two{}, std::true_type{}, columns);
+  }
+  if (panels % 2) {
+    const int64_t column = n + 2 * pairs * kPanel;
+    run(One{}, std::true_type{}, &column);
+  }
+  n += panels * kPanel;
+  if (n < stop) run(One{}, std::false_type{}, &n), n += 8;
+  return std::min(n, n1);
+}
+#endif
+
+// y[n0:n1] = bias + x W for 16-bit weights (F16, BF16) in InOut [K, N] or Panels (gemv_half.cpp);
+// x_scaled: x * 2^56 for F16, x for BF16. Panels: n0 on an 8-column boundary.
+void gemv_half(const WeightMatrix& w, const float* x, const float* x_scaled, const float* bias, float* y, int64_t n0,
+               int64_t n1);
 
 // x [K] -> in.pairs, in.block_scale(_wide), in.wide_finite: x quantized to int16 per block of 32,
 // |xq| <= limit (kXqLimit16, x_int16.hpp; Q4 with the relaxed int8 dot: 127).

@@ -142,7 +142,7 @@ class WeightLoader {
     bool vector;
     int64_t row0 = 0, rows = 0;
   };
-  struct Stream;  // weight_loader.cpp
+  struct Stream;  // weight_loader_stream.cpp
   struct StreamDeleter {
     void operator()(Stream* s) const;
   };
@@ -160,6 +160,9 @@ class WeightLoader {
   // and scales written at data and scales, as for a matrix of those columns alone.
   void quantize_rows(const MatrixPlan& m, int64_t rows, const uint8_t* src, uint8_t* data, uint16_t* scales) const;
   static size_t column_bytes(const MatrixPlan& m);  // a Q8 / Q4 column's data bytes
+  // Element i of F32 / F16 / BF16 little-endian values at p (any alignment), as a float.
+  static float element(WeightType type, const uint8_t* p, size_t i);
+  static size_t align16(size_t n) { return (n + 15) / 16 * 16; }  // where the buffer's next part starts
   // Points m.dst at the matrix written at `at` (m.to, m.layout), readies F16 weights (their
   // fixes into out.fixes) and rewrites a matmul's float matrix in panels.
   void place(const MatrixPlan& m, uint8_t* at, WeightBuffers& out, Placing& placing, bool converted) const;

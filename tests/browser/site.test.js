@@ -24,7 +24,7 @@ const SITE = join(ROOT, 'build/site');
 const ART = join(ROOT, `build/artifacts/site-${BROWSER}`);
 const DESKTOP = { width: 1280, height: 800 };
 const TYPES = { '.html': 'text/html', '.js': 'text/javascript', '.mjs': 'text/javascript', '.css': 'text/css',
-  '.json': 'application/json', '.wasm': 'application/wasm', '.txt': 'text/plain' };
+  '.json': 'application/json', '.wasm': 'application/wasm', '.txt': 'text/plain', '.svg': 'image/svg+xml' };
 
 /**
  * A plain static file server over build/site/: Content-Type and nothing else. `missing` paths
@@ -139,6 +139,25 @@ test(`${BROWSER}: a host without COOP/COEP: the service worker isolates every pa
     assert.deepEqual(p.page.problems, [], `${name}: console errors/warnings`);
   }
   await s.page.close();
+});
+
+test(`${BROWSER}: the API reference is part of the site (api/): the index links every kind of export, an options page lists its options`, async () => {
+  const host = await plainHost();
+  servers.push(host);
+  const page = await browser.open(`${host.url}api/index.html`, { viewport: DESKTOP });
+  await page.waitForSelector('.tsd-page-title', { timeout: 30_000 });
+  const links = await page.evaluate(() => [...document.querySelectorAll('a[href]')].map((a) => a.getAttribute('href')));
+  for (const href of ['functions/loadModel.html', 'functions/scaledDotProductAttention.html', 'classes/Tensor.html',
+    'interfaces/LoadOptions.html', 'types/Variant.html', 'variables/env.html']) {
+    assert.ok(links.includes(href), `api/index.html links ${href}`);
+  }
+  await page.raw.goto(`${host.url}api/interfaces/LoadOptions.html`);
+  await page.waitForSelector('.tsd-page-title', { timeout: 30_000 });
+  const members = await page.evaluate(() => [...document.querySelectorAll('.tsd-member .tsd-anchor-link')].map((e) => e.id));
+  assert.deepEqual(members.sort(), ['onprogress', 'revision', 'signal', 'weights'], 'LoadOptions: every option');
+  assert.match(await page.text('.tsd-page-title'), /LoadOptions/);
+  assert.deepEqual(page.problems, [], 'console errors/warnings');
+  await page.close();
 });
 
 test(`${BROWSER}: a server that sends COOP/COEP: the line names the server's headers and no service worker is registered`, async () => {

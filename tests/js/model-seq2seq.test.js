@@ -69,15 +69,15 @@ describe('the number speller (web/models/tiny-numbers)', () => {
   });
   after(() => model?.dispose());
 
-  test('loads as a Seq2SeqModel with its WordPiece tokenizer; tokenizer.json and vocab.txt agree', () => {
+  test('loads as a Seq2SeqModel with its WordPiece tokenizer; tokenizer.json and vocab.txt agree', async () => {
     assert.ok(model instanceof qkv.Seq2SeqModel);
     assert.equal(model.tokenizer.kind, 'wordpiece');
     const t = model.tokenizer;
     assert.deepEqual(t.encode('1907').map((i) => t.token(i)), ['[CLS]', '1', '##9', '##0', '##7', '[SEP]']);
     const dir = path.join(ROOT, 'web', 'models', 'tiny-numbers');
     const read = (f) => readFileSync(path.join(dir, f), 'utf8');
-    const fromTxt = qkv.tokenizerFromFiles({ vocabTxt: read('vocab.txt'), tokenizerConfig: read('tokenizer_config.json') });
-    const fromJson = qkv.tokenizerFromFiles({ tokenizerJson: read('tokenizer.json'), tokenizerConfig: read('tokenizer_config.json') });
+    const fromTxt = await qkv.tokenizerFromFiles({ vocabTxt: read('vocab.txt'), tokenizerConfig: read('tokenizer_config.json') });
+    const fromJson = await qkv.tokenizerFromFiles({ tokenizerJson: read('tokenizer.json'), tokenizerConfig: read('tokenizer_config.json') });
     for (const s of ['1907', '0', '42', '9999', '12 34', 'one thousand']) assert.deepEqual(fromJson.encode(s), fromTxt.encode(s), s);
     assert.equal(fromTxt.decode(fromTxt.encode('one thousand nine'), { skipSpecialTokens: true }), 'one thousand nine');
   });

@@ -42,7 +42,7 @@ for (const [name, m] of Object.entries(MODELS)) {
     before(async () => {
       const json = packageFile(m.pkg, 'models/tokenizer.json');
       config = JSON.parse(packageFile(m.pkg, 'models/tokenizer_config.json'));
-      tok = qkv.tokenizerFromFiles({ tokenizerJson: json, tokenizerConfig: config });
+      tok = await qkv.tokenizerFromFiles({ tokenizerJson: json, tokenizerConfig: config });
       ref = await referenceTokenizer(json, config);
     });
 

@@ -45,7 +45,7 @@ test('loadModel: a folder with tokenizer.json + tokenizer_config.json, or vocab.
     writeFileSync(path.join(dir, 'model.safetensors'), weights);
     writeFileSync(path.join(dir, 'tokenizer.json'), LLAMA2);
     writeFileSync(path.join(dir, 'tokenizer_config.json'), JSON.stringify(LLAMA2_CONFIG));
-    const expected = qkv.tokenizerFromFiles({ tokenizerJson: LLAMA2, tokenizerConfig: LLAMA2_CONFIG }).encode('Hello world');
+    const expected = (await qkv.tokenizerFromFiles({ tokenizerJson: LLAMA2, tokenizerConfig: LLAMA2_CONFIG })).encode('Hello world');
     let model = await qkv.loadModel(dir);
     assert.equal(model.tokenizer.kind, 'sentencepiece-bpe');
     assert.deepEqual(model.tokenizer.encode('Hello world'), expected);
@@ -86,12 +86,12 @@ test('loadModel: a folder with tokenizer.json + tokenizer_config.json, or vocab.
   }
 });
 
-test('damaged or unsupported tokenizer.json: an Error naming the file, the field and the type', () => {
+test('damaged or unsupported tokenizer.json: an Error naming the file, the field and the type', async () => {
   const load = (json, config) => qkv.tokenizerFromFiles({ tokenizerJson: json, tokenizerConfig: config });
   const base = tinyByteLevel();
-  assert.equal(load(base).kind, 'byte-level-bpe');
+  assert.equal((await load(base)).kind, 'byte-level-bpe');
   // ids are byte values; 'he' is 256; <|eot|> an added token
-  assert.deepEqual(load(base).encode('the hen<|eot|>'), [0x74, 256, 0x20, 256, 0x6e, 259]);
+  assert.deepEqual((await load(base)).encode('the hen<|eot|>'), [0x74, 256, 0x20, 256, 0x6e, 259]);
   const cases = [
     ['{"model":', /^SyntaxError: tokenizer\.json is not valid JSON/],
     ['[1, 2]', /^Error: tokenizer\.json: expected an object, got an array$/],
@@ -131,34 +131,46 @@ test('damaged or unsupported tokenizer.json: an Error naming the file, the field
     [{ ...base, decoder: { type: 'Strip', content: 'ab', start: 1, stop: 0 } }, /decoder\.content: expected one character, got "ab"/],
   ];
   for (const [json, re] of cases) {
-    assert.throws(() => load(json), (e) => {
+    await assert.rejects(load(json), (e) => {
       assert.match(`${e.name}: ${e.message}`, re);
       return true;
     }, `expected ${re}`);
   }
-  assert.throws(() => load(base, '{"bos_token": '), /SyntaxError|tokenizer_config\.json is not valid JSON/);
-  assert.throws(() => load(base, { add_bos_token: true, bos_token: '<s>' }), /tokenizer_config\.json: bos_token: "<s>" is not in the vocabulary/);
-  assert.throws(() => load(base, { add_bos_token: 1 }), /tokenizer_config\.json: add_bos_token: expected true or false, got number 1/);
-  assert.throws(() => qkv.tokenizerFromFiles({ tokenizer: base }), /tokenizerFromFiles: unknown file 'tokenizer' \(expected tokenizerJson, tokenizerConfig, vocabJson, merges, vocabTxt, chatTemplate\)/);
-  assert.equal(qkv.tokenizerFromFiles({}), null);
+  await assert.rejects(load(base, '{"bos_token": '), /SyntaxError|tokenizer_config\.json is not valid JSON/);
+  await assert.rejects(load(base, { add_bos_token: true, bos_token: '<s>' }), /tokenizer_config\.json: bos_token: "<s>" is not in the vocabulary/);
+  await assert.rejects(load(base, { add_bos_token: 1 }), /tokenizer_config\.json: add_bos_token: expected true or false, got number 1/);
+  await assert.rejects(qkv.tokenizerFromFiles({ tokenizer: base }), /tokenizerFromFiles: unknown file 'tokenizer' \(expected tokenizerJson, tokenizerConfig, vocabJson, merges, vocabTxt, chatTemplate\)/);
+  assert.equal(await qkv.tokenizerFromFiles({}), null);
   // within a folder, the names carry it
-  assert.throws(() => qkv.tokenizerFromFiles({ tokenizerJson: '{' }, { where: '/m' }), /\/m\/tokenizer\.json is not valid JSON/);
+  await assert.rejects(qkv.tokenizerFromFiles({ tokenizerJson: '{' }, { where: '/m' }), /\/m\/tokenizer\.json is not valid JSON/);
 });
 
-test('damaged vocab.txt, vocab.json + merges.txt', () => {
-  assert.throws(() => qkv.tokenizerFromFiles({ vocabTxt: '' }), /vocab\.txt is empty/);
-  assert.throws(() => qkv.tokenizerFromFiles({ vocabTxt: '[PAD]\n[CLS]\n[SEP]\nhello\n' }), /vocab\.txt has no unk token "\[UNK\]"/);
-  assert.throws(() => qkv.tokenizerFromFiles({ vocabTxt: '[UNK]\n[SEP]\nhello\n' }), /vocab\.txt has no cls token "\[CLS\]"/);
-  assert.throws(() => qkv.tokenizerFromFiles({ vocabTxt: '[UNK]\n[CLS]\n[SEP]\n', tokenizerConfig: { unk_token: '<unk>' } }),
+test('damaged vocab.txt, vocab.json + merges.txt', async () => {
+  await assert.rejects(qkv.tokenizerFromFiles({ vocabTxt: '' }), /vocab\.txt is empty/);
+  await assert.rejects(qkv.tokenizerFromFiles({ vocabTxt: '[PAD]\n[CLS]\n[SEP]\nhello\n' }), /vocab\.txt has no unk token "\[UNK\]"/);
+  await assert.rejects(qkv.tokenizerFromFiles({ vocabTxt: '[UNK]\n[SEP]\nhello\n' }), /vocab\.txt has no cls token "\[CLS\]"/);
+  await assert.rejects(qkv.tokenizerFromFiles({ vocabTxt: '[UNK]\n[CLS]\n[SEP]\n', tokenizerConfig: { unk_token: '<unk>' } }),
     /vocab\.txt has no unk token "<unk>" \(tokenizer_config\.json names it\)/);
-  const tiny = qkv.tokenizerFromFiles({ vocabTxt: '[PAD]\r\n[UNK]\r\n[CLS]\r\n[SEP]\r\n[MASK]\r\nhello\r\n##s\r\n' });
+  const tiny = await qkv.tokenizerFromFiles({ vocabTxt: '[PAD]\r\n[UNK]\r\n[CLS]\r\n[SEP]\r\n[MASK]\r\nhello\r\n##s\r\n' });
   assert.deepEqual(tiny.encode('Hellos world'), [2, 5, 6, 1, 3], 'CRLF lines; an unknown word is one [UNK]');
-  assert.throws(() => qkv.tokenizerFromFiles({ vocabJson: '{"a": 0}' }), /a BPE tokenizer needs both vocab\.json and merges\.txt; only vocab\.json was given/);
-  assert.throws(() => qkv.tokenizerFromFiles({ vocabJson: '{"a": 0', merges: '' }), /vocab\.json is not valid JSON/);
+  await assert.rejects(qkv.tokenizerFromFiles({ vocabJson: '{"a": 0}' }), /a BPE tokenizer needs both vocab\.json and merges\.txt; only vocab\.json was given/);
+  await assert.rejects(qkv.tokenizerFromFiles({ vocabJson: '{"a": 0', merges: '' }), /vocab\.json is not valid JSON/);
+  // vocab.json's ids: each entry checked, the Error naming the file (in its folder) and the token
+  const bytes = Object.fromEntries(qkv.bytesToUnicode().map((c, i) => [c, i]));
+  const bpe = (entry) => qkv.tokenizerFromFiles({ vocabJson: JSON.stringify({ ...bytes, ...entry }), merges: '' }, { where: '/m' });
+  await assert.rejects(bpe({ 'hel lo': 2 ** 32 }), /^Error: \/m\/vocab\.json: "hel lo": expected a non-negative integer below 2\^31, got number 4294967296$/);
+  await assert.rejects(bpe({ x: 2 ** 31 }), /\/m\/vocab\.json: "x": expected a non-negative integer below 2\^31, got number 2147483648/);
+  await assert.rejects(bpe({ x: 1e300 }), /\/m\/vocab\.json: "x": expected a non-negative integer below 2\^31, got number 1e\+300/);
+  await assert.rejects(bpe({ x: -1 }), /\/m\/vocab\.json: "x": expected a non-negative integer, got number -1/);
+  await assert.rejects(bpe({ x: '7' }), /\/m\/vocab\.json: "x": expected a non-negative integer, got string "7"/);
+  await assert.rejects(qkv.tokenizerFromFiles({ vocabJson: '[0]', merges: '' }), /^Error: vocab\.json: expected an object, got an array$/);
+  assert.equal((await bpe({ x: 256 })).vocabSize, 257, 'the largest id sets the size');
+  // the class itself, given the parsed object, names vocab.json and the entry too
+  assert.throws(() => new qkv.BpeTokenizer({ ...bytes, x: 2 ** 32 }, ''), /^RangeError: BpeTokenizer: vocab\.json maps "x" to 4294967296, not a token id \(an integer in \[0, 2\^31\)\)$/);
 });
 
-test('bad ids and text', () => {
-  const hf = qkv.tokenizerFromFiles({ tokenizerJson: tinyByteLevel() });
+test('bad ids and text', async () => {
+  const hf = await qkv.tokenizerFromFiles({ tokenizerJson: tinyByteLevel() });
   const gpt2 = new qkv.BpeTokenizer(Object.fromEntries(qkv.bytesToUnicode().map((c, i) => [c, i])), '');
   for (const t of [hf, gpt2, new qkv.ByteTokenizer()]) {
     assert.throws(() => t.encode(42), /tokenizer\.encode: text must be a string, got number/);
@@ -179,7 +191,7 @@ test('bad ids and text', () => {
   assert.equal(hf.token(5000), '');
 });
 
-test('added tokens: lstrip/rstrip take the whitespace beside them, single_word only between non-word characters, normalized ones are found after the normalizer', () => {
+test('added tokens: lstrip/rstrip take the whitespace beside them, single_word only between non-word characters, normalized ones are found after the normalizer', async () => {
   const added = (content, id, flags) => ({ id, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: false, ...flags });
   const json = tinyByteLevel({
     normalizer: { type: 'Lowercase' },
@@ -191,7 +203,7 @@ test('added tokens: lstrip/rstrip take the whitespace beside them, single_word o
       added('XYZ', 264, { normalized: false }),
     ],
   });
-  const tok = qkv.tokenizerFromFiles({ tokenizerJson: json });
+  const tok = await qkv.tokenizerFromFiles({ tokenizerJson: json });
   const enc = (s) => tok.encode(s);
   assert.equal(tok.vocabSize, 265);
   // lstrip: the spaces before <mask> are part of it
@@ -210,14 +222,14 @@ test('added tokens: lstrip/rstrip take the whitespace beside them, single_word o
   assert.equal(tok.decode(enc('a <mask> word'), { skipSpecialTokens: true }), 'a word');
 });
 
-test('post_processor Sequence [ByteLevel, TemplateProcessing] (the layout of Meta\'s Llama 3 files) adds BOS', () => {
+test('post_processor Sequence [ByteLevel, TemplateProcessing] (the layout of Meta\'s Llama 3 files) adds BOS', async () => {
   const template = {
     type: 'TemplateProcessing',
     single: [{ SpecialToken: { id: '<|eot|>', type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } }],
     pair: [{ SpecialToken: { id: '<|eot|>', type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } }, { SpecialToken: { id: '<|eot|>', type_id: 1 } }, { Sequence: { id: 'B', type_id: 1 } }],
     special_tokens: { '<|eot|>': { id: '<|eot|>', ids: [259], tokens: ['<|eot|>'] } },
   };
-  const tok = qkv.tokenizerFromFiles({ tokenizerJson: tinyByteLevel({ post_processor: { type: 'Sequence', processors: [{ type: 'ByteLevel', add_prefix_space: true, trim_offsets: false, use_regex: true }, template] } }) });
+  const tok = await qkv.tokenizerFromFiles({ tokenizerJson: tinyByteLevel({ post_processor: { type: 'Sequence', processors: [{ type: 'ByteLevel', add_prefix_space: true, trim_offsets: false, use_regex: true }, template] } }) });
   const hen = tok.encode('hen', { addSpecialTokens: false });
   assert.deepEqual(tok.encode('hen'), [259, ...hen]);
   assert.deepEqual(tok.encodePair('hen', 'he'), { ids: [259, ...hen, 259, 256], tokenTypeIds: [0, ...hen.map(() => 0), 1, 1] });

@@ -26,7 +26,7 @@ describe('Gemma 3 tokenizer.json', () => {
   let tok;
   let ref;
   before(async () => {
-    tok = qkv.tokenizerFromFiles({ tokenizerJson: JSON_TEXT, tokenizerConfig: CONFIG });
+    tok = await qkv.tokenizerFromFiles({ tokenizerJson: JSON_TEXT, tokenizerConfig: CONFIG });
     ref = await referenceTokenizer(JSON_TEXT, CONFIG);
   });
 

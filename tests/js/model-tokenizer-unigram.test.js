@@ -37,7 +37,7 @@ describe('kjv-unigram: SentencePiece Unigram + nmt_nfkc charsmap, converted as X
   let tok;
   let ref;
   before(async () => {
-    tok = qkv.tokenizerFromFiles({ tokenizerJson: JSON_TEXT, tokenizerConfig: CONFIG });
+    tok = await qkv.tokenizerFromFiles({ tokenizerJson: JSON_TEXT, tokenizerConfig: CONFIG });
     ref = await referenceTokenizer(forReference(JSON.parse(JSON_TEXT)), CONFIG);
   });
 
@@ -109,7 +109,8 @@ describe('a hand-built Unigram vocabulary', () => {
     decoder: byteFallback ? { type: 'Sequence', decoders: [metaspace, { type: 'ByteFallback' }, { type: 'Fuse' }] } : metaspace,
     model: { type: 'Unigram', unk_id: 0, vocab, byte_fallback: byteFallback },
   });
-  const tok = qkv.tokenizerFromFiles({ tokenizerJson: json(false) });
+  let tok;
+  before(async () => { tok = await qkv.tokenizerFromFiles({ tokenizerJson: json(false) }); });
   const pieces = (t, k = tok) => k.encode(t).map((i) => k.token(i));
 
   test('the split with the highest summed score', () => {
@@ -120,9 +121,9 @@ describe('a hand-built Unigram vocabulary', () => {
     assert.deepEqual(pieces('d dd'), ['\u2581d', '\u2581d', 'd']);
   });
 
-  test('a run of unknown characters is one <unk>; byte_fallback spells it in bytes', () => {
+  test('a run of unknown characters is one <unk>; byte_fallback spells it in bytes', async () => {
     assert.deepEqual(pieces('axyzb'), ['\u2581', 'a', '<unk>', 'b']);
-    const bf = qkv.tokenizerFromFiles({ tokenizerJson: json(true) });
+    const bf = await qkv.tokenizerFromFiles({ tokenizerJson: json(true) });
     assert.deepEqual(pieces('axé', bf), ['\u2581', 'a', '<0x78>', '<0xC3>', '<0xA9>']);
     assert.equal(bf.decode(bf.encode('axé')), 'axé');
   });
@@ -132,13 +133,13 @@ describe('a hand-built Unigram vocabulary', () => {
     for (const text of CORPUS) assert.deepEqual(tok.encode(text), ref.encode(text), show(text));
   });
 
-  test('damaged files are Errors naming the field', () => {
-    const bad = (model) => () => qkv.tokenizerFromFiles({ tokenizerJson: { ...json(false), model: { type: 'Unigram', ...model } } });
-    assert.throws(bad({ vocab: [] }), /tokenizer\.json: model\.vocab.*empty/);
-    assert.throws(bad({ vocab: [['a', 'x']] }), /model\.vocab\[0\].*\[piece, score\]/);
-    assert.throws(bad({ vocab: [['a', 0]], unk_id: 5 }), /model\.unk_id.*5 is not an index/);
-    const charsmap = (s) => () => qkv.tokenizerFromFiles({ tokenizerJson: { ...json(false), normalizer: { type: 'Precompiled', precompiled_charsmap: s } } });
-    assert.throws(charsmap('!!'), /precompiled_charsmap.*not base64/);
-    assert.throws(charsmap(Buffer.from([0xff, 0, 0, 0, 1, 2]).toString('base64')), /precompiled_charsmap.*trie size 255 bytes does not fit/);
+  test('damaged files are Errors naming the field', async () => {
+    const bad = (model) => qkv.tokenizerFromFiles({ tokenizerJson: { ...json(false), model: { type: 'Unigram', ...model } } });
+    await assert.rejects(bad({ vocab: [] }), /tokenizer\.json: model\.vocab.*empty/);
+    await assert.rejects(bad({ vocab: [['a', 'x']] }), /model\.vocab\[0\].*\[piece, score\]/);
+    await assert.rejects(bad({ vocab: [['a', 0]], unk_id: 5 }), /model\.unk_id.*5 is not an index/);
+    const charsmap = (s) => qkv.tokenizerFromFiles({ tokenizerJson: { ...json(false), normalizer: { type: 'Precompiled', precompiled_charsmap: s } } });
+    await assert.rejects(charsmap('!!'), /precompiled_charsmap.*not base64/);
+    await assert.rejects(charsmap(Buffer.from([0xff, 0, 0, 0, 1, 2]).toString('base64')), /precompiled_charsmap.*trie size 255 bytes does not fit/);
   });
 });

@@ -45,8 +45,8 @@ describe('WordPiece from vocab.txt and from tokenizer.json, against @lenml/token
   let fromJson;
   let ref;
   before(async () => {
-    fromTxt = qkv.tokenizerFromFiles({ vocabTxt: VOCAB_TXT, tokenizerConfig: CONFIG });
-    fromJson = qkv.tokenizerFromFiles({ tokenizerJson: JSON_TEXT, tokenizerConfig: CONFIG });
+    fromTxt = await qkv.tokenizerFromFiles({ vocabTxt: VOCAB_TXT, tokenizerConfig: CONFIG });
+    fromJson = await qkv.tokenizerFromFiles({ tokenizerJson: JSON_TEXT, tokenizerConfig: CONFIG });
     ref = await referenceTokenizer(JSON_TEXT, CONFIG);
   });
 
@@ -116,18 +116,18 @@ describe('WordPiece from vocab.txt and from tokenizer.json, against @lenml/token
   });
 });
 
-test('tokenizer_config.json: do_lower_case false keeps case and accents; strip_accents; tokenize_chinese_chars', () => {
+test('tokenizer_config.json: do_lower_case false keeps case and accents; strip_accents; tokenize_chinese_chars', async () => {
   const make = (config) => qkv.tokenizerFromFiles({ vocabTxt: VOCAB_TXT, tokenizerConfig: { ...CONFIG, ...config } });
   const pieces = (t, text) => t.encode(text, { addSpecialTokens: false }).map((id) => t.token(id));
-  const cased = make({ do_lower_case: false });
+  const cased = await make({ do_lower_case: false });
   assert.deepEqual(pieces(cased, 'the Café'), ['the', '[UNK]'], 'an uncased vocabulary has no capitals: one [UNK] for the word');
-  assert.deepEqual(pieces(make({ do_lower_case: false, strip_accents: true }), 'the cafe\u0301'), ['the', 'cafe']);
-  assert.deepEqual(pieces(make({}), 'café'), ['cafe']);
-  assert.deepEqual(pieces(make({ strip_accents: false }), 'café'), ['[UNK]'], 'lower-cased, accent kept: not in the vocabulary');
-  assert.deepEqual(pieces(make({ tokenize_chinese_chars: false }), '中国人'), ['中', '##国', '##人'], 'not split: one word, ## pieces');
-  assert.deepEqual(pieces(make({}), '中国人'), ['中', '国', '人']);
+  assert.deepEqual(pieces(await make({ do_lower_case: false, strip_accents: true }), 'the cafe\u0301'), ['the', 'cafe']);
+  assert.deepEqual(pieces(await make({}), 'café'), ['cafe']);
+  assert.deepEqual(pieces(await make({ strip_accents: false }), 'café'), ['[UNK]'], 'lower-cased, accent kept: not in the vocabulary');
+  assert.deepEqual(pieces(await make({ tokenize_chinese_chars: false }), '中国人'), ['中', '##国', '##人'], 'not split: one word, ## pieces');
+  assert.deepEqual(pieces(await make({}), '中国人'), ['中', '国', '人']);
   // the same options in a tokenizer.json's BertNormalizer
   const j = JSON.parse(JSON_TEXT);
   j.normalizer = { ...j.normalizer, lowercase: false };
-  assert.deepEqual(pieces(qkv.tokenizerFromFiles({ tokenizerJson: j }), 'the Café'), ['the', '[UNK]']);
+  assert.deepEqual(pieces(await qkv.tokenizerFromFiles({ tokenizerJson: j }), 'the Café'), ['the', '[UNK]']);
 });

@@ -22,17 +22,17 @@ export { lastBackend, type Backend } from './backend.js';
 export { webgpuAvailable, WebGPUUnavailableError, WebGPUDeviceLostError, WebGPULimitError } from './webgpu/index.js';
 export {
   loadModel, GPT2Model, ByteTokenizer, BpeTokenizer, bytesToUnicode, GPT2_PATTERN,
-  LlamaModel, DecoderModel, type LlamaConfig, type Architecture, type ModelDims,
+  LlamaModel, DecoderModel, type LlamaConfig, type LlamaRopeScaling, type Architecture, type ModelDims,
   type GPT2Config, type ModelFiles, type ModelSource, type ForwardOptions, type ForwardResult, type QueriesKeys,
   type GenerateOptions, type GenerationStep, type Tokenizer, type LoadOptions, type LoadProgress, type WeightsOption,
   type ModelMemoryUsage,
   Seq2SeqModel, type Seq2SeqConfig, type Seq2SeqForwardOptions, type Seq2SeqForwardResult, type Seq2SeqGenerateOptions,
   type Seq2SeqStep,
-  HfTokenizer, tokenizerFromFiles, loadChatTemplateEngine,
+  HfTokenizer, type HfTokenizerFiles, tokenizerFromFiles, loadChatTemplateEngine,
   type Model, EncoderModel, type EncoderConfig, type EncoderForwardOptions, type EncoderForwardResult,
   type FillMaskOptions, type FillMaskPrediction, type HeadMask, type HeadPatch, type Knockout,
   type EncoderArchitecture, type EmbedOptions, type Pooling, type PoolingDefaults,
-  type TokenizerKind, type TokenizerFiles, type EncodeOptions, type DecodeOptions, type EncodedPair, type SpecialTokenIds,
+  type TokenizerKind, type TokenizerFiles, type TokenizerFromFilesOptions, type EncodeOptions, type DecodeOptions, type EncodedPair, type SpecialTokenIds,
   type ChatMessage, type ChatTemplateOptions, hubCacheDir, clearHubCache, type BpeOptions,
 } from './model/index.js';
 export { MultiHeadAttention, type MultiHeadAttentionOptions, type MultiHeadAttentionWeights,
@@ -42,14 +42,27 @@ export {
   attentionRollout, attentionRolloutSync, attentionFlow, attentionFlowSync, FLOW_MAX_LENGTH, type HeadFusion, type RolloutOptions,
   type FlowOptions, type FlowAsyncOptions,
   headProbes, headPatternScores, inductionScores, isCausalMap, nextTokenLoss, type HeadProbeOptions, type HeadProbeResult, type HeadScore,
-  type ProbeModel, type ProbeProgress, type HeadPatternScores, type HeadTable,
+  type ProbeModel, type ProbeProgress, type ProbeForwardOptions, type ProbeForwardResult, type ProbeTokenizer, type ProbeDims,
+  type HeadPatternScores, type HeadTable,
 } from './interpret/index.js';
 export { env, WEBGPU_THRESHOLD, type Env, type RanOn, type Variant } from './env.js';
 
 /** What {@link init} loaded. */
 export interface InitResult {
+  /** The wasm build that loaded (`env.loadedVariant`): never `'auto'`. */
   variant: Variant;
+  /** Threads a call uses (`env.threads`): 1 unless a threads build loaded. */
   threads: number;
+}
+
+/** Options of {@link init}: each sets the {@link env} field of the same name before loading. */
+export interface InitOptions {
+  /** Which wasm build to load (`env.variant`); default `'auto'`. */
+  variant?: Env['variant'];
+  /** Threads per call for a threads build, an integer in [1, 64] (`env.numThreads`); default min(4, hardwareConcurrency). */
+  numThreads?: number;
+  /** Where the wasm files are (`env.wasmPaths`): a URL/path prefix, or a map from file name (`'qkv-simd.wasm'`) to URL; default next to the package's JS. */
+  wasmPaths?: Env['wasmPaths'];
 }
 
 /**
@@ -57,7 +70,7 @@ export interface InitResult {
  * synchronous functions (`scaledDotProductAttentionSync`, `new KVCache`, `forwardSync`).
  * Options set the matching `env` fields first.
  */
-export async function init(options?: { variant?: Env['variant']; numThreads?: number; wasmPaths?: Env['wasmPaths'] }): Promise<InitResult> {
+export async function init(options?: InitOptions): Promise<InitResult> {
   if (options?.variant !== undefined) env.variant = options.variant;
   if (options?.numThreads !== undefined) env.numThreads = options.numThreads;
   if (options?.wasmPaths !== undefined) env.wasmPaths = options.wasmPaths;

@@ -79,10 +79,15 @@ function checkSizes(fn: string, options: unknown) {
  * cache.dispose();
  */
 export class KVCache {
+  /** Batch size B. */
   readonly batchSize: number;
+  /** Key/value heads Hkv. */
   readonly numKvHeads: number;
+  /** Capacity: the most positions the cache holds. */
   readonly maxLength: number;
+  /** Key (and query) head dim D. */
   readonly headDim: number;
+  /** Value head dim Dv. */
   readonly valueDim: number;
   #t: Tracked<WasmKVCache>;
   #m: QkvModule;

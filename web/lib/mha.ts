@@ -13,7 +13,7 @@ export type Weight = Float32Array | Tensor;
 
 /** nn.MultiheadAttention's parameters (E = embedDim). */
 export interface MultiHeadAttentionWeights {
-  /** [3E, E]: rows [0, E) project queries, [E, 2E) keys, [2E, 3E) values. */
+  /** `[3E, E]`: rows [0, E) project queries, [E, 2E) keys, [2E, 3E) values. */
   inProjWeight: Weight;
   /** [3E] (optional: no bias). */
   inProjBias?: Weight | null;
@@ -23,10 +23,13 @@ export interface MultiHeadAttentionWeights {
   outProjBias?: Weight | null;
 }
 
-/** Constructor options. */
+/** Options of the {@link MultiHeadAttention} constructor. */
 export interface MultiHeadAttentionOptions {
+  /** Model width E, an integer in [1, 65536] (nn.MultiheadAttention's `embed_dim`). */
   embedDim: number;
+  /** Heads H; E must be a multiple of it (each head has E / H dimensions). */
   numHeads: number;
+  /** The projections, copied into wasm memory at construction. */
   weights: MultiHeadAttentionWeights;
 }
 
@@ -75,7 +78,9 @@ function weight(fn: string, name: string, w: unknown, shape: number[], optional:
  * bias-only and weights 0 (PyTorch gives NaN).
  */
 export class MultiHeadAttention {
+  /** Model width E. */
   readonly embedDim: number;
+  /** Heads H (each of E / H dimensions). */
   readonly numHeads: number;
   #pending: { inW: Float32Array; inB: Float32Array | null; outW: Float32Array; outB: Float32Array | null } | null;
   #t: Tracked<WasmMultiHeadAttention> | null = null;

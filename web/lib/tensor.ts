@@ -78,6 +78,7 @@ export class Tensor {
     this.#data = this.#data instanceof Uint8Array ? new Uint8Array(0) : new Float32Array(0);
   }
 
+  /** A one-line summary, e.g. `Tensor(float32, [1, 8, 128, 64])` (`, disposed` once disposed). */
   toString(): string {
     return `Tensor(${this.dtype}, ${fmtShape(this.#shape)}${this.#disposed ? ', disposed' : ''})`;
   }

@@ -19,6 +19,7 @@ import { Shown } from './shown';
 import { WORD_RULE } from './words';
 import { layerNote } from './layer-kinds';
 import { ForwardProgress, stoppedBy } from './forward-progress';
+import { fetchQueriesKeys } from './neuron-qk';
 import { headline, type ModelOrigin } from './headline';
 import { loadHub, wireCheckpointPanels } from './checkpoint-panels';
 import { showChat, wireChat, type ChatRun } from './chat';
@@ -156,45 +157,8 @@ function renderNeuronView(): void {
   const d = st.data!;
   const box = $('#neuron');
   if (!d.q || !d.k) {
-    // the queries and keys come from qkv's forward (outputQueriesKeys), fetched once per token
-    // sequence, with the progress bar and Cancel; not while another pass runs (its end draws
-    // this view again)
-    const note = (text: string, tone: string) => {
-      const p = document.createElement('p');
-      p.className = tone === 'error' ? 'small' : 'small muted';
-      p.dataset.tone = tone;
-      p.textContent = text;
-      return p;
-    };
-    if (st.model && !st.qkPending && !forward.busy && st.qkCancelled !== d) {
-      st.qkPending = true;
-      const ids = d.ids.slice(), m = st.model;
-      box.replaceChildren(note('Computing the queries and keys…', 'info'));
-      forward.run('Queries and keys', ids.length, (p) => m.queriesKeys(ids, p)).then((qk) => {
-        st.qkPending = false;
-        const cur = st.data;
-        if (cur && cur.ids.length === ids.length && cur.ids.every((id, i) => id === ids[i])) { cur.q = qk.q; cur.k = qk.k; }
-        if (st.tab === 'neuron' && st.data) renderNeuronView();
-      }, (e: unknown) => {
-        st.qkPending = false;
-        const stopped = stoppedBy(e);
-        if (stopped === 'replaced') return; // a newer pass (a new prompt) draws this view when it ends
-        if (stopped === 'cancelled') {
-          st.qkCancelled = d;
-          const again = document.createElement('button');
-          again.type = 'button';
-          again.textContent = 'Compute them';
-          again.addEventListener('click', () => { st.qkCancelled = null; renderNeuronView(); });
-          const p = note(`Cancelled: the queries and keys of ${ids.length} tokens were not computed. `, 'info');
-          p.append(again);
-          box.replaceChildren(p);
-        } else {
-          box.replaceChildren(note(`Could not get the queries and keys from qkv: ${(e as Error).message}`, 'error'));
-        }
-      });
-    } else if (!box.querySelector('[data-tone]')) {
-      box.replaceChildren(note('Computing the queries and keys…', 'info'));
-    }
+    // fetched once per token sequence, with the progress bar and Cancel (neuron-qk.ts)
+    fetchQueriesKeys(box, d, st, forward, () => { if (st.tab === 'neuron' && st.data) renderNeuronView(); }, renderNeuronView);
     return;
   }
   const v = view()!;

@@ -23,6 +23,7 @@ import { FlowNetwork } from './maxflow.js';
 /** The longest sequence attentionFlow takes (L^2 max-flows, each over N L^2 edges). */
 export const FLOW_MAX_LENGTH = 64;
 
+/** Options of {@link attentionFlowSync} (and, with progress and cancel, {@link attentionFlow}). */
 export interface FlowOptions {
   /** How each layer's heads are combined: 'mean' (default, the paper's), 'max' or 'min'. */
   fusion?: HeadFusion;

@@ -26,15 +26,22 @@ import type { Tensor } from '../tensor.js';
 import { isCausalMap } from './causal.js';
 import { checkAttentions } from './fuse.js';
 
-/** [layer][head] */
+/** One score per head: `table[layer][head]`. */
 export type HeadTable = number[][];
 
 /** Previous-token, next-token, sink and entropy scores of every head, [layer][head] each. */
 export interface HeadPatternScores {
+  /** Mean over queries i >= 1 of A[i][i-1], the weight on the token just before; in [0, 1]. */
   previousToken: HeadTable;
-  /** null when the maps are causal (0 by construction: see the file's comment) */
+  /**
+   * Mean over queries i = 0..L-2 of A[i][i+1], the weight on the token just after; in [0, 1].
+   * null when the maps are causal (every weight above the diagonal 0: the score would be 0 by
+   * construction, not measured).
+   */
   nextToken: HeadTable | null;
+  /** First-token share: mean over queries i >= 1 of A[i][0]; in [0, 1]. */
   sink: HeadTable;
+  /** Mean over queries i >= 1 of -sum_j A[i][j] ln A[i][j], in nats; in [0, ln L]. */
   entropy: HeadTable;
 }
 

@@ -10,4 +10,5 @@ export { attentionFlow, attentionFlowSync, FLOW_MAX_LENGTH, type FlowOptions, ty
 export { headPatternScores, inductionScores, type HeadPatternScores, type HeadTable } from './head-scores.js';
 export {
   headProbes, nextTokenLoss, type HeadProbeOptions, type HeadProbeResult, type HeadScore, type ProbeModel, type ProbeProgress,
+  type ProbeForwardOptions, type ProbeForwardResult, type ProbeTokenizer, type ProbeDims,
 } from './probes.js';

@@ -26,26 +26,70 @@ import { maskedLossSum, maskText } from './masked-loss.js';
 
 /** What headProbes needs of a model: forward with outputAttentions, logits and headMask. */
 export interface ProbeModel {
-  forward(ids: ArrayLike<number>, options?: { outputAttentions?: boolean; headMask?: Tensor; logits?: 'all' | 'last' }): Promise<{ logits: Tensor; attentions?: Tensor[] }>;
-  /** An encoder's tokenizer also names its special tokens (the mask token, and those never masked). */
-  tokenizer?: { encode(text: string): number[]; specialTokens?: Partial<Record<'bos' | 'eos' | 'unk' | 'pad' | 'cls' | 'sep' | 'mask', number | null>> } | null;
+  /**
+   * One forward pass over `ids` (one sequence): `logits` [1, L, vocab] (or [1, 1, vocab] with
+   * `logits: 'last'`) and, with `outputAttentions`, one [1, H, L, L] map per layer; `headMask`
+   * [layers, heads] multiplies each head's attention probabilities (1 keeps, 0 removes).
+   */
+  forward(ids: ArrayLike<number>, options?: ProbeForwardOptions): Promise<ProbeForwardResult>;
+  /** Turns `options.text` into ids; an encoder's tokenizer also names its special tokens (the mask token, and those never masked). */
+  tokenizer?: ProbeTokenizer | null;
   /**
    * Decoders have it (DecoderModel.dims): the vocabulary and the context. With dims, the
    * forwards that only need maps ask for the last position's logits only (logits: 'last').
    */
-  dims?: { vocab: number; positions: number };
+  dims?: ProbeDims;
+  /** The model's config.json; its vocabulary and context sizes are read from it when `dims` is absent. */
   config?: object;
   /** Present on masked-LM encoders: their logits predict masked tokens (the ablation loss is the masked-token loss). */
   fillMask?: unknown;
 }
 
+/** The options {@link ProbeModel.forward} is given. */
+export interface ProbeForwardOptions {
+  /** Return each layer's attention probabilities. */
+  outputAttentions?: boolean;
+  /** `[layers, heads]`: each head's attention probabilities times this (1 keeps the head, 0 removes it). */
+  headMask?: Tensor;
+  /** 'all' (default): logits at every position; 'last': at the last only. */
+  logits?: 'all' | 'last';
+}
+
+/** What {@link ProbeModel.forward} returns. */
+export interface ProbeForwardResult {
+  /** [1, L, vocab] (or [1, 1, vocab] with `logits: 'last'`): unnormalised next-token (or masked-token) scores. */
+  logits: Tensor;
+  /** One [1, H, L, L] attention map per layer, with `outputAttentions`. */
+  attentions?: Tensor[];
+}
+
+/** What {@link headProbes} needs of a tokenizer: encode, and the special-token ids of an encoder. */
+export interface ProbeTokenizer {
+  /** The token ids of `text`. */
+  encode(text: string): number[];
+  /** Special-token ids by role (null or absent: the tokenizer has none). */
+  specialTokens?: Partial<Record<'bos' | 'eos' | 'unk' | 'pad' | 'cls' | 'sep' | 'mask', number | null>>;
+}
+
+/** A decoder's sizes, as {@link headProbes} reads them. */
+export interface ProbeDims {
+  /** Vocabulary size: random induction tokens are drawn below it. */
+  vocab: number;
+  /** Context length (positions): the longest sequence a forward takes. */
+  positions: number;
+}
+
 /** Where a headProbes run is: `done` of `total` forward passes. */
 export interface ProbeProgress {
+  /** Forward passes done. */
   done: number;
+  /** Forward passes in all. */
   total: number;
+  /** What the passes measure: the scores on the text, the induction sequences, or the head ablations. */
   stage: 'text' | 'induction' | 'ablation';
 }
 
+/** Options of {@link headProbes}. */
 export interface HeadProbeOptions {
   /**
    * Token ids of the text the previous-token, next-token, sink and entropy scores and the
@@ -71,7 +115,8 @@ export interface HeadProbeOptions {
    * Measure each head's ablation effect (default true for decoders, false for masked-LM
    * encoders). Decoders: the next-token loss on the text, or without one on the first
    * induction sequence. Encoders: the masked-token loss on that text masked BERT-style from
-   * `seed` (see the file's comment). One forward per head, with progress and cancel.
+   * `seed` (15 % of its ordinary tokens, at least one, replaced by the mask token). One forward
+   * per head, with progress and cancel.
    */
   ablation?: boolean;
   /** Called after each forward pass. */
@@ -82,19 +127,27 @@ export interface HeadProbeOptions {
 
 /** One head's scores. */
 export interface HeadScore {
+  /** The layer, 0-based. */
   layer: number;
+  /** The head within the layer, 0-based. */
   head: number;
+  /** Mean weight on the token just before (see {@link HeadPatternScores.previousToken}); in [0, 1]. */
   previousToken: number;
-  /** null for a causal model: 0 by construction there, not measured (head-scores.ts) */
+  /** Mean weight on the token just after; null for a causal model: 0 by construction there, not measured. */
   nextToken: number | null;
+  /** Mean weight of the repeated sequence's tokens on the token that followed their first occurrence; in [0, 1]. */
   induction: number;
+  /** Mean weight on the first token; in [0, 1]. */
   sink: number;
+  /** Mean attention entropy in nats; in [0, ln L]. */
   entropy: number;
   /** Loss with the head removed minus the loss with it (nats per token; an encoder's per masked token); null without ablation. */
   ablation: number | null;
 }
 
+/** What {@link headProbes} measured: each score as a [layer][head] table, and the same per head. */
 export interface HeadProbeResult {
+  /** Number of layers. */
   layers: number;
   /** Heads per layer (the largest, when layers differ). */
   heads: number;
@@ -102,10 +155,13 @@ export interface HeadProbeResult {
   previousToken: HeadTable;
   /** null for a causal model (its maps' weight on the next token is 0 by construction) */
   nextToken: HeadTable | null;
+  /** Induction scores (mean weight on the token after the first occurrence), [layer][head]. */
   induction: HeadTable;
+  /** First-token shares, [layer][head]. */
   sink: HeadTable;
+  /** Attention entropies in nats, [layer][head]. */
   entropy: HeadTable;
-  /** null when ablation was off. */
+  /** Ablation effects (loss without the head minus with it, nats per token), [layer][head]; null when ablation was off. */
   ablation: HeadTable | null;
   /** The same, one entry per head, layer by layer. */
   scores: HeadScore[];
@@ -174,7 +230,10 @@ function ids(fn: string, name: string, x: unknown): number[] {
 }
 
 /**
- * Probes every head of `model` (see the file's comment and head-scores.ts for the definitions).
+ * Probes every head of `model`: the scores read off its attention maps on a text
+ * (previous-token, next-token, sink, entropy: {@link HeadPatternScores}) and on random tokens
+ * repeated twice (induction), and each head's ablation effect, the change in the loss when its
+ * attention probabilities are multiplied by 0.
  * Forward passes: one per induction sequence, one on the text, and with ablation one with
  * every head (headMask all 1) and one per head (144 for a 12 x 12 model); onProgress after
  * each, signal checked between them.

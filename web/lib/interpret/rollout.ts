@@ -18,6 +18,7 @@ import { checkAttentions, fuseLayer, optFusion, optResidual, type HeadFusion } f
 import { multiplyJs } from './products.js';
 import { rolloutKernelsOf, rolloutWasm } from './rollout-wasm.js';
 
+/** Options of {@link attentionRollout} and {@link attentionRolloutSync}. */
 export interface RolloutOptions {
   /** How each layer's heads are combined: 'mean' (default, the paper's), 'max' or 'min'. */
   fusion?: HeadFusion;

@@ -3,6 +3,7 @@
 import type { Tensor } from '../tensor.js';
 import type { HeadMask, HeadPatch, Knockout } from './interventions.js';
 
+/** Options of {@link DecoderModel.forward}. */
 export interface ForwardOptions {
   /** Also return every layer's attention probabilities (default false). */
   outputAttentions?: boolean;
@@ -30,7 +31,7 @@ export interface ForwardOptions {
    */
   onProgress?: (done: number, total: number) => void;
   /**
-   * Tokens per chunk (default {@link FORWARD_CHUNK}; an integer >= 1). The chunked
+   * Tokens per chunk (default 64; an integer >= 1). The chunked
    * pass runs the tokens through the model's KV-cache session a chunk at a time and yields to
    * the event loop between chunks (so a page paints and a Cancel click lands); the model is
    * causal, so the results are those of the single call (the same kernels add in the same
@@ -87,8 +88,9 @@ export interface QueriesKeys {
   keys: Tensor;
 }
 
+/** What {@link DecoderModel.forward} returns. */
 export interface ForwardResult {
-  /** [1, L, vocab_size]; with logits: 'last', [1, 1, vocab_size] */
+  /** `[1, L, vocab_size]` (with logits: 'last', `[1, 1, vocab_size]`): unnormalised next-token scores at each position. */
   logits: Tensor;
   /** One per layer, each [1, n_head, L, L] (softmax probabilities, causal), like HF output_attentions. */
   attentions?: Tensor[];
@@ -98,6 +100,7 @@ export interface ForwardResult {
   headOutputs?: Tensor[];
 }
 
+/** Options of {@link DecoderModel.generate}. */
 export interface GenerateOptions {
   /** Tokens to generate (default 64). prompt + maxNewTokens must fit in the context (n_positions, max_position_embeddings). */
   maxNewTokens?: number;

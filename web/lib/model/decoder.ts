@@ -83,12 +83,15 @@ function untilSettledOrAborted(p: Promise<unknown>, signal: AbortSignal | undefi
 
 /** The sizes a model's buffers are made from, read from its config.json. */
 export interface ModelDims {
+  /** Layers. */
   layers: number;
   /** Query heads. */
   heads: number;
   /** Key/value heads (= heads without grouped-query attention). */
   kvHeads: number;
+  /** Dimensions of each query, key and value head. */
   headDim: number;
+  /** Vocabulary size: the logits' last dimension. */
   vocab: number;
   /** The context: positions the model accepts. */
   positions: number;
@@ -389,6 +392,7 @@ export class DecoderModel<C extends object = Record<string, unknown>> {
     return this.#dims;
   }
 
+  /** A one-line summary, e.g. `GPT2Model(gpt2, layers 12, heads 12, head_dim 64, n_positions 1024, vocab 50257)` (`, disposed` once disposed). */
   toString(): string {
     const d = this.#dims;
     const kv = d.kvHeads === d.heads ? '' : `, kv_heads ${d.kvHeads}`;

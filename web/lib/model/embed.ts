@@ -14,9 +14,11 @@ import { checkOptions, optBool, optInt } from '../validate.js';
 import { nextTask, optFunction, optSignal } from './cancel.js';
 import type { Tokenizer } from './tokenizer.js';
 
+/** How `embed` pools a text's token vectors into one: their mean, the first ([CLS]) token's, or each dimension's max. */
 export type Pooling = 'mean' | 'cls' | 'max';
 export const POOLINGS: readonly Pooling[] = ['mean', 'cls', 'max'];
 
+/** Options of {@link EncoderModel.embed}; pooling and normalize default to {@link EncoderModel.embeddingDefaults}. */
 export interface EmbedOptions {
   /** 'mean' of the token vectors, the first ('cls') token's, or the 'max' of each dimension. */
   pooling?: Pooling;
@@ -24,7 +26,7 @@ export interface EmbedOptions {
   normalize?: boolean;
   /**
    * The most texts per forward pass (default 32). Texts go in by length, longest first, and a pass
-   * holds at most {@link EMBED_ROWS} padded token rows (or one text): each batch is padded to its
+   * holds at most 256 padded token rows (or one text): each batch is padded to its
    * longest text.
    */
   batchSize?: number;
@@ -38,6 +40,7 @@ export interface EmbedOptions {
 export interface PoolingDefaults {
   /** null: the files ask for a pooling qkv does not run (then `options.pooling` is required). */
   pooling: Pooling | null;
+  /** Whether embeddings are scaled to unit L2 length (the files list a Normalize module). */
   normalize: boolean;
   /** 'sentence-transformers' (modules.json / pooling config read) or 'default' (none found). */
   from: 'sentence-transformers' | 'default';

@@ -22,17 +22,25 @@ export type EncoderArchitecture = 'bert' | 'distilbert' | 'roberta' | 'xlm-rober
 
 /** config.json of a BERT or DistilBERT checkpoint (Hugging Face keys); other keys are kept. */
 export interface EncoderConfig {
+  /** The architecture: 'bert', 'distilbert', 'roberta' or 'xlm-roberta'. */
   model_type: EncoderArchitecture;
+  /** Vocabulary size (rows of the word embedding). */
   vocab_size: number;
+  /** Learned positions (RoBERTa's first padding_idx + 1 are never used). */
   max_position_embeddings: number;
-  /** BERT */
+  /** BERT, RoBERTa: model width (DistilBERT: `dim`). */
   hidden_size?: number;
+  /** BERT, RoBERTa: layers (DistilBERT: `n_layers`). */
   num_hidden_layers?: number;
+  /** BERT, RoBERTa: heads per layer (DistilBERT: `n_heads`). */
   num_attention_heads?: number;
+  /** BERT, RoBERTa: token type (segment) ids, rows of the token type embedding (DistilBERT has none). */
   type_vocab_size?: number;
-  /** DistilBERT */
+  /** DistilBERT: model width. */
   dim?: number;
+  /** DistilBERT: layers. */
   n_layers?: number;
+  /** DistilBERT: heads per layer. */
   n_heads?: number;
   [key: string]: unknown;
 }
@@ -63,7 +71,7 @@ export interface EncoderForwardOptions {
 
 /** What {@link EncoderModel.forward} returns. */
 export interface EncoderForwardResult {
-  /** [1, L, vocab_size]: the masked-LM head's logits at every position. */
+  /** `[1, L, vocab_size]`: the masked-LM head's logits at every position. */
   logits: Tensor;
   /** With outputHiddenStates: numLayers + 1 Tensors [1, L, hidden] (embeddings, then each layer's output). */
   hiddenStates?: Tensor[];
@@ -73,6 +81,7 @@ export interface EncoderForwardResult {
   headOutputs?: Tensor[];
 }
 
+/** Options of {@link EncoderModel.fillMask}. */
 export interface FillMaskOptions {
   /** How many predictions (default 5), as the pipeline's top_k. */
   topK?: number;
@@ -86,6 +95,7 @@ export interface FillMaskOptions {
 export interface FillMaskPrediction {
   /** The predicted token's vocabulary string (`light`, `##ness`). */
   token: string;
+  /** The predicted token's id. */
   tokenId: number;
   /** Softmax probability at the masked position. */
   score: number;
@@ -137,9 +147,11 @@ export class EncoderModel {
   readonly config: EncoderConfig;
   /** The model's WordPiece tokenizer. */
   readonly tokenizer: Tokenizer;
-  /** Layers, heads, hidden size, whatever the layout calls them. */
+  /** Layers (num_hidden_layers, DistilBERT's n_layers). */
   readonly layers: number;
+  /** Heads per layer (num_attention_heads, DistilBERT's n_heads). */
   readonly heads: number;
+  /** Model width, the size of each hidden state and of an embedding (hidden_size, DistilBERT's dim). */
   readonly hidden: number;
   /** The most tokens a sequence may have (RoBERTa: max_position_embeddings - padding_idx - 1). */
   readonly maxPositions: number;
@@ -386,6 +398,7 @@ export class EncoderModel {
     release(this.#tracked);
   }
 
+  /** A one-line summary, e.g. `EncoderModel(bert, 12 layers, 12 heads, vocab 30522)` (`, no MLM head` without one, `, disposed` once disposed). */
   toString(): string {
     return `EncoderModel(${this.architecture}, ${this.layers} layers, ${this.heads} heads, vocab ${this.config.vocab_size}${this.hasMaskedLmHead ? '' : ', no MLM head'}${this.disposed ? ', disposed' : ''})`;
   }

@@ -13,12 +13,19 @@ import { readTokenizerFiles, type TokenizerFiles } from './tokenizers/from-files
 
 /** config.json of a GPT-2-family model (Hugging Face keys); other keys are kept as they are. */
 export interface GPT2Config {
+  /** Transformer blocks. */
   n_layer: number;
+  /** Attention heads per block (head dim n_embd / n_head). */
   n_head: number;
+  /** Model width (the residual stream's size). */
   n_embd: number;
+  /** Learned positions: the context length. */
   n_positions: number;
+  /** Vocabulary size (rows of the token embedding, tied to the LM head). */
   vocab_size: number;
+  /** The MLP's hidden size; null or absent: 4 n_embd. */
   n_inner?: number | null;
+  /** The layer norms' epsilon (default 1e-5). */
   layer_norm_epsilon?: number;
   [key: string]: unknown;
 }

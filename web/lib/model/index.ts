@@ -12,7 +12,7 @@ export {
   type ForwardOptions, type ForwardResult, type ModelMemoryUsage, type QueriesKeys, type GenerateOptions, type GenerationStep,
 } from './decoder.js';
 export { GPT2Model } from './gpt2.js';
-export { LlamaModel, type LlamaConfig } from './llama.js';
+export { LlamaModel, type LlamaConfig, type LlamaRopeScaling } from './llama.js';
 export {
   Seq2SeqModel,
   type Seq2SeqConfig, type Seq2SeqForwardOptions, type Seq2SeqForwardResult, type Seq2SeqGenerateOptions, type Seq2SeqStep,
@@ -20,8 +20,8 @@ export {
 export type { GPT2Config, ModelFiles, ModelSource } from './files.js';
 export type { HeadMask, HeadPatch, Knockout } from './interventions.js';
 export {
-  ByteTokenizer, BpeTokenizer, HfTokenizer, bytesToUnicode, GPT2_PATTERN, tokenizerFromFiles, loadChatTemplateEngine,
-  type Tokenizer, type TokenizerKind, type TokenizerFiles, type EncodeOptions, type DecodeOptions,
+  ByteTokenizer, BpeTokenizer, HfTokenizer, type HfTokenizerFiles, bytesToUnicode, GPT2_PATTERN, tokenizerFromFiles, loadChatTemplateEngine,
+  type Tokenizer, type TokenizerKind, type TokenizerFiles, type TokenizerFromFilesOptions, type EncodeOptions, type DecodeOptions,
   type EncodedPair, type SpecialTokenIds, type ChatMessage, type ChatTemplateOptions, type BpeOptions,
 } from './tokenizer.js';
 export { clearHubCache, hubCacheDir } from './hub/index.js';

@@ -20,6 +20,7 @@ export type HeadMask = Tensor | Float32Array | ArrayLike<number> | ArrayLike<Arr
 
 /** Blocks query -> key edges in one layer (every head, or `heads`): their scores become -inf. */
 export interface Knockout {
+  /** The layer whose attention is blocked, 0-based. */
   layer: number;
   /** Query heads to block in (default: every head). */
   heads?: ArrayLike<number>;
@@ -32,7 +33,9 @@ export interface Knockout {
 
 /** Replaces one head's output rows (before the output projection) during the forward. */
 export interface HeadPatch {
+  /** The layer, 0-based. */
   layer: number;
+  /** The head within the layer, 0-based (a query head). */
   head: number;
   /** Query positions to replace (default: every position). */
   positions?: ArrayLike<number>;

@@ -11,21 +11,37 @@ import type { Tokenizer } from './tokenizer.js';
 
 /** config.json of a Llama-family model (Hugging Face keys); other keys are kept as they are. */
 export interface LlamaConfig {
+  /** The architecture (gemma3: a multimodal config whose `text_config` is read). */
   model_type: 'llama' | 'mistral' | 'qwen2' | 'qwen3' | 'gemma3_text' | 'gemma3';
+  /** Model width (the residual stream's size). */
   hidden_size: number;
+  /** The gated MLP's hidden size. */
   intermediate_size: number;
+  /** Decoder layers. */
   num_hidden_layers: number;
+  /** Query heads per layer. */
   num_attention_heads: number;
+  /** Key/value heads per layer (grouped-query attention; default num_attention_heads). */
   num_key_value_heads?: number;
+  /** Dimensions per head (default hidden_size / num_attention_heads). */
   head_dim?: number;
+  /** Vocabulary size (rows of the token embedding and of the LM head). */
   vocab_size: number;
+  /** The context length the model accepts. */
   max_position_embeddings: number;
+  /** The RMS norms' epsilon (default 1e-6). */
   rms_norm_eps?: number;
+  /** The rotary embedding's base (required: Llama 2 uses 10000, Llama 3 500000, Qwen2 1000000). */
   rope_theta: number;
-  rope_scaling?: { rope_type?: string; type?: string; [key: string]: unknown } | null;
+  /** Rotary scaling: absent or null, or `{ rope_type: 'default' | 'linear' | 'llama3', ... }` (older files: `type`). */
+  rope_scaling?: LlamaRopeScaling | null;
+  /** The LM head shares the token embedding's matrix (default false; no lm_head.weight then). */
   tie_word_embeddings?: boolean;
+  /** Mistral: every layer's sliding window (default 4096; null = full attention). Qwen2/3: the window of the sliding layers, with use_sliding_window. */
   sliding_window?: number | null;
+  /** Qwen2/3: turn sliding-window attention on (default false). */
   use_sliding_window?: boolean;
+  /** Qwen2/3 with use_sliding_window: layers from this index on slide (default 28; Qwen3: unless layer_types says). */
   max_window_layers?: number;
   /** qwen3, gemma3_text: "sliding_attention" | "full_attention" per layer. */
   layer_types?: string[];
@@ -33,6 +49,15 @@ export interface LlamaConfig {
   sliding_window_pattern?: number;
   /** gemma3: the text model's config (Gemma3TextConfig's defaults for what it leaves out). */
   text_config?: Partial<LlamaConfig>;
+  [key: string]: unknown;
+}
+
+/** config.json's `rope_scaling` of a Llama-family model; its other keys (factor, ...) as the type needs them. */
+export interface LlamaRopeScaling {
+  /** `'default'` (none), `'linear'` (positions divided by `factor`) or `'llama3'` (Llama 3.1's frequency bands). */
+  rope_type?: string;
+  /** The same, as older config files name it. */
+  type?: string;
   [key: string]: unknown;
 }
 

@@ -26,17 +26,17 @@ import { streamLoad, type WholeFile } from './stream-load.js';
 import { GPT2Model } from './gpt2.js';
 import { LLAMA_FAMILY, LlamaModel, textConfigOf, type LlamaConfig } from './llama.js';
 import { Seq2SeqModel, seq2seqModule, type Seq2SeqConfig, type WasmSeq2Seq } from './seq2seq.js';
-import { ByteTokenizer, HfTokenizer, loadChatTemplateEngine, tokenizerFromFiles, type Tokenizer } from './tokenizer.js';
+import { ByteTokenizer, tokenizerFromFiles, type Tokenizer } from './tokenizer.js';
 import { isHubId, readHub } from './hub/index.js';
 
 /**
  * The tokenizer the files describe (tokenizer.json, vocab.json + merges.txt, or vocab.txt:
  * tokenizers/from-files.ts), or byte-level when there are none and the vocab is 256.
  */
-function makeTokenizer(config: GPT2Config, raw: RawFiles, optional: boolean): Tokenizer | null {
+async function makeTokenizer(config: GPT2Config, raw: RawFiles, optional: boolean): Promise<Tokenizer | null> {
   let tok: Tokenizer | null;
   try {
-    tok = tokenizerFromFiles(raw.tokenizer, { where: raw.where, modelType: config.model_type });
+    tok = await tokenizerFromFiles(raw.tokenizer, { where: raw.where, modelType: config.model_type });
   } catch (e) {
     if (e instanceof Error) e.message = `loadModel: ${e.message}`;
     throw e;
@@ -71,12 +71,17 @@ export type WeightsOption = 'auto' | 'f32' | 'f16' | 'int8' | 'int4';
  * into memory (after a download, again from the cache).
  */
 export interface LoadProgress {
+  /** Bytes read so far (a sharded checkpoint: of all its shards together). */
   loaded: number;
+  /** The bytes in all, or undefined when not known in advance. */
   total: number | undefined;
+  /** The file being read or downloaded (a sharded checkpoint: the shard being read). */
   file: string;
+  /** 'download': a Hub file arriving in the cache; 'load': the weights being read into the wasm module. */
   stage: 'download' | 'load';
 }
 
+/** Options of {@link loadModel}. */
 export interface LoadOptions {
   /**
    * 'auto' (default): the matrices as the file stores them (F32, F16 or BF16; 16-bit weights
@@ -283,8 +288,8 @@ export async function loadModel(source: ModelSource, options: LoadOptions = {}):
   }
   // a Llama-family folder without tokenizer files loads with tokenizer null (ids in and out)
   // (gemma3: the vocabulary is text_config's)
-  const tokenizer = makeTokenizer(llama ? textConfigOf(config as unknown as LlamaConfig) as unknown as GPT2Config : config, raw, llama);
-  if (tokenizer instanceof HfTokenizer && tokenizer.hasChatTemplate) await loadChatTemplateEngine();  // applyChatTemplate is then synchronous
+  // (the promise settles once a chat template's engine is loaded: applyChatTemplate is then synchronous)
+  const tokenizer = await makeTokenizer(llama ? textConfigOf(config as unknown as LlamaConfig) as unknown as GPT2Config : config, raw, llama);
 
   const m = await loadModule();
   signal?.throwIfAborted();

@@ -19,13 +19,21 @@ import type { Tokenizer } from './tokenizer.js';
 
 /** config.json of a BART-layout model (Hugging Face keys); other keys are kept as they are. */
 export interface Seq2SeqConfig {
+  /** The architecture: `'bart'`. */
   model_type: 'bart';
+  /** Vocabulary size (rows of the shared token embedding). */
   vocab_size: number;
+  /** Model width (the residual stream's size). */
   d_model: number;
+  /** Encoder layers. */
   encoder_layers: number;
+  /** Decoder layers. */
   decoder_layers: number;
+  /** Heads of each encoder self-attention (head dim d_model / heads). */
   encoder_attention_heads: number;
+  /** Heads of each decoder self- and cross-attention. */
   decoder_attention_heads: number;
+  /** Learned positions: the longest source and the longest target sequence. */
   max_position_embeddings: number;
   /** As config.json gives it, or BART's default (eos_token_id) where it gives none. */
   decoder_start_token_id: number;
@@ -51,23 +59,29 @@ export interface Seq2SeqForwardOptions {
    * each head's attention probabilities (docs/interventions.md).
    */
   headMask?: HeadMask;
+  /** The decoder self-attention's head mask (Hugging Face's decoder_head_mask), as {@link Seq2SeqForwardOptions.headMask}. */
   decoderHeadMask?: HeadMask;
+  /** The cross-attention's head mask (Hugging Face's cross_attn_head_mask), as {@link Seq2SeqForwardOptions.headMask}. */
   crossAttnHeadMask?: HeadMask;
-  /** Attention knockout in the encoder's self-attention, the decoder's, and the cross-attention. */
+  /** Attention knockout in the encoder's self-attention (docs/interventions.md). */
   knockout?: Knockout[];
+  /** Attention knockout in the decoder's self-attention. */
   decoderKnockout?: Knockout[];
+  /** Attention knockout in the cross-attention (a decoder query's weight on an encoder position). */
   crossAttnKnockout?: Knockout[];
   /** Also return every layer's per-head outputs of the three kinds (encoderHeadOutputs, decoderHeadOutputs, crossHeadOutputs). */
   outputHeadOutputs?: boolean;
-  /** Activation patching of the encoder's, the decoder's and the cross-attention's head outputs. */
+  /** Activation patching of the encoder's head outputs (rows replaced before the output projection). */
   patchHeadOutputs?: HeadPatch[];
+  /** Activation patching of the decoder self-attention's head outputs. */
   decoderPatchHeadOutputs?: HeadPatch[];
+  /** Activation patching of the cross-attention's head outputs. */
   crossAttnPatchHeadOutputs?: HeadPatch[];
 }
 
 /** What {@link Seq2SeqModel.forward} returns. */
 export interface Seq2SeqForwardResult {
-  /** [1, Lt, vocab_size]: the decoder's next-token logits at every decoder position. */
+  /** `[1, Lt, vocab_size]`: the decoder's next-token logits at every decoder position. */
   logits: Tensor;
   /**
    * With outputHiddenStates: encoder_layers + 1 Tensors [1, Ls, d_model], [0] the embeddings after
@@ -86,12 +100,15 @@ export interface Seq2SeqForwardResult {
   decoderAttentions?: Tensor[];
   /** One per decoder layer, [1, H, Lt, Ls]: decoder queries over the encoder's positions. */
   crossAttentions?: Tensor[];
-  /** With outputHeadOutputs: per layer [1, H, Ls, head_dim] (encoder), [1, H, Lt, head_dim] (decoder self, cross). */
+  /** With outputHeadOutputs: per encoder layer [1, H, Ls, head_dim], what enters the output projection. */
   encoderHeadOutputs?: Tensor[];
+  /** With outputHeadOutputs: per decoder layer [1, H, Lt, head_dim], the self-attention's head outputs. */
   decoderHeadOutputs?: Tensor[];
+  /** With outputHeadOutputs: per decoder layer [1, H, Lt, head_dim], the cross-attention's head outputs. */
   crossHeadOutputs?: Tensor[];
 }
 
+/** Options of {@link Seq2SeqModel.generate}. */
 export interface Seq2SeqGenerateOptions {
   /** Tokens to generate at most (default: max_position_embeddings); generation stops after eos_token_id. */
   maxNewTokens?: number;
@@ -105,12 +122,15 @@ export interface Seq2SeqGenerateOptions {
   outputAttentions?: boolean;
   /** Head masks of the three attention kinds, for the whole generation (as {@link Seq2SeqForwardOptions.headMask}). */
   headMask?: HeadMask;
+  /** The decoder self-attention's head mask, for the whole generation. */
   decoderHeadMask?: HeadMask;
+  /** The cross-attention's head mask, for the whole generation. */
   crossAttnHeadMask?: HeadMask;
 }
 
 /** One generated token. */
 export interface Seq2SeqStep {
+  /** The generated token's id. */
   token: number;
   /** The text this token adds (WordPiece: " one", "##s" glued on); '' for special tokens such as eos. */
   text: string;
@@ -205,6 +225,7 @@ export class Seq2SeqModel {
     this.tokenizer = tokenizer;
   }
 
+  /** Whether {@link Seq2SeqModel.dispose} has run (the model's wasm memory is freed; calls then throw). */
   get disposed(): boolean {
     return this.#tracked.released;
   }
@@ -373,6 +394,7 @@ export class Seq2SeqModel {
     release(this.#tracked);
   }
 
+  /** A one-line summary, e.g. `Seq2SeqModel(bart, 2+2 layers, d_model 64, vocab 60)` (`, disposed` once disposed). */
   toString(): string {
     const c = this.config;
     return `Seq2SeqModel(bart, ${c.encoder_layers}+${c.decoder_layers} layers, d_model ${c.d_model}, vocab ${c.vocab_size}${this.disposed ? ', disposed' : ''})`;

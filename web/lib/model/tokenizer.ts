@@ -9,6 +9,7 @@ export { HfTokenizer, type HfTokenizerFiles } from './tokenizers/hf-tokenizer.js
 export { bertTokenizerJson, parseVocabTxt } from './tokenizers/vocab-txt.js';
 export {
   readTokenizerFiles, tokenizerFromFiles, tokenizerSearchOrder, TOKENIZER_FILE_NAMES, type TokenizerFiles,
+  type TokenizerFromFilesOptions,
 } from './tokenizers/from-files.js';
 export { loadChatTemplateEngine, type ChatMessage, type ChatTemplateOptions } from './tokenizers/chat-template.js';
 export type {

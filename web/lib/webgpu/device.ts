@@ -16,6 +16,7 @@ export const REQUIRED_LIMITS = {
 
 /** Thrown when WebGPU cannot be used here (no navigator.gpu, no adapter, too few capabilities). */
 export class WebGPUUnavailableError extends Error {
+  /** Why, in words: navigator.gpu absent, no adapter, or an adapter limit below what the kernels need. */
   readonly reason: string;
   constructor(reason: string, fn?: string) {
     super(`${fn ? `${fn}: options.backend 'webgpu': ` : ''}WebGPU is not available: ${reason}`);

@@ -27,8 +27,12 @@ const COMMIT = /^[0-9a-f]{40}$/;
 
 type Env = Record<string, string | undefined>;
 
-/** The Hub cache folder: HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub (XDG_CACHE_HOME respected). */
-export function hubCacheDir(environment?: Env): string {
+/**
+ * The Hub cache folder: HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub (XDG_CACHE_HOME respected).
+ *
+ * @param environment the variables to read (default `process.env`)
+ */
+export function hubCacheDir(environment?: Record<string, string | undefined>): string {
   const e: Env = environment ?? (globalThis as { process?: { env: Env } }).process?.env ?? {};
   const home = e.HOME ?? e.USERPROFILE ?? '.';
   if (e.HF_HUB_CACHE) return e.HF_HUB_CACHE;

@@ -9,6 +9,7 @@ const utf8 = new TextEncoder();
 
 /** id = UTF-8 byte value; vocab 256; no special tokens. */
 export class ByteTokenizer implements Tokenizer {
+  /** `'bytes'`. */
   readonly kind = 'bytes' as const;
   readonly vocabSize = 256;
   readonly specialTokens = NO_SPECIAL_TOKENS;

@@ -13,12 +13,14 @@ import { SPECIAL_KEYS, tokenName } from './tokenizer-config.js';
 
 /** One message of a conversation: a role ('system', 'user', 'assistant', 'tool') and its content. */
 export interface ChatMessage {
+  /** Who speaks: 'system', 'user', 'assistant', 'tool' (the template decides which it takes). */
   role: string;
   /** Text, or (for templates that take them) a list of parts such as `{ type: 'text', text }`. */
   content?: unknown;
   [key: string]: unknown;
 }
 
+/** Options of {@link Tokenizer.applyChatTemplate}; any other key is a variable the template reads. */
 export interface ChatTemplateOptions {
   /** End with the opening of the assistant's turn (`<|im_start|>assistant\n`), for generation. Default false. */
   addGenerationPrompt?: boolean;
@@ -37,16 +39,18 @@ const FN = 'tokenizer.applyChatTemplate';
 /**
  * @huggingface/jinja, imported on first need (a tokenizer with a template): a page that imports
  * qkv's files without a bundler and uses no template never needs it resolved; applyChatTemplate
- * stays synchronous once it is here (loadModel waits for it).
+ * stays synchronous once it is here (tokenizerFromFiles and loadModel wait for it).
  */
 let engine: typeof import('@huggingface/jinja') | null = null;
 let engineFailure: Error | null = null;
 let engineLoading: Promise<void> | null = null;
 
 /**
- * Loads the template engine (@huggingface/jinja) if not loaded yet; loadModel awaits it for a
- * tokenizer with a template. Await it before `applyChatTemplate` on a tokenizer made with
- * `tokenizerFromFiles`. Never rejects: a failure is applyChatTemplate's Error.
+ * Loads the template engine (`@huggingface/jinja`) if it is not loaded yet. `loadModel` and
+ * `tokenizerFromFiles` await it for files that carry a chat template, so their tokenizers apply
+ * it at once; await it only before `applyChatTemplate` on a tokenizer made with
+ * `new HfTokenizer(...)`, or to load the engine ahead of time. Never rejects: a failure to load
+ * is applyChatTemplate's Error (which names the import map a page without a bundler needs).
  */
 export function loadChatTemplateEngine(): Promise<void> {
   engineLoading ??= import('@huggingface/jinja').then(
@@ -156,7 +160,7 @@ export class ChatTemplates {
       if (!engine) {
         throw new Error(engineFailure
           ? `${FN}: the template engine @huggingface/jinja could not be loaded (${engineFailure.message}); a page without a bundler maps it with an import map`
-          : `${FN}: the template engine @huggingface/jinja is still loading: await loadChatTemplateEngine() first (loadModel does)`);
+          : `${FN}: the template engine @huggingface/jinja is still loading: await loadChatTemplateEngine() first (tokenizerFromFiles and loadModel do)`);
       }
       try {
         template = new engine.Template(text);

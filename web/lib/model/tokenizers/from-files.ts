@@ -7,8 +7,9 @@
  * tokenizer of openai/gpt-2's encoder.py even when a tokenizer.json sits beside them.
  */
 import { BpeTokenizer, type BpeOptions } from './gpt2-bpe.js';
+import { loadChatTemplateEngine } from './chat-template.js';
 import { HfTokenizer } from './hf-tokenizer.js';
-import { Where, asBool, asObject, parseJson } from './json.js';
+import { Where, asBool, asIndex, asObject, parseJson } from './json.js';
 import type { Tokenizer } from './types.js';
 import { bertTokenizerJson } from './vocab-txt.js';
 
@@ -103,6 +104,14 @@ function configHasTemplate(configText: string | undefined): boolean {
 
 const parsed = (v: string | object | undefined, file: string) => (typeof v === 'string' ? parseJson(v, file) : v);
 
+/** vocab.json: an object of token -> id, each id a token id (an Error names the file and the entry). */
+function bpeVocab(vocab: unknown, file: string): Record<string, number> {
+  const at = new Where(file);
+  const o = asObject(vocab, at);
+  for (const [tok, id] of Object.entries(o)) asIndex(id, at.key(JSON.stringify(tok)));
+  return o as Record<string, number>;
+}
+
 /**
  * GPT2TokenizerFast's reading of tokenizer_config.json: `add_prefix_space` (false when the
  * file or the key is absent, as GPT2Tokenizer's default).
@@ -114,12 +123,37 @@ function bpeOptions(config: unknown, file: string): BpeOptions {
   return { addPrefixSpace: asBool(c.add_prefix_space, at.key('add_prefix_space'), false) };
 }
 
+/** Options of {@link tokenizerFromFiles}. */
+export interface TokenizerFromFilesOptions {
+  /** The folder the files come from, prefixed to the file names in errors (`/m` gives `/m/tokenizer.json`). Default: the bare file names. */
+  where?: string;
+  /**
+   * config.json's `model_type`: `'gpt2'` looks for vocab.json + merges.txt before tokenizer.json.
+   * Default: tokenizer.json first, then vocab.json + merges.txt, then vocab.txt.
+   */
+  modelType?: unknown;
+}
+
 /**
- * The tokenizer the files describe (see the file comment for which wins), or null when there
- * are none. `where` (a folder) prefixes the file names in errors. Damaged files are Errors
- * naming the file and the field.
+ * The tokenizer the files describe, or null when there are none: tokenizer.json (+
+ * tokenizer_config.json) gives an {@link HfTokenizer}, vocab.json + merges.txt GPT-2's
+ * {@link BpeTokenizer} (with tokenizer_config.json's add_prefix_space), vocab.txt BERT's
+ * WordPiece (an HfTokenizer); the first found wins, GPT-2's own files first for
+ * `modelType: 'gpt2'`. `where` (a folder) prefixes the file names in errors. Damaged files are
+ * Errors naming the file and the field (the promise rejects with them).
+ *
+ * When the files carry a chat template, the promise resolves once the template engine
+ * (`@huggingface/jinja`, imported on first need) is loaded, so `applyChatTemplate` works at once.
  */
-export function tokenizerFromFiles(files: TokenizerFiles, options: { where?: string; modelType?: unknown } = {}): Tokenizer | null {
+export async function tokenizerFromFiles(files: TokenizerFiles, options: TokenizerFromFilesOptions = {}): Promise<Tokenizer | null> {
+  const tokenizer = tokenizerOf(files, options);
+  if (tokenizer instanceof HfTokenizer && tokenizer.hasChatTemplate) await loadChatTemplateEngine();  // applyChatTemplate is then synchronous
+  return tokenizer;
+}
+
+/** {@link tokenizerFromFiles} before the template engine is awaited. */
+function tokenizerOf(files: TokenizerFiles, options: TokenizerFromFilesOptions): Tokenizer | null {
+  if (options === null || typeof options !== 'object') throw new TypeError(`tokenizerFromFiles: options must be an object, got ${String(options)}`);
   if (files === null || typeof files !== 'object') throw new TypeError(`tokenizerFromFiles: files must be an object of file contents, got ${String(files)}`);
   for (const key of Object.keys(files)) {
     if (!(key in TOKENIZER_FILE_NAMES)) {
@@ -142,9 +176,9 @@ export function tokenizerFromFiles(files: TokenizerFiles, options: { where?: str
       if (files.vocabJson === undefined || files.merges === undefined) {
         throw new Error(`${options.where ?? 'tokenizer'}: a BPE tokenizer needs both vocab.json and merges.txt; only ${files.vocabJson !== undefined ? 'vocab.json' : 'merges.txt'} was given`);
       }
-      const vocab = parsed(files.vocabJson, name('vocabJson'));
+      const vocab = bpeVocab(parsed(files.vocabJson, name('vocabJson')), name('vocabJson'));
       if (typeof files.merges !== 'string') throw new TypeError(`${name('merges')}: expected the file's text`);
-      return new BpeTokenizer(vocab as Record<string, number>, files.merges, bpeOptions(config(), name('tokenizerConfig')));
+      return new BpeTokenizer(vocab, files.merges, bpeOptions(config(), name('tokenizerConfig')));
     }
     if (set === 'vocab.txt' && files.vocabTxt !== undefined) {
       const c = config();

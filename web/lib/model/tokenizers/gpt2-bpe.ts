@@ -10,6 +10,7 @@
  * decode keeps that space, as the ByteLevel decoder does.
  */
 import { noChatTemplate } from './chat-template.js';
+import { isIndex } from './json.js';
 import {
   bytesText, checkDecodeOptions, cleanUpTokenization, checkEncodeOptions, checkIds, checkText, NO_SPECIAL_TOKENS,
   type DecodeOptions, type EncodedPair, type EncodeOptions, type SpecialTokenIds, type Tokenizer,
@@ -51,9 +52,10 @@ export interface BpeOptions {
 
 /** GPT-2's byte-level BPE tokenizer over `vocab.json` (token -> id) and `merges.txt`. */
 export class BpeTokenizer implements Tokenizer {
+  /** `'bpe'`: GPT-2's byte-level BPE from vocab.json + merges.txt. */
   readonly kind = 'bpe' as const;
   readonly vocabSize: number;
-  /** tokenizer_config.json's `add_prefix_space` (see the file comment). */
+  /** tokenizer_config.json's `add_prefix_space`: a space goes before a text that does not start with one, so its first word is split as it is mid-line (GPT2TokenizerFast). */
   readonly addPrefixSpace: boolean;
   /** GPT-2's `<|endoftext|>` (BOS, EOS and UNK in HF's GPT2Tokenizer) when vocab.json has it. */
   readonly specialTokens: SpecialTokenIds;
@@ -82,8 +84,8 @@ export class BpeTokenizer implements Tokenizer {
     this.#encoder = new Map();
     let maxId = -1;
     for (const [tok, id] of Object.entries(vocab)) {
-      if (!Number.isInteger(id) || id < 0) {
-        throw new RangeError(`BpeTokenizer: vocab.json maps ${JSON.stringify(tok)} to ${id}, not a token id`);
+      if (!isIndex(id)) {
+        throw new RangeError(`BpeTokenizer: vocab.json maps ${JSON.stringify(tok)} to ${JSON.stringify(id) ?? String(id)}, not a token id (an integer in [0, 2^31))`);
       }
       this.#encoder.set(tok, id);
       maxId = Math.max(maxId, id);

@@ -50,6 +50,7 @@ function kindOf(json: JsonObject, model: BpeModel | WordPieceModel | UnigramMode
   );
 }
 
+/** What {@link HfTokenizer}'s constructor reads: a tokenizer.json and what goes with it. */
 export interface HfTokenizerFiles {
   /** tokenizer.json, parsed. */
   tokenizer: unknown;
@@ -58,12 +59,26 @@ export interface HfTokenizerFiles {
   /** chat_template.jinja's text (optional; wins over the config's chat_template). */
   chatTemplate?: string;
   /** File names for error messages. */
-  names?: { tokenizer?: string; config?: string; chatTemplate?: string };
+  names?: {
+    /** tokenizer.json's name (default `'tokenizer.json'`). */
+    tokenizer?: string;
+    /** tokenizer_config.json's name (default `'tokenizer_config.json'`). */
+    config?: string;
+    /** chat_template.jinja's name (default `'chat_template.jinja'`). */
+    chatTemplate?: string;
+  };
   /** decode's clean-up when the config does not say (transformers' class default). */
   cleanUpDefault?: boolean;
 }
 
+/**
+ * A Hugging Face `tokenizer.json` (+ `tokenizer_config.json`), run as the tokenizers library runs
+ * it: byte-level BPE, SentencePiece-style BPE with byte fallback, WordPiece or Unigram. Usually
+ * made by {@link tokenizerFromFiles} or {@link loadModel}; made with `new`, a chat template needs
+ * `await loadChatTemplateEngine()` before {@link HfTokenizer.applyChatTemplate}.
+ */
 export class HfTokenizer implements Tokenizer {
+  /** 'byte-level-bpe', 'sentencepiece-bpe', 'wordpiece' or 'unigram', from the file's model and pre-tokenizer. */
   readonly kind: TokenizerKind;
   readonly vocabSize: number;
   readonly specialTokens: SpecialTokenIds;

@@ -75,7 +75,8 @@ export function isIndex(v: unknown): v is number {
 export function asIndex(v: unknown, at: Where, fallback?: number): number {
   if ((v === undefined || v === null) && fallback !== undefined) return fallback;
   if (!isIndex(v)) {
-    throw at.error(`expected a non-negative integer, got ${kindOf(v)}`);
+    const tooLarge = typeof v === 'number' && Number.isInteger(v) && v > 0;
+    throw at.error(`expected a non-negative integer${tooLarge ? ' below 2^31' : ''}, got ${kindOf(v)}`);
   }
   return v;
 }

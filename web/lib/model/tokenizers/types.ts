@@ -14,8 +14,16 @@
 
 import type { ChatTemplateOptions } from './chat-template.js';
 
+/**
+ * Which algorithm a tokenizer runs: `'bytes'` (one token per UTF-8 byte), `'bpe'` (GPT-2's from
+ * vocab.json + merges.txt), `'byte-level-bpe'` (a tokenizer.json BPE over GPT-2's byte alphabet:
+ * Llama 3, Qwen2/3), `'sentencepiece-bpe'` (a tokenizer.json BPE over ▁-marked text with byte
+ * fallback: Llama 2, Mistral), `'wordpiece'` (BERT) or `'unigram'` (SentencePiece Unigram:
+ * XLM-RoBERTa).
+ */
 export type TokenizerKind = 'bytes' | 'bpe' | 'byte-level-bpe' | 'sentencepiece-bpe' | 'wordpiece' | 'unigram';
 
+/** Options of {@link Tokenizer.encode} and {@link Tokenizer.encodePair}. */
 export interface EncodeOptions {
   /**
    * Add the model's special tokens (BOS/EOS, [CLS]/[SEP]) as Hugging Face's tokenizer does
@@ -24,6 +32,7 @@ export interface EncodeOptions {
   addSpecialTokens?: boolean;
 }
 
+/** Options of {@link Tokenizer.decode}. */
 export interface DecodeOptions {
   /** Leave out special tokens (`<s>`, `[CLS]`, `<|begin_of_text|>`, ...). Default false. */
   skipSpecialTokens?: boolean;
@@ -37,6 +46,7 @@ export interface DecodeOptions {
 
 /** A sentence pair, encoded: `[CLS] A [SEP] B [SEP]` for BERT, with the segment of each token. */
 export interface EncodedPair {
+  /** The token ids of both texts with the model's special tokens. */
   ids: number[];
   /** 0 for the first sentence's tokens (and the specials before it), 1 for the second's. */
   tokenTypeIds: number[];
@@ -44,17 +54,25 @@ export interface EncodedPair {
 
 /** Ids of the special tokens the tokenizer's files name; null where they name none. */
 export interface SpecialTokenIds {
+  /** Beginning of sequence (`<s>`, `<|begin_of_text|>`, `<bos>`). */
   bos: number | null;
+  /** End of sequence (`</s>`, `<|endoftext|>`): generation stops after it. */
   eos: number | null;
+  /** Unknown token (`<unk>`, `[UNK]`): stands for text outside the vocabulary. */
   unk: number | null;
+  /** Padding (`<pad>`, `[PAD]`). */
   pad: number | null;
+  /** Classification token (`[CLS]`, RoBERTa's `<s>`), first in an encoder's input. */
   cls: number | null;
+  /** Separator (`[SEP]`, RoBERTa's `</s>`), after each sentence in an encoder's input. */
   sep: number | null;
+  /** Mask token (`[MASK]`, `<mask>`) that fillMask predicts. */
   mask: number | null;
 }
 
 /** What `model.tokenizer` offers. */
 export interface Tokenizer {
+  /** Which algorithm it runs. */
   readonly kind: TokenizerKind;
   /** Number of token ids (the largest id + 1). */
   readonly vocabSize: number;
