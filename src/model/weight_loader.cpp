@@ -96,12 +96,21 @@ WeightLoader::Source WeightLoader::find(const std::string& name, const std::vect
     case safetensors::DType::BF16:
       s.type = WeightType::BF16;
       break;
+    case safetensors::DType::Q8_0:
+    case safetensors::DType::Q4_0:
+    case safetensors::DType::Q4_K:
+    case safetensors::DType::Q5_K:
+    case safetensors::DType::Q6_K:
+      set_block_source(t, &s);
+      break;
     default:
       fail(full, std::string("dtype ") + safetensors::dtype_name(t.dtype) + unsupported_dtype_);
   }
   s.offset = file_.offset(t);
   s.bytes = file_.has_bytes() ? file_.bytes(t) : nullptr;
   s.count = size_t(t.numel());
+  s.rope_rows = t.rope_rows;
+  s.stored_plus = t.stored_plus;
   return s;
 }
 
@@ -111,17 +120,23 @@ void WeightLoader::matrix(const std::string& name, const std::vector<int64_t>& s
   // InOut [K, N]; OutIn [N, K]
   const int64_t K = layout == WeightLayout::InOut ? shape[0] : shape[1];
   const int64_t N = layout == WeightLayout::InOut ? shape[1] : shape[0];
+  // a GGUF file's transposed matrix: the same K and N, the other layout
+  if (const safetensors::TensorInfo* t = file_.find(s.name); t && t->transposed)
+    layout = layout == WeightLayout::InOut ? WeightLayout::OutIn : WeightLayout::InOut;
   const WeightType to = target_type(format_, s.type, matmul);
   matrices_.push_back({std::move(s), layout, K, N, to, dst, matmul});
 }
 
 void WeightLoader::vector(const std::string& name, int64_t n, const float** dst) {
-  vectors_.push_back({find(name, {n}), dst});
+  Source s = find(name, {n});
+  if (s.block >= 0) fail(s.name, "a 1-D tensor must be F32, F16 or BF16, not block-quantized");
+  vectors_.push_back({std::move(s), dst});
 }
 
 // Writes the matrix as m.to at `out` (m.to's size of K x N bytes).
 void WeightLoader::convert(const MatrixPlan& m, uint8_t* out, bool overlapping, size_t first) const {
   const Source& s = m.src;
+  if (s.decodes()) return decode_matrix(m, out);
   if (m.to == s.type) {
     std::memmove(out, s.bytes, s.count * s.element_size());
     return;
@@ -227,6 +242,10 @@ bool WeightLoader::fits_in_file(const uint8_t* file, std::vector<size_t>* order)
   for (size_t i = 0; i < order->size(); ++i) (*order)[i] = i;
   std::sort(order->begin(), order->end(),
             [&](size_t a, size_t b) { return matrices_[a].src.bytes < matrices_[b].src.bytes; });
+  for (const MatrixPlan& m : matrices_)
+    if (m.src.decodes()) return false;  // (a GGUF file's: converted into a buffer of their own)
+  for (const VectorPlan& v : vectors_)
+    if (v.src.decodes()) return false;
   const uint8_t* first = nullptr;  // where the converted matrices start: the first tensor read
   for (const MatrixPlan& m : matrices_) first = !first || m.src.bytes < first ? m.src.bytes : first;
   for (const VectorPlan& v : vectors_) first = !first || v.src.bytes < first ? v.src.bytes : first;
@@ -320,7 +339,9 @@ WeightBuffers WeightLoader::load(MallocBytes file, size_t size) {
 // 1-D parameters: float32 in place when the file is kept (`in_place`) and they are aligned
 // float32; else widened into out.vectors.
 void WeightLoader::widen_vectors(WeightBuffers& out, bool in_place) const {
-  const auto read_in_place = [&](const Source& s) { return in_place && s.type == WeightType::F32 && s.aligned(); };
+  const auto read_in_place = [&](const Source& s) {
+    return in_place && s.type == WeightType::F32 && s.aligned() && !s.decodes();
+  };
   size_t widened = 0;
   for (const VectorPlan& v : vectors_) widened += read_in_place(v.src) ? 0 : v.src.count;
   out.vectors.resize(widened);
@@ -330,7 +351,7 @@ void WeightLoader::widen_vectors(WeightBuffers& out, bool in_place) const {
       *v.dst = reinterpret_cast<const float*>(v.src.bytes);
       continue;
     }
-    for (size_t i = 0; i < v.src.count; ++i) out.vectors[at + i] = element(v.src.type, v.src.bytes, i);
+    read_vector(v.src, v.src.bytes, out.vectors.data() + at);
     *v.dst = out.vectors.data() + at;
     at += v.src.count;
   }
@@ -394,19 +415,20 @@ void WeightLoader::begin_stream() {
   };
   for (size_t i = 0; i < matrices_.size(); ++i) {
     const MatrixPlan& m = matrices_[i];
-    const uint64_t row = uint64_t(m.K) * m.src.element_size();
+    const uint64_t row = m.src.row_bytes(m.K);
     if (m.layout == WeightLayout::OutIn && m.K > 0 && m.N > 0) {
-      for (int64_t r = 0; r < m.N; r += kStripRows) {
-        const int64_t rows = std::min(kStripRows, m.N - r);
+      const int64_t strip = m.src.decodes() ? strip_rows(m) : kStripRows;
+      for (int64_t r = 0; r < m.N; r += strip) {
+        const int64_t rows = std::min(strip, m.N - r);
         unit(m.src.offset + uint64_t(r) * row, m.src.offset + uint64_t(r + rows) * row, {i, false, r, rows});
       }
     } else {
-      unit(m.src.offset, m.src.offset + m.src.count * m.src.element_size(), {i, false});
+      unit(m.src.offset, m.src.offset + uint64_t(m.N) * row, {i, false});
     }
   }
   for (size_t j = 0; j < vectors_.size(); ++j) {
     const Source& v = vectors_[j].src;
-    unit(v.offset, v.offset + v.count * v.element_size(), {j, true});
+    unit(v.offset, v.offset + v.row_bytes(int64_t(v.count)), {j, true});
   }
   s.feed.start(file_.size(), model_);
 }
@@ -421,7 +443,7 @@ void WeightLoader::convert_unit(const Unit& u, const uint8_t* bytes) {
   if (u.vector) {
     const VectorPlan& v = vectors_[u.plan];
     float* out = s.out.vectors.data() + s.vector_at[u.plan];
-    for (size_t i = 0; i < v.src.count; ++i) out[i] = element(v.src.type, bytes, i);
+    read_vector(v.src, bytes, out);
     *v.dst = out;
     return;
   }
@@ -429,7 +451,14 @@ void WeightLoader::convert_unit(const Unit& u, const uint8_t* bytes) {
   uint8_t* at = s.out.converted.get() + m.offset;
   MatrixPlan part = m;  // the unit's rows, read from `bytes`
   part.src.bytes = bytes;
-  if (u.rows == 0) {
+  if (m.src.decodes()) {
+    if (u.rows > 0) {
+      decode_rows(m, u.row0, u.rows, bytes, at);
+    } else {
+      decode_matrix(part, at);
+    }
+    if (u.rows > 0 && u.row0 + u.rows < m.N) return;  // more rows to come
+  } else if (u.rows == 0) {
     convert(part, at);
   } else {
     part.N = u.rows;
@@ -466,7 +495,7 @@ WeightBuffers WeightLoader::finish() {
 
 bool WeightLoader::in_place() const {
   for (const MatrixPlan& m : matrices_)
-    if (m.to != m.src.type || !m.src.aligned_in_file()) return false;
+    if (m.to != m.src.type || !m.src.aligned_in_file() || m.src.decodes()) return false;
   return true;
 }
 
