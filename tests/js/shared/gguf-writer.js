@@ -288,16 +288,22 @@ export function writeGguf(metadata, tensors, alignment = 32) {
 
 // ---------------------------------------------------------------- a checkpoint as GGUF
 
-/** The tensors of an F32 safetensors file: { name: { shape, data: Float32Array } }. */
+/** The tensors of a safetensors file (F32, F16, BF16): { name: { shape, data: Float32Array } }. */
 export function readSafetensors(bytes) {
   const n = Number(new DataView(bytes.buffer, bytes.byteOffset, 8).getBigUint64(0, true));
   const header = JSON.parse(new TextDecoder().decode(bytes.subarray(8, 8 + n)));
   const out = {};
   for (const [name, t] of Object.entries(header)) {
     if (name === '__metadata__') continue;
-    if (t.dtype !== 'F32') throw new Error(`readSafetensors: ${name} is ${t.dtype}`);
     const [a, e] = t.data_offsets;
-    out[name] = { shape: t.shape, data: new Float32Array(bytes.slice(8 + n + a, 8 + n + e).buffer) };
+    const raw = Uint8Array.prototype.slice.call(bytes, 8 + n + a, 8 + n + e);  // a copy (Buffer's slice is a view)
+    let data;
+    if (t.dtype === 'F32') data = new Float32Array(raw.buffer);
+    else if (t.dtype === 'F16' || t.dtype === 'BF16') {
+      const h = new Uint16Array(raw.buffer);
+      data = Float32Array.from(h, t.dtype === 'F16' ? fromHalf : fromBf16);
+    } else throw new Error(`readSafetensors: ${name} is ${t.dtype}`);
+    out[name] = { shape: t.shape, data };
   }
   return out;
 }
@@ -390,10 +396,11 @@ export function checkpointToGguf(config, safetensors, type, extraMetadata = []) 
       data = tr;
       shape = [N, K];
     }
-    if (arch === 'llama' && /attn_[qk]\.weight$/.test(g)) {
-      const heads = g.includes('attn_q') ? text.num_attention_heads : text.num_key_value_heads ?? text.num_attention_heads;
-      data = permuteRows(data, shape[0], shape[1], heads);
-    }
+    // the "llama" architecture's q and k (weights and biases): rows interleaved per head
+    const permuted = arch === 'llama' && /attn_[qk]\.(weight|bias)$/.test(g);
+    const heads = g.includes('attn_q') ? text.num_attention_heads : text.num_key_value_heads ?? text.num_attention_heads;
+    const rowLength = shape.length === 2 ? shape[1] : 1;
+    if (permuted) data = permuteRows(data, shape[0], rowLength, heads);
     const norm = arch === 'gemma3' && shape.length === 1 && g.includes('norm');
     if (norm) data = data.map((v) => v + 1);
     const K = shape[shape.length - 1];
@@ -403,9 +410,8 @@ export function checkpointToGguf(config, safetensors, type, extraMetadata = []) 
     // the twin holds what the file does, in HF's layout and order
     let back = dequantize(bytes, ty, data.length);
     if (norm) back = back.map((v) => v - 1);
-    if (arch === 'llama' && /attn_[qk]\.weight$/.test(g)) {
-      const heads = g.includes('attn_q') ? text.num_attention_heads : text.num_key_value_heads ?? text.num_attention_heads;
-      const D = shape[0] / heads, K2 = shape[1], un = new Float32Array(back.length);
+    if (permuted) {
+      const D = shape[0] / heads, K2 = rowLength, un = new Float32Array(back.length);
       for (let head = 0; head < heads; head++) {
         for (let r = 0; r < D; r++) {
           const from = head * D + 2 * (r % (D / 2)) + Math.floor(r / (D / 2));
