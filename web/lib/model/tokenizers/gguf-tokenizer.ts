@@ -77,7 +77,7 @@ function mergesFromScores(tokens: string[], scores: number[], types: number[] | 
   tokens.forEach((t, i) => id.set(t, i));
   const found: { a: string; b: string; score: number; ia: number; ib: number }[] = [];
   for (let i = 0; i < tokens.length; i++) {
-    if (types && types[i] !== 1) continue;  // normal pieces only
+    if (types && types[i] === CONTROL) continue;  // (user-defined pieces merge too, as in SentencePiece's vocabulary)
     const chars = Array.from(tokens[i]);
     for (let k = 1; k < chars.length; k++) {
       const a = chars.slice(0, k).join(''), b = chars.slice(k).join('');
@@ -103,7 +103,7 @@ export function ggufTokenizer(meta: GgufMetadata, where: string): HfTokenizer | 
   const tokens = stringArray(meta, 'tokenizer.ggml.tokens', fn);
   const types = numberArray(meta, 'tokenizer.ggml.token_type', tokens.length, fn);
   const vocab: Record<string, number> = {};
-  tokens.forEach((t, i) => { if (!(t in vocab)) vocab[t] = i; });
+  tokens.forEach((t, i) => { if (!Object.hasOwn(vocab, t)) vocab[t] = i; });
   const added = [];
   for (let i = 0; i < tokens.length; i++) {
     const type = types?.[i];
