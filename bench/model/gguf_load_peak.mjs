@@ -43,27 +43,32 @@ if (args[0] === '--child') {
   process.stdout.write(JSON.stringify({ file, weights, dtype: mem.dtype, loadMs, weightsMB: mem.weights / 2 ** 20,
     wasmHeapMB: mem.wasmHeap / 2 ** 20, peakRssAfterLoadMB: afterLoad, peakRssMB: process.resourceUsage().maxRSS / 1024 }));
   model.dispose();
+} else if (args[0] === '--write') {
+  const { checkpointToGguf, f32Safetensors } = await import('../../tests/js/shared/gguf-writer.js');
+  const { randn } = await import('../../tests/js/model-helpers.js');
+  const E = CONFIG.hidden_size, I = CONFIG.intermediate_size, V = CONFIG.vocab_size;
+  const H = CONFIG.num_attention_heads, Hkv = CONFIG.num_key_value_heads, D = E / H;
+  const shapes = [['model.embed_tokens.weight', [V, E]], ['model.norm.weight', [E]]];
+  for (let l = 0; l < CONFIG.num_hidden_layers; l++) {
+    const p = `model.layers.${l}.`;
+    shapes.push([p + 'input_layernorm.weight', [E]], [p + 'post_attention_layernorm.weight', [E]],
+      [p + 'self_attn.q_proj.weight', [H * D, E]], [p + 'self_attn.k_proj.weight', [Hkv * D, E]],
+      [p + 'self_attn.v_proj.weight', [Hkv * D, E]], [p + 'self_attn.o_proj.weight', [E, H * D]],
+      [p + 'mlp.gate_proj.weight', [I, E]], [p + 'mlp.up_proj.weight', [I, E]], [p + 'mlp.down_proj.weight', [E, I]]);
+  }
+  const st = f32Safetensors(shapes.map(([name, shape], i) => ({
+    name, shape, data: randn(shape.reduce((a, b) => a * b, 1), 100 + i, shape.length === 1 ? 0.1 : 0.2, shape.length === 1 ? 1 : 0),
+  })));
+  mkdirSync(path.join(DIR, 'f32'), { recursive: true });
+  writeFileSync(path.join(DIR, 'f32', 'config.json'), JSON.stringify(CONFIG));
+  writeFileSync(path.join(DIR, 'f32', 'model.safetensors'), st);
+  for (const type of ['F32', 'Q8_0', 'Q4_K']) writeFileSync(path.join(DIR, `model-${type}.gguf`), checkpointToGguf(CONFIG, st, type).gguf);
 } else {
+  // the files are written by a process of their own: Linux keeps a process's peak RSS across
+  // exec, so children of a parent that held the files would report its peak
   if (!existsSync(path.join(DIR, 'model-Q4_K.gguf'))) {
-    const { checkpointToGguf, f32Safetensors } = await import('../../tests/js/shared/gguf-writer.js');
-    const { randn } = await import('../../tests/js/model-helpers.js');
-    const E = CONFIG.hidden_size, I = CONFIG.intermediate_size, V = CONFIG.vocab_size;
-    const H = CONFIG.num_attention_heads, Hkv = CONFIG.num_key_value_heads, D = E / H;
-    const shapes = [['model.embed_tokens.weight', [V, E]], ['model.norm.weight', [E]]];
-    for (let l = 0; l < CONFIG.num_hidden_layers; l++) {
-      const p = `model.layers.${l}.`;
-      shapes.push([p + 'input_layernorm.weight', [E]], [p + 'post_attention_layernorm.weight', [E]],
-        [p + 'self_attn.q_proj.weight', [H * D, E]], [p + 'self_attn.k_proj.weight', [Hkv * D, E]],
-        [p + 'self_attn.v_proj.weight', [Hkv * D, E]], [p + 'self_attn.o_proj.weight', [E, H * D]],
-        [p + 'mlp.gate_proj.weight', [I, E]], [p + 'mlp.up_proj.weight', [I, E]], [p + 'mlp.down_proj.weight', [E, I]]);
-    }
-    const st = f32Safetensors(shapes.map(([name, shape], i) => ({
-      name, shape, data: randn(shape.reduce((a, b) => a * b, 1), 100 + i, shape.length === 1 ? 0.1 : 0.2, shape.length === 1 ? 1 : 0),
-    })));
-    mkdirSync(path.join(DIR, 'f32'), { recursive: true });
-    writeFileSync(path.join(DIR, 'f32', 'config.json'), JSON.stringify(CONFIG));
-    writeFileSync(path.join(DIR, 'f32', 'model.safetensors'), st);
-    for (const type of ['F32', 'Q8_0', 'Q4_K']) writeFileSync(path.join(DIR, `model-${type}.gguf`), checkpointToGguf(CONFIG, st, type).gguf);
+    const w = spawnSync(process.execPath, [fileURLToPath(import.meta.url), '--write', '--dir', DIR], { encoding: 'utf8' });
+    if (w.status !== 0) throw new Error(`writing the files: ${w.stderr}`);
   }
   const rows = [];
   for (const [label, file, weights] of RUNS) {

@@ -7,8 +7,7 @@
 // the sources (path, Blob, { gguf }); damaged files are Errors naming the file.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, test } from 'node:test';
 
@@ -171,15 +170,18 @@ for (const type of TENSOR_TYPES) {
 
 test('a path ending in .gguf loads; an F16 file held as stored equals its twin loaded as f16', async () => {
   const { gguf, dequantized } = checkpointToGguf(BIG, BIG_ST, 'F16');
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'qkv-gguf-'));
+  mkdirSync(path.join(ROOT, 'build'), { recursive: true });
+  const file = path.join(ROOT, 'build', `gguf-test-${process.pid}.gguf`);
   try {
-    const file = path.join(dir, 'tiny-F16.gguf');
     writeFileSync(file, gguf);
     const got = await logitsOf(file, IDS);
     const want = await logitsOf({ config: BIG, weights: dequantized }, IDS, { weights: 'f16' });
     assert.deepEqual(got.logits, want.logits);
+    // a relative path shaped as a Hub id ('build/x.gguf') is a file, not a Hub id
+    const relative = path.relative(process.cwd(), file);
+    if (/^[^/]+\/[^/]+$/.test(relative)) assert.deepEqual((await logitsOf(relative, IDS)).logits, got.logits);
   } finally {
-    rmSync(dir, { recursive: true, force: true });
+    rmSync(file, { force: true });
   }
 });
 

@@ -261,7 +261,8 @@ export async function loadModel(source: ModelSource, options: LoadOptions = {}):
   if (opts.file !== undefined && (typeof opts.file !== 'string' || !/\.gguf$/i.test(opts.file))) {
     throw new TypeError(`${fn}: options.file must name a .gguf file of the repository, got ${describe(opts.file)}`);
   }
-  const hubId = typeof source === 'string' && (await isHubId(source));
+  // ('dir/x.gguf' is a file's path, not a Hub id, unless options.file names the Hub file)
+  const hubId = typeof source === 'string' && !(opts.file === undefined && /\.gguf$/i.test(source)) && (await isHubId(source));
   const gguf = await ggufStream(source, hubId, { ...opts, signal });
   if (gguf) return loadGguf(gguf, weights, opts, signal);
   let raw: RawFiles;
