@@ -40,8 +40,8 @@ std::string gguf_header(uintptr_t bytes, double available, double size) {
       for (const auto& [k, v] : f.metadata()) meta[k] = value_json(v);
       const std::string config = qkv::gguf::hf_config_json(f);
       qkv::gguf::hf_index(f);  // every tensor's type and name checked now, before the weights stream
-      out = "{\"config\":" + config + ",\"metadata\":" +
-            meta.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "}";
+      out = "{\"config\":" + config +
+            ",\"metadata\":" + meta.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "}";
     } catch (const qkv::gguf::Incomplete&) {
       out = "more";
     }

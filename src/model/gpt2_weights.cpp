@@ -3,8 +3,8 @@
 #include <string>
 #include <utility>
 
-#include "model/gpt2.hpp"
 #include "model/gguf_model.hpp"
+#include "model/gpt2.hpp"
 #include "model/safetensors.hpp"
 
 namespace qkv {

@@ -12,6 +12,7 @@ import path from 'node:path';
 import { after, test } from 'node:test';
 
 import { ROOT, api, buildSafetensors, llamaConfig, manifest, maxAbsErr, randomLlamaTensors } from './model-helpers.js';
+import { makeRepo, serveFakeHub } from './shared/fake-hub.js';
 import { TENSOR_TYPES, checkpointToGguf, writeGguf } from './shared/gguf-writer.js';
 
 const qkv = await api();
@@ -206,4 +207,33 @@ test('damaged GGUF files: an Error naming the file and what is wrong', async () 
   await rejects({ gguf: absurd }, /cannot fit/);
   await assert.rejects(qkv.loadModel({ gguf: 'x' }), /source\.gguf must be an ArrayBuffer/);
   await assert.rejects(qkv.loadModel(GPT2, { file: 'x.gguf' }), /options\.file is only for a Hub id/);
+});
+
+test('a Hub repository\'s GGUF file (options.file) loads through the cache: a second load makes no request', async () => {
+  const { gguf } = checkpointToGguf(BIG, BIG_ST, 'Q4_0');
+  const hub = await serveFakeHub({ 'org/tiny-gguf': makeRepo({ main: { 'tiny-Q4_0.gguf': gguf } }) });
+  const hubUrl = qkv.env.hubUrl, cacheVar = process.env.HF_HUB_CACHE;
+  mkdirSync(path.join(ROOT, 'build'), { recursive: true });
+  const cache = path.join(ROOT, 'build', `gguf-hub-cache-${process.pid}`);
+  try {
+    qkv.env.hubUrl = hub.url;
+    process.env.HF_HUB_CACHE = cache;
+    const want = (await logitsOf({ gguf }, IDS)).logits;
+    const stages = new Set();
+    const first = await logitsOf('org/tiny-gguf', IDS, { file: 'tiny-Q4_0.gguf', onProgress: (p) => stages.add(p.stage) });
+    assert.deepEqual(first.logits, want);
+    assert.deepEqual([...stages].sort(), ['download', 'load']);
+    const asked = hub.requests.length;
+    assert.ok(hub.requests.some((r) => r === 'GET /org/tiny-gguf/resolve/main/tiny-Q4_0.gguf'), hub.requests.join(', '));
+    assert.ok(!hub.requests.some((r) => r.includes('config.json')), 'no config.json is asked for');
+    assert.deepEqual((await logitsOf('org/tiny-gguf', IDS, { file: 'tiny-Q4_0.gguf' })).logits, want);
+    assert.equal(hub.requests.length, asked, 'the second load reads the cache');
+    await assert.rejects(qkv.loadModel('org/tiny-gguf', { file: 'tiny.safetensors' }), /options\.file must name a \.gguf file/);
+  } finally {
+    qkv.env.hubUrl = hubUrl;
+    if (cacheVar === undefined) delete process.env.HF_HUB_CACHE;
+    else process.env.HF_HUB_CACHE = cacheVar;
+    await hub.close();
+    rmSync(cache, { recursive: true, force: true });
+  }
 });
