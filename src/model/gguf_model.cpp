@@ -54,7 +54,7 @@ std::string hf_name(const std::string& arch, const std::string& name) {
   }
   int64_t n;
   std::string rest;
-  if (!block_name(name, &n, &rest)) return "";
+  if (!block_name(name, &n, &rest) || rest.find('.') == std::string::npos) return "";
   const std::string suffix = rest.substr(rest.rfind('.'));  // ".weight" / ".bias"
   const std::string part = rest.substr(0, rest.rfind('.'));
   if (gpt2) {

@@ -177,6 +177,26 @@ TEST_CASE("gguf: damage is an Error naming what is wrong") {
   CHECK(contains(gguf_error(many.b), "cannot fit"));
 }
 
+TEST_CASE("gguf: names the mapping does not know are left out, whatever their shape") {
+  Writer w;  // "blk.0.x" (no ".weight"), "blk." and "blk.7" beside the tensors a config needs
+  w.head(4, 7);
+  w.kv_str("general.architecture", "qwen3");
+  for (const char* k : {"qwen3.block_count", "qwen3.embedding_length", "qwen3.attention.head_count",
+                        "qwen3.context_length", "qwen3.feed_forward_length"})
+    w.kv_u32(k, 1);
+  w.kv_u32("qwen3.vocab_size", 1);
+  w.tensor("blk.0.x", {32}, 0, 0);
+  w.tensor("blk.", {32}, 0, 128);
+  w.tensor("blk.7", {32}, 0, 256);
+  w.tensor("token_embd.weight", {1, 1}, 0, 384);
+  w.pad();
+  w.b.resize(w.b.size() + 416);
+  const gguf::File f = gguf::File::parse(w.b.data(), w.b.size());
+  const safetensors::File index = gguf::hf_index(f);
+  REQUIRE(index.tensors().size() == 1);
+  CHECK(index.tensors()[0].name == "model.embed_tokens.weight");
+}
+
 TEST_CASE("gguf: a header read in parts asks for more, then reads") {
   const std::vector<uint8_t> bytes = small_file();
   CHECK_THROWS_AS(gguf::File::parse_header(bytes.data(), 40, bytes.size()), gguf::Incomplete);
