@@ -1,5 +1,5 @@
 // Writes the seed corpus of the GGUF fuzz target (tests/fuzz/fuzz_gguf.cpp) into
-// tests/fuzz/corpus/gguf/: small GGUF files (within the fuzz stage's 16384-byte inputs) of each
+// tests/fuzz/corpus/gguf/: small GGUF files (within the fuzz stage's 9216-byte inputs) of each
 // architecture and tensor type the loaders read, by the tests' GGUF writer
 // (tests/js/shared/gguf-writer.js). Run: node tools/fuzz/make_gguf_corpus.mjs
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -29,7 +29,7 @@ const llamaShapes = {
   'model.layers.0.post_attention_layernorm.weight': [32], 'model.layers.0.mlp.gate_proj.weight': [32, 32],
   'model.layers.0.mlp.up_proj.weight': [32, 32], 'model.layers.0.mlp.down_proj.weight': [32, 32], 'model.norm.weight': [32],
 };
-for (const type of ['F16', 'Q8_0', 'Q4_0']) {
+for (const type of ['Q8_0', 'Q4_0']) {
   writeFileSync(path.join(OUT, `llama_${type}.gguf`), checkpointToGguf(llama, checkpoint(llamaShapes), type).gguf);
 }
 // a tiny GPT-2 (E = 8), F32 (read in place) and F16
