@@ -237,3 +237,26 @@ test('a Hub repository\'s GGUF file (options.file) loads through the cache: a se
     rmSync(cache, { recursive: true, force: true });
   }
 });
+
+test('300 damaged copies of a small GGUF file (header bytes changed, cut short): each loads or is an Error, never a trap', async () => {
+  const cfg = llamaConfig({ hidden: 32, heads: 4, kvHeads: 2, intermediate: 32, vocab: 16, layers: 1 });
+  const { gguf } = checkpointToGguf(cfg, buildSafetensors(randomLlamaTensors(cfg, 2)), 'Q8_0');
+  let seed = 99;
+  const rand = (n) => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) % n);
+  let loaded = 0, rejected = 0;
+  for (let k = 0; k < 300; k++) {
+    let bad = gguf.slice();
+    if (k % 5 === 4) bad = bad.subarray(0, rand(gguf.length));
+    else for (let j = 0; j <= rand(4); j++) bad[rand(Math.min(gguf.length, 1200))] = rand(256);
+    try {
+      const model = await qkv.loadModel({ gguf: bad });
+      loaded++;
+      model.dispose();
+    } catch (e) {
+      assert.ok(e instanceof Error && !(e instanceof WebAssembly.RuntimeError), `copy ${k}: ${e}`);
+      assert.match(e.message, /^loadModel: /, `copy ${k}`);
+      rejected++;
+    }
+  }
+  assert.ok(rejected > 100, `${rejected} rejected, ${loaded} loaded`);
+});
