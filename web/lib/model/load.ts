@@ -239,9 +239,11 @@ async function loadEncoder(
  * Face Hub id 'owner/name' (from env.hubUrl, cached: Cache Storage in browsers, Hugging Face's
  * cache layout in Node; hub/, docs/hub.md) — or the files themselves: `{ config, weights,
  * vocab?, merges?, tokenizer?, tokenizerConfig?, vocabTxt?, chatTemplate? }` (weights: an
- * ArrayBuffer, a typed array or a Blob / File).
+ * ArrayBuffer, a typed array or a Blob / File) — or a GGUF file (llama.cpp's format: config,
+ * tokenizer and weights in one; docs/gguf.md): a path or URL ending in .gguf, a Blob / File,
+ * `{ gguf }`, or a Hub id with `options.file`.
  * `options`: `weights` ('auto' | 'f32' | 'f16' | 'int8' | 'int4'), `onProgress`, `signal`, `revision`
- * (a Hub id's branch, tag or commit) ({@link LoadOptions}).
+ * (a Hub id's branch, tag or commit), `file` (a Hub id's GGUF file) ({@link LoadOptions}).
  * Every tensor is checked against the file and the config; damage is an Error naming the
  * tensor and the numbers.
  */
