@@ -13,6 +13,7 @@
 #include <string_view>
 #include <utility>
 
+#include "model/gguf_model.hpp"
 #include "model/safetensors.hpp"
 #include "model/weight_loader.hpp"
 
@@ -29,7 +30,7 @@ class DecoderStream {
   // header, a tensor missing or of the wrong shape or dtype).
   DecoderStream(std::string_view config_json, const uint8_t* head, size_t head_size, uint64_t file_size,
                 WeightFormat format)
-      : config_(Config::from_json(config_json)), header_(safetensors::File::parse_header(head, head_size, file_size)),
+      : config_(Config::from_json(config_json)), header_(gguf::open_weights_header(head, head_size, file_size)),
         store_(std::make_unique<Store>()), loader_(store_->plan(config_, header_, format)) {
     if (loader_.streams()) loader_.begin_stream();
   }

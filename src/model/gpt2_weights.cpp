@@ -3,6 +3,7 @@
 #include <string>
 #include <utility>
 
+#include "model/gguf_model.hpp"
 #include "model/gpt2.hpp"
 #include "model/safetensors.hpp"
 
@@ -10,7 +11,7 @@ namespace qkv {
 
 GPT2WeightStore GPT2WeightStore::load(const GPT2Config& c, MallocBytes file, size_t size, WeightFormat format) {
   c.validate();
-  const safetensors::File st = safetensors::File::parse(file.get(), size);
+  const safetensors::File st = gguf::open_weights(file.get(), size);
   GPT2WeightStore store;
   WeightLoader loader = store.plan(c, st, format);
   store.finish(c, loader, loader.load(std::move(file), size));

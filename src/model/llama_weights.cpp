@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "matmul/halves.hpp"
+#include "model/gguf_model.hpp"
 #include "model/safetensors.hpp"
 
 namespace qkv {
@@ -43,7 +44,7 @@ float embed_scale(int64_t E, WeightType held) {
 
 LlamaWeightStore LlamaWeightStore::load(const LlamaConfig& c, MallocBytes file, size_t size, WeightFormat format) {
   c.validate();
-  const safetensors::File st = safetensors::File::parse(file.get(), size);
+  const safetensors::File st = gguf::open_weights(file.get(), size);
   LlamaWeightStore store;
   WeightLoader loader = store.plan(c, st, format);
   store.finish(c, loader, loader.load(std::move(file), size));

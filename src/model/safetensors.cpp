@@ -48,7 +48,20 @@ const char* dtype_name(DType d) {
   for (const auto& e : kDTypes) {
     if (e.dtype == d) return e.name;
   }
-  return "?";
+  switch (d) {
+    case DType::Q8_0:
+      return "Q8_0";
+    case DType::Q4_0:
+      return "Q4_0";
+    case DType::Q4_K:
+      return "Q4_K";
+    case DType::Q5_K:
+      return "Q5_K";
+    case DType::Q6_K:
+      return "Q6_K";
+    default:
+      return "?";
+  }
 }
 
 int64_t dtype_size(DType d) {
@@ -265,6 +278,17 @@ File File::parse_header(const uint8_t* data, size_t available, uint64_t size, co
     bad("the tensors end at data offset " + u64s(at) + " but the data region holds " + u64s(data_size) +
         " bytes (file " + u64s(size) + " bytes, header " + u64s(n) + "): " + u64s(data_size - at) + " trailing bytes");
   }
+  return f;
+}
+
+File File::index(std::vector<TensorInfo> tensors, uint64_t data_offset, uint64_t size, const uint8_t* base) {
+  File f;
+  f.tensors_ = std::move(tensors);
+  f.data_offset_ = data_offset;
+  f.size_ = size;
+  f.base_ = base;
+  std::stable_sort(f.tensors_.begin(), f.tensors_.end(),
+                   [](const TensorInfo& a, const TensorInfo& b) { return a.begin < b.begin; });
   return f;
 }
 

@@ -22,7 +22,30 @@
 
 namespace qkv::safetensors {
 
-enum class DType { BOOL, U8, I8, U16, I16, F16, BF16, U32, I32, F32, U64, I64, F64, F8_E4M3, F8_E5M2 };
+enum class DType {
+  BOOL,
+  U8,
+  I8,
+  U16,
+  I16,
+  F16,
+  BF16,
+  U32,
+  I32,
+  F32,
+  U64,
+  I64,
+  F64,
+  F8_E4M3,
+  F8_E5M2,
+  // GGUF's block-quantized types, in a GGUF file's index only (gguf_model.hpp): a safetensors
+  // header never names them. dtype_size() is 0 for them (a block is not whole elements).
+  Q8_0,
+  Q4_0,
+  Q4_K,
+  Q5_K,
+  Q6_K
+};
 
 const char* dtype_name(DType d);
 int64_t dtype_size(DType d);  // bytes per element
@@ -32,6 +55,12 @@ struct TensorInfo {
   DType dtype = DType::F32;
   std::vector<int64_t> shape;
   uint64_t begin = 0, end = 0;  // byte offsets relative to the start of the data region
+  // A GGUF file's index only (gguf_model.hpp): how the stored bytes differ from the Hugging Face
+  // tensor `name` and `shape` describe.
+  bool transposed = false;   // a matrix stored as the transpose of `shape` (GPT-2's Conv1D weights)
+  int64_t rope_rows = 0;     // > 0: within each run of this many rows (a head), llama.cpp's converter
+                             // stored row 2 i + h what is row h * rope_rows / 2 + i (rope interleaved)
+  float stored_plus = 0.0f;  // a 1-D tensor stored plus this (Gemma's norms, written as 1 + w)
   int64_t numel() const;
 };
 
@@ -49,13 +78,19 @@ class File {
   // header, at least) for a file of `size` bytes whose data has not arrived: a file that streams
   // in (WeightLoader's feed). bytes() and to_f32() are then not for use (has_bytes() is false).
   static File parse_header(const uint8_t* data, size_t available, uint64_t size, const Limits& limits = {});
+  // An index of tensors another reader has checked (a GGUF file's, renamed: gguf_model.hpp):
+  // `tensors` lie in [data_offset, size) of the file whose bytes are at base (null while it
+  // streams in).
+  static File index(std::vector<TensorInfo> tensors, uint64_t data_offset, uint64_t size, const uint8_t* base);
 
   const std::vector<TensorInfo>& tensors() const { return tensors_; }  // in file (offset) order
   const TensorInfo* find(std::string_view name) const;                 // nullptr when absent
   // "__metadata__", sorted by key
   const std::vector<std::pair<std::string, std::string>>& metadata() const { return metadata_; }
   uint64_t header_bytes() const { return header_bytes_; }
-  uint64_t data_offset() const { return 8 + header_bytes_; }  // where the data region starts
+  uint64_t data_offset() const {
+    return data_offset_ ? data_offset_ : 8 + header_bytes_;
+  }  // where the data region starts
 
   uint64_t size() const { return size_; }  // the whole file's bytes
   // Where a tensor's bytes start in the file
@@ -73,6 +108,7 @@ class File {
   const uint8_t* base_ = nullptr;
   uint64_t size_ = 0;
   uint64_t header_bytes_ = 0;
+  uint64_t data_offset_ = 0;  // an index's (else 8 + header_bytes_)
   std::vector<TensorInfo> tensors_;
   std::vector<std::pair<std::string, std::string>> metadata_;
 };

@@ -8,7 +8,6 @@
 
 #include "matmul/halves.hpp"
 #include "model/safetensors.hpp"
-#include "model/tensor_feed.hpp"
 
 namespace qkv {
 
@@ -57,9 +56,8 @@ WeightType target_type(WeightFormat format, WeightType from, bool matmul) {
   return from;
 }
 
-}  // namespace
-
-float WeightLoader::element(WeightType type, const uint8_t* p, size_t i) {
+// Element i of F32 / F16 / BF16 little-endian values at p (any alignment), as a float.
+float element(WeightType type, const uint8_t* p, size_t i) {
   if (type == WeightType::F32) {
     float v;
     std::memcpy(&v, p + 4 * i, 4);
@@ -69,6 +67,10 @@ float WeightLoader::element(WeightType type, const uint8_t* p, size_t i) {
   std::memcpy(&h, p + 2 * i, 2);
   return type == WeightType::F16 ? halves::f16_to_f32(h) : halves::bf16_to_f32(h);
 }
+
+size_t align16(size_t n) { return (n + 15) / 16 * 16; }
+
+}  // namespace
 
 WeightLoader::WeightLoader(const safetensors::File& file, const char* model, std::string prefix,
                            const char* unsupported_dtype, WeightFormat format)
@@ -93,12 +95,21 @@ WeightLoader::Source WeightLoader::find(const std::string& name, const std::vect
     case safetensors::DType::BF16:
       s.type = WeightType::BF16;
       break;
+    case safetensors::DType::Q8_0:
+    case safetensors::DType::Q4_0:
+    case safetensors::DType::Q4_K:
+    case safetensors::DType::Q5_K:
+    case safetensors::DType::Q6_K:
+      set_block_source(t, &s);
+      break;
     default:
       fail(full, std::string("dtype ") + safetensors::dtype_name(t.dtype) + unsupported_dtype_);
   }
   s.offset = file_.offset(t);
   s.bytes = file_.has_bytes() ? file_.bytes(t) : nullptr;
   s.count = size_t(t.numel());
+  s.rope_rows = t.rope_rows;
+  s.stored_plus = t.stored_plus;
   return s;
 }
 
@@ -108,17 +119,23 @@ void WeightLoader::matrix(const std::string& name, const std::vector<int64_t>& s
   // InOut [K, N]; OutIn [N, K]
   const int64_t K = layout == WeightLayout::InOut ? shape[0] : shape[1];
   const int64_t N = layout == WeightLayout::InOut ? shape[1] : shape[0];
+  // a GGUF file's transposed matrix: the same K and N, the other layout
+  if (const safetensors::TensorInfo* t = file_.find(s.name); t && t->transposed)
+    layout = layout == WeightLayout::InOut ? WeightLayout::OutIn : WeightLayout::InOut;
   const WeightType to = target_type(format_, s.type, matmul);
   matrices_.push_back({std::move(s), layout, K, N, to, dst, matmul});
 }
 
 void WeightLoader::vector(const std::string& name, int64_t n, const float** dst) {
-  vectors_.push_back({find(name, {n}), dst});
+  Source s = find(name, {n});
+  if (s.block >= 0) fail(s.name, "a 1-D tensor must be F32, F16 or BF16, not block-quantized");
+  vectors_.push_back({std::move(s), dst});
 }
 
 // Writes the matrix as m.to at `out` (m.to's size of K x N bytes).
 void WeightLoader::convert(const MatrixPlan& m, uint8_t* out, bool overlapping, size_t first) const {
   const Source& s = m.src;
+  if (s.decodes()) return decode_matrix(m, out);
   if (m.to == s.type) {
     std::memmove(out, s.bytes, s.count * s.element_size());
     return;
@@ -224,6 +241,10 @@ bool WeightLoader::fits_in_file(const uint8_t* file, std::vector<size_t>* order)
   for (size_t i = 0; i < order->size(); ++i) (*order)[i] = i;
   std::sort(order->begin(), order->end(),
             [&](size_t a, size_t b) { return matrices_[a].src.bytes < matrices_[b].src.bytes; });
+  for (const MatrixPlan& m : matrices_)
+    if (m.src.decodes()) return false;  // (a GGUF file's: converted into a buffer of their own)
+  for (const VectorPlan& v : vectors_)
+    if (v.src.decodes()) return false;
   const uint8_t* first = nullptr;  // where the converted matrices start: the first tensor read
   for (const MatrixPlan& m : matrices_) first = !first || m.src.bytes < first ? m.src.bytes : first;
   for (const VectorPlan& v : vectors_) first = !first || v.src.bytes < first ? v.src.bytes : first;
@@ -254,7 +275,7 @@ WeightBuffers WeightLoader::load(MallocBytes file, size_t size) {
   // Else, when every matrix's converted form fits where its source was, the file's own buffer
   // takes them, in file order, each written at or before its source's start: nothing but one
   // matrix's scratch (a copied [K, N] source, or a strip) beside the file, so loading an F32
-  // file as 'int8', 'int4' or 'f16' peaks no higher than as 'f32'. The 1-D
+  // file as 'int8', 'int4' or 'f16' peaks no higher than as 'f32' (issue 27). The 1-D
   // parameters are widened out of it first.
   std::vector<size_t> order;
   const bool into_file = !in_place && file && fits_in_file(file.get(), &order);
@@ -317,7 +338,9 @@ WeightBuffers WeightLoader::load(MallocBytes file, size_t size) {
 // 1-D parameters: float32 in place when the file is kept (`in_place`) and they are aligned
 // float32; else widened into out.vectors.
 void WeightLoader::widen_vectors(WeightBuffers& out, bool in_place) const {
-  const auto read_in_place = [&](const Source& s) { return in_place && s.type == WeightType::F32 && s.aligned(); };
+  const auto read_in_place = [&](const Source& s) {
+    return in_place && s.type == WeightType::F32 && s.aligned() && !s.decodes();
+  };
   size_t widened = 0;
   for (const VectorPlan& v : vectors_) widened += read_in_place(v.src) ? 0 : v.src.count;
   out.vectors.resize(widened);
@@ -327,7 +350,7 @@ void WeightLoader::widen_vectors(WeightBuffers& out, bool in_place) const {
       *v.dst = reinterpret_cast<const float*>(v.src.bytes);
       continue;
     }
-    for (size_t i = 0; i < v.src.count; ++i) out.vectors[at + i] = element(v.src.type, v.src.bytes, i);
+    read_vector(v.src, v.src.bytes, out.vectors.data() + at);
     *v.dst = out.vectors.data() + at;
     at += v.src.count;
   }
@@ -336,7 +359,7 @@ void WeightLoader::widen_vectors(WeightBuffers& out, bool in_place) const {
 
 bool WeightLoader::in_place() const {
   for (const MatrixPlan& m : matrices_)
-    if (m.to != m.src.type || !m.src.aligned_in_file()) return false;
+    if (m.to != m.src.type || !m.src.aligned_in_file() || m.src.decodes()) return false;
   return true;
 }
 

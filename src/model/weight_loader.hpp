@@ -24,7 +24,8 @@ namespace qkv {
 
 namespace safetensors {
 class File;
-}
+struct TensorInfo;
+}  // namespace safetensors
 
 // How the matrices are held: as stored in the file, or converted on load. Int8 / Int4 apply to the
 // matrices the matmuls read; a table that is only gathered from (GPT-2's wpe, an untied
@@ -104,6 +105,17 @@ class WeightLoader {
     const uint8_t* bytes = nullptr;  // possibly unaligned; null while the file streams in
     uint64_t offset = 0;             // in the file
     size_t count = 0;                // elements
+    // A GGUF file's tensors (weight_loader_gguf.cpp): the block type they are stored in (else
+    // -1: F32 / F16 / BF16 as `type` says), and what llama.cpp's converter did to them
+    // (safetensors::TensorInfo). `type` is then what 'auto' holds: Q8 for Q8_0 and the K-quants,
+    // Q4 for Q4_0.
+    int block = -1;  // gguf::TensorType
+    int64_t rope_rows = 0;
+    float stored_plus = 0.0f;
+    // read through decode_rows / read_vector rather than as plain elements
+    bool decodes() const { return block >= 0 || rope_rows > 0 || stored_plus != 0.0f; }
+    size_t row_bytes(int64_t K) const;  // one row of K elements as stored
+    int stored() const;                 // the gguf::TensorType its bytes are (F32 / F16 / BF16 too)
     size_t element_size() const { return type == WeightType::F32 ? 4 : 2; }
     bool aligned() const { return reinterpret_cast<uintptr_t>(bytes) % element_size() == 0; }
     // aligned where the file's buffer is (malloc's alignment suffices)
@@ -148,6 +160,7 @@ class WeightLoader {
   };
 
   Source find(const std::string& name, const std::vector<int64_t>& want) const;
+  void set_block_source(const safetensors::TensorInfo& t, Source* s) const;  // weight_loader_gguf.cpp
   [[noreturn]] void fail(const std::string& tensor, const std::string& msg) const;
   bool in_place() const;  // every matrix stays as stored, aligned
   // Writes m as m.to at out. overlapping: out <= m.src.bytes may overlap the source (and the
@@ -160,9 +173,6 @@ class WeightLoader {
   // and scales written at data and scales, as for a matrix of those columns alone.
   void quantize_rows(const MatrixPlan& m, int64_t rows, const uint8_t* src, uint8_t* data, uint16_t* scales) const;
   static size_t column_bytes(const MatrixPlan& m);  // a Q8 / Q4 column's data bytes
-  // Element i of F32 / F16 / BF16 little-endian values at p (any alignment), as a float.
-  static float element(WeightType type, const uint8_t* p, size_t i);
-  static size_t align16(size_t n) { return (n + 15) / 16 * 16; }  // where the buffer's next part starts
   // Points m.dst at the matrix written at `at` (m.to, m.layout), readies F16 weights (their
   // fixes into out.fixes) and rewrites a matmul's float matrix in panels.
   void place(const MatrixPlan& m, uint8_t* at, WeightBuffers& out, Placing& placing, bool converted) const;
@@ -171,6 +181,14 @@ class WeightLoader {
   // start in file order (the converted form no larger), filled into *order (plan indices).
   bool fits_in_file(const uint8_t* file, std::vector<size_t>* order) const;
   void widen_vectors(WeightBuffers& out, bool in_place) const;
+  // weight_loader_gguf.cpp: a decoding source's rows [row0, row0 + rows) of the [N, K] matrix m,
+  // their bytes at src (whole heads where rope_rows is set), written where they belong in the
+  // matrix at `at` as m.to (Q8_0 / Q4_0 repacked as they are when m.to is Q8 / Q4; else
+  // dequantized, then quantized or converted like a float source)
+  void decode_rows(const MatrixPlan& m, int64_t row0, int64_t rows, const uint8_t* src, uint8_t* at) const;
+  void decode_matrix(const MatrixPlan& m, uint8_t* at) const;                 // the whole matrix, strip by strip
+  static int64_t strip_rows(const MatrixPlan& m);                             // rows a decoding strip covers
+  void read_vector(const Source& v, const uint8_t* bytes, float* out) const;  // as float32, undone
 
   const safetensors::File& file_;
   std::string model_, prefix_;

@@ -1,9 +1,7 @@
-// WeightLoader's streaming load (weight_loader.hpp): the file's bytes fed as they arrive
-// (begin_stream / feed / finish), each unit (a vector, a whole matrix, or a strip of rows of an
-// [N, K] matrix) converted as soon as it is whole, so the file is never held.
+// WeightLoader's streaming load (weight_loader.hpp: begin_stream / feed / finish): the file's
+// bytes fed in order, gathered unit by unit (TensorFeed), each tensor converted as it completes.
 #include <algorithm>
-#include <cstring>
-#include <memory>
+#include <cstdlib>
 #include <stdexcept>
 #include <vector>
 
@@ -12,6 +10,10 @@
 #include "model/weight_loader.hpp"
 
 namespace qkv {
+
+namespace {
+size_t align16(size_t n) { return (n + 15) / 16 * 16; }
+}  // namespace
 
 namespace {
 constexpr int64_t kStripRows = 64;  // rows of an [N, K] matrix converted at once: 16 Q8 groups, 4 Q4 sets, 4 panels
@@ -68,19 +70,20 @@ void WeightLoader::begin_stream() {
   };
   for (size_t i = 0; i < matrices_.size(); ++i) {
     const MatrixPlan& m = matrices_[i];
-    const uint64_t row = uint64_t(m.K) * m.src.element_size();
+    const uint64_t row = m.src.row_bytes(m.K);
     if (m.layout == WeightLayout::OutIn && m.K > 0 && m.N > 0) {
-      for (int64_t r = 0; r < m.N; r += kStripRows) {
-        const int64_t rows = std::min(kStripRows, m.N - r);
+      const int64_t strip = m.src.decodes() ? strip_rows(m) : kStripRows;
+      for (int64_t r = 0; r < m.N; r += strip) {
+        const int64_t rows = std::min(strip, m.N - r);
         unit(m.src.offset + uint64_t(r) * row, m.src.offset + uint64_t(r + rows) * row, {i, false, r, rows});
       }
     } else {
-      unit(m.src.offset, m.src.offset + m.src.count * m.src.element_size(), {i, false});
+      unit(m.src.offset, m.src.offset + uint64_t(m.N) * row, {i, false});
     }
   }
   for (size_t j = 0; j < vectors_.size(); ++j) {
     const Source& v = vectors_[j].src;
-    unit(v.offset, v.offset + v.count * v.element_size(), {j, true});
+    unit(v.offset, v.offset + v.row_bytes(int64_t(v.count)), {j, true});
   }
   s.feed.start(file_.size(), model_);
 }
@@ -95,7 +98,7 @@ void WeightLoader::convert_unit(const Unit& u, const uint8_t* bytes) {
   if (u.vector) {
     const VectorPlan& v = vectors_[u.plan];
     float* out = s.out.vectors.data() + s.vector_at[u.plan];
-    for (size_t i = 0; i < v.src.count; ++i) out[i] = element(v.src.type, bytes, i);
+    read_vector(v.src, bytes, out);
     *v.dst = out;
     return;
   }
@@ -103,7 +106,14 @@ void WeightLoader::convert_unit(const Unit& u, const uint8_t* bytes) {
   uint8_t* at = s.out.converted.get() + m.offset;
   MatrixPlan part = m;  // the unit's rows, read from `bytes`
   part.src.bytes = bytes;
-  if (u.rows == 0) {
+  if (m.src.decodes()) {
+    if (u.rows > 0) {
+      decode_rows(m, u.row0, u.rows, bytes, at);
+    } else {
+      decode_matrix(part, at);
+    }
+    if (u.rows > 0 && u.row0 + u.rows < m.N) return;  // more rows to come
+  } else if (u.rows == 0) {
     convert(part, at);
   } else {
     part.N = u.rows;

@@ -23,7 +23,7 @@ export { webgpuAvailable, WebGPUUnavailableError, WebGPUDeviceLostError, WebGPUL
 export {
   loadModel, GPT2Model, ByteTokenizer, BpeTokenizer, bytesToUnicode, GPT2_PATTERN,
   LlamaModel, DecoderModel, type LlamaConfig, type LlamaRopeScaling, type Architecture, type ModelDims,
-  type GPT2Config, type ModelFiles, type ModelSource, type ForwardOptions, type ForwardResult, type QueriesKeys,
+  type GPT2Config, type GgufFile, type ModelFiles, type ModelSource, type ForwardOptions, type ForwardResult, type QueriesKeys,
   type GenerateOptions, type GenerationStep, type Tokenizer, type LoadOptions, type LoadProgress, type WeightsOption,
   type ModelMemoryUsage,
   Seq2SeqModel, type Seq2SeqConfig, type Seq2SeqForwardOptions, type Seq2SeqForwardResult, type Seq2SeqGenerateOptions,

@@ -156,6 +156,8 @@ export interface GenStep { token: number; index: number; position: number; rows:
  */
 export interface CheckpointFiles {
   config: string; weights?: ArrayBuffer; vocab?: string; merges?: string; tokenizer?: string; tokenizerConfig?: string; name: string;
+  /** a GGUF file (llama.cpp's format: config, tokenizer and weights in one), streamed by qkv from the File */
+  gguf?: File;
   /** a sharded checkpoint: model.safetensors.index.json's text and its shards (read by qkv as streams) */
   sharded?: { index: string; shards: Record<string, File> };
   /** chat_template.jinja's text, when dropped */
@@ -184,6 +186,13 @@ export async function loadModelFromUrl(base: string, onProgress: Progress): Prom
 /** Loads dropped checkpoint files with qkv: its loader checks them, and its Error says what is wrong. */
 export async function loadModelFromFiles(files: CheckpointFiles, onProgress: Progress): Promise<DemoModel> {
   onProgress(null, 'loading into qkv');
+  const mib = (n: number) => (n / 1048576).toFixed(1);
+  if (files.gguf) {
+    const m = await loadModel(files.gguf, {
+      onProgress: (p) => onProgress(p.total ? p.loaded / p.total : null, `${p.file}: ${mib(p.loaded)} MiB${p.total ? ` of ${mib(p.total)} MiB` : ''} into qkv`),
+    });
+    return demoModel(m, files.name, backendName());
+  }
   // qkv checks config.json first, then the weights (a missing file is its Error too)
   const source = (files.sharded ? { config: files.config, index: files.sharded.index, weights: files.sharded.shards }
     : { config: files.config, weights: files.weights }) as qkv.ModelFiles;
@@ -193,7 +202,6 @@ export async function loadModelFromFiles(files: CheckpointFiles, onProgress: Pro
   if (files.tokenizer !== undefined) source.tokenizer = files.tokenizer;
   if (files.tokenizerConfig !== undefined) source.tokenizerConfig = files.tokenizerConfig;
   // a sharded checkpoint is streamed from the files: progress over all its shards
-  const mib = (n: number) => (n / 1048576).toFixed(1);
   const m = await loadModel(source, files.sharded ? {
     onProgress: (p) => onProgress(p.total ? p.loaded / p.total : null, `${p.file}: ${mib(p.loaded)} MiB${p.total ? ` of ${mib(p.total)} MiB` : ''} into qkv`),
   } : {});
@@ -221,7 +229,7 @@ async function readFile(file: File, onProgress: Progress): Promise<ArrayBuffer> 
   return out.buffer;
 }
 
-const DROP_HINT = 'Drop config.json and model.safetensors together (or a sharded checkpoint\'s model.safetensors.index.json with all its shards), ' +
+const DROP_HINT = 'Drop a .gguf file, or config.json and model.safetensors together (or a sharded checkpoint\'s model.safetensors.index.json with all its shards), ' +
   'with the tokenizer files if there are any (GPT-2: vocab.json and merges.txt; Llama, Mistral, Qwen, Gemma: tokenizer.json and tokenizer_config.json); ' +
   'or choose the checkpoint\'s folder.';
 const INDEX = 'model.safetensors.index.json';
@@ -253,11 +261,15 @@ async function droppedShards(indexFile: File, weights: File[]): Promise<{ index:
  * Sorts dropped files into a checkpoint: config.json, one .safetensors or a sharded checkpoint's
  * index and shards, and the tokenizer files (vocab.json + merges.txt, or tokenizer.json
  * [+ tokenizer_config.json] [+ chat_template.jinja]; none at all for a checkpoint without a
- * tokenizer). Only says which file is which (CheckpointError); what is inside is qkv's
+ * tokenizer), or one .gguf file. Only says which file is which (CheckpointError); what is inside is qkv's
  * loadModel's to check. One .safetensors is read here with progress; shards are streamed by qkv.
  */
 export async function readDroppedFiles(files: File[], onProgress: Progress): Promise<CheckpointFiles> {
   if (!files.length) throw new CheckpointError(`Nothing was dropped. ${DROP_HINT}`);
+  // a GGUF file holds everything (config, tokenizer, weights): qkv streams it from the File
+  const ggufs = files.filter((f) => /\.gguf$/i.test(f.name));
+  if (ggufs.length > 1) throw new CheckpointError(`Several .gguf files were dropped (${ggufs.map((f) => f.name).join(', ')}): drop one.`);
+  if (ggufs.length) return { config: '', gguf: ggufs[0], name: ggufs[0].name };
   const known = ['vocab.json', 'merges.txt', 'tokenizer.json', 'tokenizer_config.json', 'chat_template.jinja', INDEX];
   const named = (name: string) => files.find((f) => f.name === name);
   // config.json, else another *config*.json that is not one of the tokenizer's or generation's

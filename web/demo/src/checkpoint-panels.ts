@@ -112,6 +112,7 @@ export async function loadHub(): Promise<void> {
     if (source.kind === 'id' && source.hubUrl) qkv.env.hubUrl = source.hubUrl;
     const options: qkv.LoadOptions = { weights, signal: abort.signal, onProgress };
     if (source.kind === 'id' && source.revision) options.revision = source.revision;
+    if (source.kind === 'id' && source.file) options.file = source.file;  // one GGUF file of the repository
     const model = await loadModelFromHub(source.kind === 'id' ? source.id : source.url, `${hubName(source)} (Hub)`, options);
     const where = source.kind === 'id'
       ? `${(source.hubUrl ?? qkv.env.hubUrl).replace(/\/$/, '')}/${source.id}${source.revision ? `@${source.revision}` : ''}`

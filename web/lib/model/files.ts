@@ -5,6 +5,7 @@
  * loader to copy straight into wasm memory. What is inside the weights is the wasm loader's
  * to check.
  */
+import type { GgufFile } from './gguf.js';
 import { describe } from '../errors.js';
 import { dynamicImport, isNode } from '../platform.js';
 import { INDEX_FILE, type ShardedWeights } from './shards.js';
@@ -60,7 +61,7 @@ export interface ModelFiles {
 }
 
 /** Where a model is: a folder (URL, or a path in Node) holding its files, or the files themselves. */
-export type ModelSource = string | URL | ModelFiles;
+export type ModelSource = string | URL | ModelFiles | Blob | GgufFile;
 
 /** A file's bytes, to be read once, chunk by chunk. */
 export interface ByteStream {
@@ -150,7 +151,7 @@ async function* readerChunks(stream: ReadableStream<Uint8Array>): AsyncGenerator
  * default reader 833-988 MB, these slices 831-853 (fetch: 717); quantized to int8 on load,
  * 987-1077 against 807-840 (fetch: 779). The slices take 0.2-0.5 s longer (1.3 s for F32).
  */
-async function* blobChunks(blob: Blob): AsyncGenerator<Uint8Array> {
+export async function* blobChunks(blob: Blob): AsyncGenerator<Uint8Array> {
   for (let at = 0; at < blob.size; at += BLOB_SLICE_BYTES) {
     yield new Uint8Array(await blob.slice(at, Math.min(at + BLOB_SLICE_BYTES, blob.size)).arrayBuffer());
   }
@@ -293,6 +294,25 @@ export async function readFolder(source: string | URL, signal?: AbortSignal): Pr
     return readFromFolder(await nodeFolder(dir, signal));
   }
   return readFromFolder(fetchFolder(folderUrl(source), signal));
+}
+
+/**
+ * One file (a GGUF file) by URL, file: URL or, in Node, path, opened as a stream (not read yet).
+ * `signal` aborts the read.
+ */
+export async function openFile(source: string | URL, signal?: AbortSignal): Promise<ByteStream> {
+  const href = typeof source === 'string' ? source : source.href;
+  const isFileUrl = source instanceof URL ? source.protocol === 'file:' : /^file:/i.test(href);
+  const isHttp = source instanceof URL ? /^https?:$/.test(source.protocol) : /^https?:\/\//i.test(href);
+  if (isNode && !isHttp) {
+    const [{ fileURLToPath }, path] = await Promise.all([dynamicImport('node:url'), dynamicImport('node:path')]);
+    const file = isFileUrl ? fileURLToPath(source) : String(source);
+    return (await (await nodeFolder(path.dirname(file), signal)).open(path.basename(file), false))!;
+  }
+  const base = (globalThis as { location?: { href: string } }).location?.href;
+  const url = base ? new URL(href, base) : new URL(href);
+  const name = decodeURIComponent(url.pathname.slice(url.pathname.lastIndexOf('/') + 1));
+  return (await fetchFolder(new URL('./', url), signal).open(name, false))!;
 }
 
 /** {@link readFolder} over any {@link Folder}. */

@@ -18,6 +18,7 @@ export {
   type Seq2SeqConfig, type Seq2SeqForwardOptions, type Seq2SeqForwardResult, type Seq2SeqGenerateOptions, type Seq2SeqStep,
 } from './seq2seq.js';
 export type { GPT2Config, ModelFiles, ModelSource } from './files.js';
+export type { GgufFile } from './gguf.js';
 export type { HeadMask, HeadPatch, Knockout } from './interventions.js';
 export {
   ByteTokenizer, BpeTokenizer, HfTokenizer, type HfTokenizerFiles, bytesToUnicode, GPT2_PATTERN, tokenizerFromFiles, loadChatTemplateEngine,

@@ -18,11 +18,13 @@ import { sentenceTransformerDefaults } from './embed.js';
 import { EncoderModel, encoderModule, type EncoderConfig, type WasmEncoder } from './encoder.js';
 import {
   filesFromObject, parseConfig, readAll, readFolder,
-  type ByteStream, type GPT2Config, type ModelSource, type RawFiles,
+  type ByteStream, type GPT2Config, type ModelFiles, type ModelSource, type RawFiles,
 } from './files.js';
 import { modelModule, type ModelModule, type WasmDecoder } from './decoder.js';
 import { joinShards, type JoinedShards, type ShardedWeights } from './shards.js';
-import { streamLoad, type WholeFile } from './stream-load.js';
+import { streamFromHead, streamLoad, type WholeFile } from './stream-load.js';
+import { ggufStream, readGgufHead } from './gguf.js';
+import { ggufTokenizer } from './tokenizers/gguf-tokenizer.js';
 import { GPT2Model } from './gpt2.js';
 import { LLAMA_FAMILY, LlamaModel, textConfigOf, type LlamaConfig } from './llama.js';
 import { Seq2SeqModel, seq2seqModule, type Seq2SeqConfig, type WasmSeq2Seq } from './seq2seq.js';
@@ -98,6 +100,8 @@ export interface LoadOptions {
   onProgress?: (progress: LoadProgress) => void;
   /** A Hub id's branch, tag or commit hash (default 'main'); only for a Hub id. */
   revision?: string;
+  /** A Hub id's GGUF file to load (`'x-Q4_0.gguf'`) instead of its safetensors checkpoint; only for a Hub id. */
+  file?: string;
   /** Aborts the download and the load (the promise rejects with signal.reason). */
   signal?: AbortSignal;
 }
@@ -240,15 +244,17 @@ async function loadEncoder(
  * Face Hub id 'owner/name' (from env.hubUrl, cached: Cache Storage in browsers, Hugging Face's
  * cache layout in Node; hub/, docs/hub.md) — or the files themselves: `{ config, weights,
  * vocab?, merges?, tokenizer?, tokenizerConfig?, vocabTxt?, chatTemplate? }` (weights: an
- * ArrayBuffer, a typed array or a Blob / File).
+ * ArrayBuffer, a typed array or a Blob / File) — or a GGUF file (llama.cpp's format: config,
+ * tokenizer and weights in one; docs/gguf.md): a path or URL ending in .gguf, a Blob / File,
+ * `{ gguf }`, or a Hub id with `options.file`.
  * `options`: `weights` ('auto' | 'f32' | 'f16' | 'int8' | 'int4'), `onProgress`, `signal`, `revision`
- * (a Hub id's branch, tag or commit) ({@link LoadOptions}).
+ * (a Hub id's branch, tag or commit), `file` (a Hub id's GGUF file) ({@link LoadOptions}).
  * Every tensor is checked against the file and the config; damage is an Error naming the
  * tensor and the numbers.
  */
 export async function loadModel(source: ModelSource, options: LoadOptions = {}): Promise<Model> {
   const fn = 'loadModel';
-  const opts = checkOptions(fn, options, ['weights', 'onProgress', 'signal', 'revision']) as LoadOptions;
+  const opts = checkOptions(fn, options, ['weights', 'onProgress', 'signal', 'revision', 'file']) as LoadOptions;
   const weights = opts.weights ?? 'auto';
   if (!WEIGHTS.includes(weights)) {
     throw new TypeError(`${fn}: options.weights must be ${WEIGHTS.map((w) => `'${w}'`).join(', ')}, got ${describe(opts.weights)}`);
@@ -259,8 +265,15 @@ export async function loadModel(source: ModelSource, options: LoadOptions = {}):
   if (opts.revision !== undefined && (typeof opts.revision !== 'string' || opts.revision === '')) {
     throw new TypeError(`${fn}: options.revision must be a branch, tag or commit hash (a non-empty string), got ${describe(opts.revision)}`);
   }
+  if (opts.file !== undefined && (typeof opts.file !== 'string' || !/\.gguf$/i.test(opts.file))) {
+    throw new TypeError(`${fn}: options.file must name a .gguf file of the repository, got ${describe(opts.file)}`);
+  }
+  // ('dir/x.gguf' is a file's path, not a Hub id, unless options.file names the Hub file)
+  const hubId = typeof source === 'string' && !(opts.file === undefined && /\.gguf$/i.test(source)) && (await isHubId(source));
+  const gguf = await ggufStream(source, hubId, { ...opts, signal });
+  if (gguf) return loadGguf(gguf, weights, opts, signal);
   let raw: RawFiles;
-  if (typeof source === 'string' && (await isHubId(source))) {
+  if (hubId) {
     raw = await readHub(source, { revision: opts.revision, signal, onProgress: opts.onProgress });
   } else if (opts.revision !== undefined) {
     throw new TypeError(`${fn}: options.revision is only for a Hub id ('owner/name'), and source is ${describe(source)}`);
@@ -268,7 +281,7 @@ export async function loadModel(source: ModelSource, options: LoadOptions = {}):
     if (source === '') throw new TypeError('loadModel: source is an empty string');
     raw = await readFolder(source, signal);
   } else if (source && typeof source === 'object') {
-    raw = filesFromObject(source);
+    raw = filesFromObject(source as ModelFiles);
   } else {
     throw new TypeError(`loadModel: source must be a folder URL/path or { config, weights, vocab?, merges? }, got ${describe(source)}`);
   }
@@ -333,6 +346,43 @@ export async function loadModel(source: ModelSource, options: LoadOptions = {}):
   const handle: WasmDecoder | null = (llama ? mm.LlamaModel! : mm.GPT2Model).create(raw.configText, ptr, size, weights);
   if (!handle) throw wasmError(fn, llama ? mm.llamaLastError!() : mm.modelLastError());
   return decoderModel(m, mm, llama, handle, config, tokenizer);
+}
+
+/**
+ * A GGUF file (gguf.ts): its header read first (the config.json and the tokenizer made from its
+ * metadata), then its weights through the decoder's streaming load as a safetensors file's; the
+ * whole file into one buffer when the load reads it in place.
+ */
+async function loadGguf(s: ByteStream, weights: WeightsOption, opts: LoadOptions, signal: AbortSignal | undefined): Promise<GPT2Model | LlamaModel> {
+  const m = await loadModule();
+  const mm = modelModule(m);
+  const g = await readGgufHead(m, s, signal);
+  let taken: WholeFile | undefined;
+  try {
+    const config = g.config as unknown as GPT2Config;
+    const llama = config.model_type !== 'gpt2';
+    if (llama && (!mm.LlamaModelLoad || !mm.LlamaModel || !mm.llamaLastError)) {
+      throw new Error('loadModel: this build of the wasm module lacks the Llama bindings (wasm/bindings_llama.cpp)');
+    }
+    const tokenizer = ggufTokenizer(g.metadata, s.where);
+    if (!llama && !tokenizer) throw new Error(`loadModel: ${s.where}: a GPT-2 GGUF file needs its tokenizer (tokenizer.ggml.*)`);
+    if (tokenizer?.hasChatTemplate) await loadChatTemplateEngine();
+    const cls = llama ? mm.LlamaModelLoad! : mm.GPT2ModelLoad;
+    const lastError = llama ? mm.llamaLastError! : mm.modelLastError;
+    const file = s.where;
+    const progress = (loaded: number) => opts.onProgress?.({ loaded, total: g.total, file, stage: 'load' });
+    const begin = (head: number, headSize: number, fileSize: number) => cls.begin(g.configText, head, headSize, fileSize, weights);
+    const got = await streamFromHead(m, begin, lastError, g.pull, g.head, g.total, signal, progress);
+    if (!('head' in got)) return decoderModel(m, mm, llama, got, config, tokenizer);
+    taken = got;
+    const { ptr, size } = await streamIntoWasm(m, mm, { total: g.total, chunks: got.rest, where: file }, file, opts, taken);
+    const handle: WasmDecoder | null = (llama ? mm.LlamaModel! : mm.GPT2Model).create(g.configText, ptr, size, weights);
+    if (!handle) throw wasmError('loadModel', lastError());
+    return decoderModel(m, mm, llama, handle, config, tokenizer);
+  } catch (e) {
+    if (!taken) await g.pull.close();
+    throw e;
+  }
 }
 
 /** The model over a loaded encoder-decoder's handle. */

@@ -49,14 +49,12 @@ export async function streamLoad<H>(
   m: QkvModule, begin: (head: number, headSize: number, fileSize: number) => WasmLoad<H> | null, lastError: () => string,
   s: ByteStream & { total: number }, signal: AbortSignal | undefined, progress: (loaded: number) => void,
 ): Promise<H | WholeFile> {
-  const fn = 'loadModel';
   const pull = new Pull(s);
-  let load: WasmLoad<H> | null = null;
-  let buffer = 0;
+  let head: Uint8Array;
   try {
     // the head: the 8-byte length and, where it fits the file, the JSON header (else the wasm
     // reader names the bad length)
-    let head = await pull.take(8);
+    head = await pull.take(8);
     let ended = head.byteLength < 8;
     if (!ended) {
       const n = Number(new DataView(head.buffer, head.byteOffset, 8).getBigUint64(0, true));
@@ -73,10 +71,30 @@ export async function streamLoad<H>(
     // the stream ended inside the header (fewer bytes than announced): the whole-file path's
     // reader names it as it names any truncated file
     if (ended) return { head, rest: pull.rest(), close: () => pull.close() };
+  } catch (e) {
+    await pull.close();
+    throw e;
+  }
+  return streamFromHead(m, begin, lastError, pull, head, s.total, signal, progress);
+}
+
+/**
+ * {@link streamLoad} once the head has been read from `pull` (a GGUF file's header, which says
+ * nothing of its length up front: gguf.ts reads it): `head` is the file's first bytes, holding
+ * its whole header.
+ */
+export async function streamFromHead<H>(
+  m: QkvModule, begin: (head: number, headSize: number, fileSize: number) => WasmLoad<H> | null, lastError: () => string,
+  pull: Pull, head: Uint8Array, total: number, signal: AbortSignal | undefined, progress: (loaded: number) => void,
+): Promise<H | WholeFile> {
+  const fn = 'loadModel';
+  let load: WasmLoad<H> | null = null;
+  let buffer = 0;
+  try {
     buffer = m._malloc(Math.max(FEED_BYTES, head.byteLength)) >>> 0;
     if (!buffer) throw new RangeError(`${fn}: out of wasm memory for the header (${head.byteLength} bytes)`);
     heapU8(m).set(head, buffer);
-    load = begin(buffer, head.byteLength, s.total);
+    load = begin(buffer, head.byteLength, total);
     if (!load) throw wasmError(fn, lastError());
     if (!load.streams()) {
       load.delete();

@@ -9,7 +9,7 @@
 import { env } from '../../env.js';
 import { describe } from '../../errors.js';
 import { dynamicImport, isNode } from '../../platform.js';
-import { readFromFolder, type Folder, type RawFiles } from '../files.js';
+import { readFromFolder, type ByteStream, type Folder, type RawFiles } from '../files.js';
 import type { LoadProgress } from '../load.js';
 import { browserHubFolder } from './browser-cache.js';
 import { nodeHubFolder } from './node-cache.js';
@@ -78,4 +78,14 @@ export async function readHub(id: string, options: HubOptions): Promise<RawFiles
   const raw = await readFromFolder(folder);
   if (isNode) for (const name of HUB_EXTRA_FILES) await folder.fetchOptional(name);
   return raw;
+}
+
+/**
+ * One file of a Hub repository (a GGUF file: `loadModel('owner/name', { file })`), through the
+ * same cache: downloaded once, then opened from the cache as a stream.
+ */
+export async function openHubFile(id: string, file: string, options: HubOptions): Promise<ByteStream> {
+  const repo = hubRepo(id, options.revision);
+  const folder = isNode ? await nodeHubFolder(repo, options) : await browserHubFolder(repo, options);
+  return (await folder.open(file, false))!;
 }
