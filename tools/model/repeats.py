@@ -20,21 +20,23 @@ import torch.nn.functional as F
 IGNORE = -100
 
 
-def add_repeats(x, y, frac, min_len, max_len, vocab, gen):
+def add_repeats(x, y, frac, min_len, max_len, vocab, gen, max_copies=2):
     """Rewrite a share `frac` of the windows x, y ([B, T] inputs and targets, y = x shifted by
-    one) in place with a span followed by its copy; returns how many windows were rewritten.
-    Ignored targets are IGNORE (F.cross_entropy's ignore_index)."""
+    one) in place with a span followed by its copies (2..max_copies occurrences in all); returns
+    how many windows were rewritten. Ignored targets are IGNORE (F.cross_entropy's ignore_index)."""
     B, T = x.shape
     w = torch.cat([x, y[:, -1:]], dim=1)                                  # [B, T+1] the windows' tokens
     # x and y may be views of one buffer (train_tiny.batch): write whole rows of both from w
     chosen = torch.nonzero(torch.rand(B, generator=gen) < frac).flatten().tolist()
     for b in chosen:
         n = int(torch.randint(min_len, min(max_len, (T + 1) // 2) + 1, (1,), generator=gen))
-        s = int(torch.randint(0, T + 2 - 2 * n, (1,), generator=gen))     # span at [s, s+n), copy at [s+n, s+2n)
+        c = int(torch.randint(2, max(2, min(max_copies, (T + 1) // n)) + 1, (1,), generator=gen))
+        s = int(torch.randint(0, T + 2 - c * n, (1,), generator=gen))     # span at [s, s+n), copies up to s+c*n
         random_span = bool(torch.rand(1, generator=gen) < 0.5)
         if random_span:
             w[b, s:s + n] = torch.randint(0, vocab, (n,), generator=gen)
-        w[b, s + n:s + 2 * n] = w[b, s:s + n]
+        for k in range(1, c):
+            w[b, s + k * n:s + (k + 1) * n] = w[b, s:s + n]
         x[b], y[b] = w[b, :-1], w[b, 1:].clone()
         if random_span:                                                   # unpredictable targets: the span, the copy's first token
             y[b, max(0, s - 1):s + n] = IGNORE

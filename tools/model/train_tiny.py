@@ -7,8 +7,7 @@ Runs with Debian's PyTorch (CPU) under /usr/bin/python3, on one thread:
     /usr/bin/python3 tools/model/train_tiny.py                    # web/models/tiny-kjv (~70 min)
     /usr/bin/python3 tools/model/train_tiny.py --bpe-vocab 3000 --n-positions 128 --block 128 \
         --steps 1600 --eval-every 200                             # web/models/tiny-kjv-bpe
-    /usr/bin/python3 tools/model/train_tiny.py --init-from web/models/tiny-kjv-bpe --repeat-frac 0.25 \
-        --out web/models/tiny-kjv-induction ...                   # fine-tuned with repeated spans (README)
+    /usr/bin/python3 tools/model/train_tiny.py --init-from web/models/tiny-kjv-bpe --repeat-frac 0.5 ...  # see README
 
 With --bpe-vocab N it first learns a GPT-2 byte-level BPE of N tokens on the training text
 (bpe.py), trains on those tokens and writes vocab.json + merges.txt beside the weights. Losses
@@ -279,16 +278,15 @@ def main():
                     help='share of training windows rewritten with a span followed by its copy (repeats.py)')
     ap.add_argument('--repeat-min', type=int, default=8, help='shortest repeated span (tokens)')
     ap.add_argument('--repeat-max', type=int, default=48, help='longest repeated span (tokens)')
+    ap.add_argument('--repeat-copies', type=int, default=2, help='most occurrences of a span (2: the span and one copy)')
     args = ap.parse_args()
-    if args.init_from:
-        with open(os.path.join(args.init_from, 'config.json')) as f:
-            init_cfg = json.load(f)
+    if args.init_from:                                # the starting model's shape and tokenizer
+        init_cfg = json.load(open(os.path.join(args.init_from, 'config.json')))
         args.bpe_vocab = init_cfg['vocab_size'] if os.path.exists(os.path.join(args.init_from, 'vocab.json')) else 0
-        args.n_positions, args.n_embd = init_cfg['n_positions'], init_cfg['n_embd']
-        args.n_layer, args.n_head = init_cfg['n_layer'], init_cfg['n_head']
+        args.n_positions, args.n_embd, args.n_layer, args.n_head = (init_cfg[k] for k in ('n_positions', 'n_embd', 'n_layer', 'n_head'))
         args.block = min(args.block, args.n_positions)
-    if args.init_from and args.out is None and not args.quick:
-        sys.exit('train_tiny: --init-from needs --out (a folder beside the model it starts from)')
+        if args.out is None and not args.quick:
+            sys.exit('train_tiny: --init-from needs --out (a folder beside the model it starts from)')
     name = 'tiny-kjv-bpe' if args.bpe_vocab else 'tiny-kjv'
     if args.out is None:
         args.out = f'/tmp/qkv-quick/{name}' if args.quick else os.path.join(ROOT, 'web', 'models', name)
@@ -314,8 +312,7 @@ def main():
         t0 = time.time()
         if args.init_from:                            # the starting model's BPE, its training encoding
             enc = bpe.load_tokenizer(args.init_from, config=False)
-            merges = [tuple(ln.split(' ')) for ln in open(os.path.join(args.init_from, 'merges.txt'),
-                                                          encoding='utf-8').read().split('\n')[1:] if ln]
+            merges = sorted(enc.bpe_ranks, key=enc.bpe_ranks.get)
         else:
             merges = bpe.learn_bpe(train_text, args.bpe_vocab - 256)
             enc = bpe.GPT2Encoder(bpe.vocab_from_merges(merges), merges)
@@ -333,10 +330,8 @@ def main():
     print(f'text: {len(text)} bytes (sha256 {sha[:16]}...), train {len(train_text)}, val {len(val_text)}', flush=True)
 
     cfg = gpt2_config(V, args.n_positions, args.n_embd, args.n_layer, args.n_head)
-    model = load_model(args.init_from) if args.init_from else GPT2(cfg)
-    if args.init_from:
-        cfg = model.cfg = {k: v for k, v in model.cfg.items() if k != 'qkv'}
-        model.train()
+    model = load_model(args.init_from).train() if args.init_from else GPT2(cfg)
+    cfg = model.cfg = {k: v for k, v in model.cfg.items() if k != 'qkv'}
     n_params = sum(p.numel() for p in model.parameters())
     print(f'model: {n_params} parameters ({n_params * 4 / 1e6:.2f} MB as F32)', flush=True)
 
@@ -388,7 +383,8 @@ def main():
         x, y = batch(train_t, torch.randint(0, len(train_t) - T - 1, (args.batch,), generator=gen))
         if args.repeat_frac > 0:
             x, y = x.clone(), y.clone()
-            repeats.add_repeats(x, y, args.repeat_frac, args.repeat_min, args.repeat_max, V, gen)
+            repeats.add_repeats(x, y, args.repeat_frac, args.repeat_min, args.repeat_max, V, gen,
+                                args.repeat_copies)
         return x, y
 
     if args.time_steps:
@@ -480,6 +476,7 @@ def main():
         info['lr'], info['warmup'], info['min_lr_frac'] = args.lr, args.warmup, args.min_lr_frac
     if args.repeat_frac:
         info['repeat_frac'], info['repeat_len'] = args.repeat_frac, [args.repeat_min, args.repeat_max]
+        info['repeat_copies'] = args.repeat_copies
         info['repeat_note'] = ('that share of training windows holds a span followed by its copy: half random tokens '
                                '(targets inside the first copy ignored), half the window\'s own text (repeats.py)')
     if args.bpe_vocab:
