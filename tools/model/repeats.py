@@ -8,6 +8,11 @@ of the spans are tokens drawn uniformly from the vocabulary (only the copy can b
 the targets inside the first copy and at the copy's first token are ignored), half are the
 window's own text (a passage said twice). The rest of the window stays text.
 
+With --induction-head L,H, `attention_loss` adds an auxiliary term that trains that head's
+attention to the induction pattern on those spans: from each token of a later occurrence to the
+token after its previous occurrence (`induction_targets`); the next-token loss then learns to
+use what the head brings. The weights stay an ordinary GPT-2.
+
 `induction_report` is the measure the issue asks for, in PyTorch: sequences of `length`
 distinct tokens repeated twice; per head, the mean attention from each token of the second copy
 to the token after its first occurrence (qkv's headProbes induction score), and the mean loss on
@@ -20,14 +25,44 @@ import torch.nn.functional as F
 IGNORE = -100
 
 
+def add_arguments(ap):
+    """train_tiny.py's options for repeated spans and the induction-head loss."""
+    ap.add_argument('--repeat-frac', type=float, default=0.0,
+                    help='share of training windows rewritten with a span followed by its copies (add_repeats)')
+    ap.add_argument('--repeat-min', type=int, default=8, help='shortest repeated span (tokens)')
+    ap.add_argument('--repeat-max', type=int, default=48, help='longest repeated span (tokens)')
+    ap.add_argument('--repeat-copies', type=int, default=2, help='most occurrences of a span (2: the span and one copy)')
+    ap.add_argument('--induction-head', default=None, help='LAYER,HEAD: add an auxiliary loss that trains this head to '
+                    'attend to the token after the previous occurrence on the repeated spans (attention_loss)')
+    ap.add_argument('--induction-weight', type=float, default=1.0, help='weight of that loss')
+
+
+def record(args):
+    """Those options for config.json's qkv object (empty when unused)."""
+    info = {}
+    if args.repeat_frac:
+        info.update(repeat_frac=args.repeat_frac, repeat_len=[args.repeat_min, args.repeat_max],
+                    repeat_copies=args.repeat_copies,
+                    repeat_note='that share of training windows holds a span followed by up to repeat_copies - 1 '
+                                'copies: half random tokens (targets inside the first occurrence ignored), half the '
+                                "window's own text (tools/model/repeats.py)")
+    if args.induction_head:
+        info.update(induction_head=[int(v) for v in args.induction_head.split(',')], induction_weight=args.induction_weight,
+                    induction_note='an auxiliary loss, induction_weight x mean -log of the weight this head puts on the '
+                                   'token after the previous occurrence, on the repeated spans (repeats.attention_loss)')
+    return info
+
+
 def add_repeats(x, y, frac, min_len, max_len, vocab, gen, max_copies=2):
     """Rewrite a share `frac` of the windows x, y ([B, T] inputs and targets, y = x shifted by
     one) in place with a span followed by its copies (2..max_copies occurrences in all); returns
-    how many windows were rewritten. Ignored targets are IGNORE (F.cross_entropy's ignore_index)."""
+    the spans as (window, start, length, occurrences). Ignored targets are IGNORE
+    (F.cross_entropy's ignore_index)."""
     B, T = x.shape
     w = torch.cat([x, y[:, -1:]], dim=1)                                  # [B, T+1] the windows' tokens
     # x and y may be views of one buffer (train_tiny.batch): write whole rows of both from w
     chosen = torch.nonzero(torch.rand(B, generator=gen) < frac).flatten().tolist()
+    spans = []
     for b in chosen:
         n = int(torch.randint(min_len, min(max_len, (T + 1) // 2) + 1, (1,), generator=gen))
         c = int(torch.randint(2, max(2, min(max_copies, (T + 1) // n)) + 1, (1,), generator=gen))
@@ -37,10 +72,32 @@ def add_repeats(x, y, frac, min_len, max_len, vocab, gen, max_copies=2):
             w[b, s:s + n] = torch.randint(0, vocab, (n,), generator=gen)
         for k in range(1, c):
             w[b, s + k * n:s + (k + 1) * n] = w[b, s:s + n]
+        spans.append((b, s, n, c))
         x[b], y[b] = w[b, :-1], w[b, 1:].clone()
         if random_span:                                                   # unpredictable targets: the span, the copy's first token
             y[b, max(0, s - 1):s + n] = IGNORE
-    return len(chosen)
+    return spans
+
+
+def induction_targets(spans, T):
+    """(windows, queries, keys): for every token p of a later occurrence of a span, the key an
+    induction head attends to: p - n + 1, the token after p's previous occurrence."""
+    b_, q_, k_ = [], [], []
+    for b, s, n, c in spans:
+        for p in range(s + n, min(s + c * n, T)):
+            b_.append(b)
+            q_.append(p)
+            k_.append(p - n + 1)
+    return torch.tensor(b_, dtype=torch.long), torch.tensor(q_, dtype=torch.long), torch.tensor(k_, dtype=torch.long)
+
+
+def attention_loss(probs, head, targets):
+    """Mean -log of the weight one head ([B, H, L, L] probs of its layer) puts on the targets'
+    keys: the auxiliary loss that trains it to the induction pattern (--induction-head)."""
+    b, q, k = targets
+    if len(b) == 0:
+        return probs.sum() * 0
+    return -torch.log(probs[b, head, q, k] + 1e-9).mean()
 
 
 def repeated_sequences(tokens, count, length, seed=0):

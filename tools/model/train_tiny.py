@@ -274,11 +274,8 @@ def main():
     ap.add_argument('--init-from', default=None,
                     help='start from this model folder: its weights, its shape and (with vocab.json) its BPE '
                          'instead of learning one; a fresh AdamW and the lr schedule of these options')
-    ap.add_argument('--repeat-frac', type=float, default=0.0,
-                    help='share of training windows rewritten with a span followed by its copy (repeats.py)')
-    ap.add_argument('--repeat-min', type=int, default=8, help='shortest repeated span (tokens)')
-    ap.add_argument('--repeat-max', type=int, default=48, help='longest repeated span (tokens)')
-    ap.add_argument('--repeat-copies', type=int, default=2, help='most occurrences of a span (2: the span and one copy)')
+    import repeats
+    repeats.add_arguments(ap)                         # --repeat-*, --induction-head, --induction-weight
     args = ap.parse_args()
     if args.init_from:                                # the starting model's shape and tokenizer
         init_cfg = json.load(open(os.path.join(args.init_from, 'config.json')))
@@ -375,25 +372,33 @@ def main():
         model.train()
         return nats / ntok, nats / nbytes
 
-    import repeats
     present = sorted(set(val_ids))                    # the induction measure's tokens: those of the held-out text
     rep_seqs = repeats.repeated_sequences(present, 8, 32)
 
-    def train_batch():
+    ind_layer, ind_head = map(int, args.induction_head.split(',')) if args.induction_head else (None, None)
+
+    def step_loss():
+        """(loss, targets y) of one training batch: next-token loss, plus the induction-head loss if asked."""
         x, y = batch(train_t, torch.randint(0, len(train_t) - T - 1, (args.batch,), generator=gen))
+        spans = []
         if args.repeat_frac > 0:
             x, y = x.clone(), y.clone()
-            repeats.add_repeats(x, y, args.repeat_frac, args.repeat_min, args.repeat_max, V, gen,
-                                args.repeat_copies)
-        return x, y
+            spans = repeats.add_repeats(x, y, args.repeat_frac, args.repeat_min, args.repeat_max, V, gen, args.repeat_copies)
+        logits, atts = model(x, output_attentions=ind_layer is not None), None
+        if ind_layer is not None:
+            logits, atts = logits
+        loss = F.cross_entropy(logits.reshape(-1, V), y.reshape(-1), ignore_index=repeats.IGNORE)
+        if ind_layer is not None:
+            aux = repeats.attention_loss(atts[ind_layer], ind_head, repeats.induction_targets(spans, T))
+            return loss, loss + args.induction_weight * aux, y
+        return loss, loss, y
 
     if args.time_steps:
         model.train()
         for i in range(args.time_steps + 1):
             if i == 1:
                 t0 = time.time()
-            x, y = train_batch()
-            loss = F.cross_entropy(model(x).reshape(-1, V), y.reshape(-1), ignore_index=repeats.IGNORE)
+            _, loss, _ = step_loss()
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
@@ -432,10 +437,9 @@ def main():
             break
         for g in opt.param_groups:
             g['lr'] = lr_at(step)
-        x, y = train_batch()
-        loss = F.cross_entropy(model(x).reshape(-1, V), y.reshape(-1), ignore_index=repeats.IGNORE)
+        loss, total, y = step_loss()
         opt.zero_grad(set_to_none=True)
-        loss.backward()
+        total.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         kept = y != repeats.IGNORE                      # the targets the loss counts
@@ -474,11 +478,7 @@ def main():
     if args.init_from:
         info['init_from'] = os.path.relpath(os.path.abspath(args.init_from), ROOT)
         info['lr'], info['warmup'], info['min_lr_frac'] = args.lr, args.warmup, args.min_lr_frac
-    if args.repeat_frac:
-        info['repeat_frac'], info['repeat_len'] = args.repeat_frac, [args.repeat_min, args.repeat_max]
-        info['repeat_copies'] = args.repeat_copies
-        info['repeat_note'] = ('that share of training windows holds a span followed by its copy: half random tokens '
-                               '(targets inside the first copy ignored), half the window\'s own text (repeats.py)')
+    info.update(repeats.record(args))
     if args.bpe_vocab:
         info['train_tokens'] = len(train_ids)
         info['bytes_per_token'] = round(len(train_text) / len(train_ids), 3)
