@@ -35,6 +35,8 @@ def add_arguments(ap):
     ap.add_argument('--induction-head', default=None, help='LAYER,HEAD: add an auxiliary loss that trains this head to '
                     'attend to the token after the previous occurrence on the repeated spans (attention_loss)')
     ap.add_argument('--induction-weight', type=float, default=1.0, help='weight of that loss')
+    ap.add_argument('--prev-head', default=None, help='LAYER,HEAD: the same kind of loss training this head to attend '
+                    'to the previous token, at every position of every window (the head an induction head reads)')
 
 
 def record(args):
@@ -50,7 +52,29 @@ def record(args):
         info.update(induction_head=[int(v) for v in args.induction_head.split(',')], induction_weight=args.induction_weight,
                     induction_note='an auxiliary loss, induction_weight x mean -log of the weight this head puts on the '
                                    'token after the previous occurrence, on the repeated spans (repeats.attention_loss)')
+    if args.prev_head:
+        info.update(prev_head=[int(v) for v in args.prev_head.split(',')],
+                    prev_note='an auxiliary loss, induction_weight x mean -log of the weight this head puts on the '
+                              'previous token, at every position (repeats.attention_loss)')
     return info
+
+
+def head_losses(args, atts, spans, B, T):
+    """The auxiliary losses of --induction-head and --prev-head (atts: every layer's [B, H, T, T])."""
+    total = 0
+    if args.induction_head:
+        layer, head = map(int, args.induction_head.split(','))
+        total = total + attention_loss(atts[layer], head, induction_targets(spans, T))
+    if args.prev_head:
+        layer, head = map(int, args.prev_head.split(','))
+        total = total + attention_loss(atts[layer], head, previous_targets(B, T))
+    return total
+
+
+def previous_targets(B, T):
+    """(windows, queries, keys): every position 1..T-1 of every window and the token before it."""
+    q = torch.arange(1, T).repeat(B)
+    return torch.arange(B).repeat_interleave(T - 1), q, q - 1
 
 
 def add_repeats(x, y, frac, min_len, max_len, vocab, gen, max_copies=2):

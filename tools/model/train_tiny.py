@@ -375,7 +375,7 @@ def main():
     present = sorted(set(val_ids))                    # the induction measure's tokens: those of the held-out text
     rep_seqs = repeats.repeated_sequences(present, 8, 32)
 
-    ind_layer, ind_head = map(int, args.induction_head.split(',')) if args.induction_head else (None, None)
+    guided = bool(args.induction_head or args.prev_head)
 
     def step_loss():
         """(loss, targets y) of one training batch: next-token loss, plus the induction-head loss if asked."""
@@ -384,14 +384,10 @@ def main():
         if args.repeat_frac > 0:
             x, y = x.clone(), y.clone()
             spans = repeats.add_repeats(x, y, args.repeat_frac, args.repeat_min, args.repeat_max, V, gen, args.repeat_copies)
-        logits, atts = model(x, output_attentions=ind_layer is not None), None
-        if ind_layer is not None:
-            logits, atts = logits
+        logits, atts = model(x, output_attentions=True) if guided else (model(x), None)
         loss = F.cross_entropy(logits.reshape(-1, V), y.reshape(-1), ignore_index=repeats.IGNORE)
-        if ind_layer is not None:
-            aux = repeats.attention_loss(atts[ind_layer], ind_head, repeats.induction_targets(spans, T))
-            return loss, loss + args.induction_weight * aux, y
-        return loss, loss, y
+        aux = repeats.head_losses(args, atts, spans, len(x), T) if guided else 0
+        return loss, loss + args.induction_weight * aux, y
 
     if args.time_steps:
         model.train()
