@@ -68,11 +68,14 @@ test('Encoders page: fill-mask as Python ranks it, bidirectional weights, senten
   await page.close();
 });
 
-test('the model page offers the encoder and the encoder-decoder: choosing one opens the Encoders page', async () => {
+test('the model page offers the tiny GPT with an induction head, the encoder and the encoder-decoder: choosing an encoder opens the Encoders page', async () => {
   const page = await openPage(browser, `${demo.url}index.html`, { viewport: { width: 1280, height: 800 } });
   await page.waitForSelector('body[data-ready=true]', { timeout: 90_000 });
   const labels = await page.$$eval('#model option', (os) => os.map((o) => o.textContent));
   assert.ok(labels.some((l) => /encoder, fill-mask/.test(l)) && labels.some((l) => /encoder-decoder, cross-attention/.test(l)), labels.join(' | '));
+  // the tiny GPT with an induction head (tools/model/README.md) loads from the same menu
+  await page.selectOption('#model', './models/tiny-kjv-induction/');
+  await page.waitForFunction(() => /^tiny-kjv-induction: 4 layers × 4 heads/.test(document.querySelector('#model-info').textContent), null, { timeout: 60_000 });
   await Promise.all([page.waitForURL(/encoders\.html#s2s-h$/), page.selectOption('#model', './encoders.html#s2s-h')]);
   await page.waitForSelector('body[data-ready=true]', { timeout: 90_000 });
   assert.deepEqual(page.problems, []);

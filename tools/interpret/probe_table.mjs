@@ -1,9 +1,10 @@
-// The head-probe table of tools/model/README.md: every head of the two tiny GPTs
-// (web/models/tiny-kjv, web/models/tiny-kjv-bpe) through headProbes (web/lib/interpret/), beside
-// the same architecture with random weights (train_tiny.py's initialisation, before any step)
-// as a control.
+// The head-probe table of tools/model/README.md: every head of the tiny GPTs
+// (web/models/tiny-kjv, tiny-kjv-bpe, tiny-kjv-induction) through headProbes (web/lib/interpret/),
+// beside the same architecture with random weights (train_tiny.py's initialisation, before any
+// step) as a control.
 //
 //   node tools/interpret/probe_table.mjs [--windows 16] [--sequences 8] [--length 32] [--json out.json]
+//       [--models tiny-kjv,tiny-kjv-bpe,tiny-kjv-induction]
 //
 // Text scores (previous-token, sink, entropy) and the ablation loss: --windows windows of
 // n_positions tokens spread evenly over the held-out text (the last 5 % of the KJV bytes, as
@@ -18,6 +19,8 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
+import { randomControlFiles, repeatedFirsts } from './induction.mjs';
+
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const args = process.argv.slice(2);
 const arg = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback);
@@ -25,6 +28,7 @@ const WINDOWS = Number(arg('--windows', 16));
 const SEQUENCES = Number(arg('--sequences', 8));
 const LENGTH = Number(arg('--length', 32));
 const JSON_OUT = arg('--json', null);
+const MODELS = arg('--models', 'tiny-kjv,tiny-kjv-bpe,tiny-kjv-induction').split(',');
 const qkv = await import(pathToFileURL(path.join(ROOT, 'dist', 'index.js')).href);
 qkv.env.variant = 'simd';
 
@@ -36,54 +40,6 @@ function heldOut() {
   const text = raw.split('\n').map((l) => l.trim()).filter((l) => l).join('\n') + '\n';
   const nVal = Math.floor(Buffer.byteLength(text) / 20);
   return text.slice(text.length - nVal);
-}
-
-let seed = 0;
-function uniform() {
-  seed = (seed + 0x6d2b79f5) >>> 0;
-  let t = seed;
-  t = Math.imul(t ^ (t >>> 15), t | 1);
-  t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-  return (((t ^ (t >>> 14)) >>> 0) + 0.5) / 4294967296;
-}
-const normal = () => Math.sqrt(-2 * Math.log(uniform())) * Math.cos(2 * Math.PI * uniform());
-
-/** The trained file's tensors (names, shapes) with train_tiny.py's initial values, as a safetensors file. */
-function randomWeights(file, nLayer, rngSeed) {
-  seed = rngSeed;
-  const bytes = readFileSync(file);
-  const n = Number(bytes.readBigUInt64LE(0));
-  const header = JSON.parse(bytes.subarray(8, 8 + n).toString('utf8'));
-  const names = Object.keys(header).filter((k) => k !== '__metadata__');
-  const out = {};
-  let off = 0;
-  const datas = [];
-  for (const name of names) {
-    const { shape } = header[name];
-    const size = shape.reduce((a, b) => a * b, 1);
-    const d = new Float32Array(size);
-    const base = name.replace(/^transformer\./, '');
-    if (/ln_\d\.weight|ln_f\.weight/.test(base)) d.fill(1);
-    else if (base.endsWith('.bias')) d.fill(0);
-    else {
-      const std = base === 'wpe.weight' ? 0.01 : base.endsWith('c_proj.weight') ? 0.02 / Math.sqrt(2 * nLayer) : 0.02;
-      for (let i = 0; i < size; i++) d[i] = std * normal();
-    }
-    out[name] = { dtype: 'F32', shape, data_offsets: [off, off + d.byteLength] };
-    off += d.byteLength;
-    datas.push(d);
-  }
-  let json = JSON.stringify({ __metadata__: { format: 'pt' }, ...out });
-  while ((8 + json.length) % 8) json += ' ';
-  const buf = new Uint8Array(8 + json.length + off);
-  new DataView(buf.buffer).setBigUint64(0, BigInt(json.length), true);
-  buf.set(new TextEncoder().encode(json), 8);
-  let p = 8 + json.length;
-  for (const d of datas) {
-    buf.set(new Uint8Array(d.buffer), p);
-    p += d.byteLength;
-  }
-  return buf;
 }
 
 async function hasHeadMask(model) {
@@ -99,16 +55,11 @@ async function hasHeadMask(model) {
 
 const text = heldOut();
 const results = [];
-for (const name of ['tiny-kjv', 'tiny-kjv-bpe']) {
+for (const name of MODELS) {
   const dir = path.join(ROOT, 'web', 'models', name);
   const trained = await qkv.loadModel(dir);
   const config = JSON.parse(readFileSync(path.join(dir, 'config.json'), 'utf8'));
-  const files = { config, weights: randomWeights(path.join(dir, 'model.safetensors'), config.n_layer, 1234) };
-  if (config.qkv?.tokenizer === 'bpe') {
-    files.vocab = readFileSync(path.join(dir, 'vocab.json'), 'utf8');
-    files.merges = readFileSync(path.join(dir, 'merges.txt'), 'utf8');
-  }
-  const control = await qkv.loadModel(files);
+  const control = await qkv.loadModel(randomControlFiles(dir));
   const ids = trained.tokenizer.encode(text);
   const P = config.n_positions;
   const windows = Array.from({ length: WINDOWS }, (_, k) => {
@@ -117,11 +68,7 @@ for (const name of ['tiny-kjv', 'tiny-kjv-bpe']) {
   });
   // induction tokens: distinct tokens drawn from those in the held-out text
   const present = [...new Set(ids)].sort((a, b) => a - b);
-  seed = 0;
-  const firsts = Array.from({ length: SEQUENCES }, () => {
-    const pool = present.slice();
-    return Array.from({ length: LENGTH }, () => pool.splice(Math.floor(uniform() * pool.length), 1)[0]);
-  });
+  const firsts = repeatedFirsts(present, SEQUENCES, LENGTH, 0);
   const ablation = await hasHeadMask(trained);
   const row = { model: name, tokens_in_heldout: ids.length, windows: WINDOWS, window_tokens: P, induction_sequences: SEQUENCES,
     induction_length: LENGTH, distinct_tokens: present.length, ablation };

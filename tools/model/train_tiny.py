@@ -7,6 +7,7 @@ Runs with Debian's PyTorch (CPU) under /usr/bin/python3, on one thread:
     /usr/bin/python3 tools/model/train_tiny.py                    # web/models/tiny-kjv (~70 min)
     /usr/bin/python3 tools/model/train_tiny.py --bpe-vocab 3000 --n-positions 128 --block 128 \
         --steps 1600 --eval-every 200                             # web/models/tiny-kjv-bpe
+    /usr/bin/python3 tools/model/train_tiny.py --init-from web/models/tiny-kjv-bpe --repeat-frac 0.5 ...  # see README
 
 With --bpe-vocab N it first learns a GPT-2 byte-level BPE of N tokens on the training text
 (bpe.py), trains on those tokens and writes vocab.json + merges.txt beside the weights. Losses
@@ -270,7 +271,19 @@ def main():
     ap.add_argument('--ckpt', default=None, help='torch checkpoint (not committed); default /tmp/qkv-<name>.pt')
     ap.add_argument('--time-steps', type=int, default=0, help='only time N steps and exit')
     ap.add_argument('--threads', type=int, default=1)
+    ap.add_argument('--init-from', default=None,
+                    help='start from this model folder: its weights, its shape and (with vocab.json) its BPE '
+                         'instead of learning one; a fresh AdamW and the lr schedule of these options')
+    import repeats
+    repeats.add_arguments(ap)                         # --repeat-*, --induction-head, --induction-weight
     args = ap.parse_args()
+    if args.init_from:                                # the starting model's shape and tokenizer
+        init_cfg = json.load(open(os.path.join(args.init_from, 'config.json')))
+        args.bpe_vocab = init_cfg['vocab_size'] if os.path.exists(os.path.join(args.init_from, 'vocab.json')) else 0
+        args.n_positions, args.n_embd, args.n_layer, args.n_head = (init_cfg[k] for k in ('n_positions', 'n_embd', 'n_layer', 'n_head'))
+        args.block = min(args.block, args.n_positions)
+        if args.out is None and not args.quick:
+            sys.exit('train_tiny: --init-from needs --out (a folder beside the model it starts from)')
     name = 'tiny-kjv-bpe' if args.bpe_vocab else 'tiny-kjv'
     if args.out is None:
         args.out = f'/tmp/qkv-quick/{name}' if args.quick else os.path.join(ROOT, 'web', 'models', name)
@@ -294,8 +307,12 @@ def main():
         # GPT-2 byte-level BPE learned on the training text only
         import bpe
         t0 = time.time()
-        merges = bpe.learn_bpe(train_text, args.bpe_vocab - 256)
-        enc = bpe.GPT2Encoder(bpe.vocab_from_merges(merges), merges)
+        if args.init_from:                            # the starting model's BPE, its training encoding
+            enc = bpe.load_tokenizer(args.init_from, config=False)
+            merges = sorted(enc.bpe_ranks, key=enc.bpe_ranks.get)
+        else:
+            merges = bpe.learn_bpe(train_text, args.bpe_vocab - 256)
+            enc = bpe.GPT2Encoder(bpe.vocab_from_merges(merges), merges)
         V = len(enc.encoder)
         train_ids, val_ids = enc.encode(train_text), enc.encode(val_text)
         tok_bytes = torch.tensor([len(enc.token_bytes(i)) for i in range(V)])
@@ -310,7 +327,8 @@ def main():
     print(f'text: {len(text)} bytes (sha256 {sha[:16]}...), train {len(train_text)}, val {len(val_text)}', flush=True)
 
     cfg = gpt2_config(V, args.n_positions, args.n_embd, args.n_layer, args.n_head)
-    model = GPT2(cfg)
+    model = load_model(args.init_from).train() if args.init_from else GPT2(cfg)
+    cfg = model.cfg = {k: v for k, v in model.cfg.items() if k != 'qkv'}
     n_params = sum(p.numel() for p in model.parameters())
     print(f'model: {n_params} parameters ({n_params * 4 / 1e6:.2f} MB as F32)', flush=True)
 
@@ -354,13 +372,29 @@ def main():
         model.train()
         return nats / ntok, nats / nbytes
 
+    present = sorted(set(val_ids))                    # the induction measure's tokens: those of the held-out text
+    rep_seqs = repeats.repeated_sequences(present, 8, 32)
+
+    guided = bool(args.induction_head or args.prev_head)
+
+    def step_loss():
+        """(loss, targets y) of one training batch: next-token loss, plus the induction-head loss if asked."""
+        x, y = batch(train_t, torch.randint(0, len(train_t) - T - 1, (args.batch,), generator=gen))
+        spans = []
+        if args.repeat_frac > 0:
+            x, y = x.clone(), y.clone()
+            spans = repeats.add_repeats(x, y, args.repeat_frac, args.repeat_min, args.repeat_max, V, gen, args.repeat_copies)
+        logits, atts = model(x, output_attentions=True) if guided else (model(x), None)
+        loss = F.cross_entropy(logits.reshape(-1, V), y.reshape(-1), ignore_index=repeats.IGNORE)
+        aux = repeats.head_losses(args, atts, spans, len(x), T) if guided else 0
+        return loss, loss + args.induction_weight * aux, y
+
     if args.time_steps:
         model.train()
         for i in range(args.time_steps + 1):
             if i == 1:
                 t0 = time.time()
-            x, y = batch(train_t, torch.randint(0, len(train_t) - T - 1, (args.batch,), generator=gen))
-            loss = F.cross_entropy(model(x).reshape(-1, V), y.reshape(-1))
+            _, loss, _ = step_loss()
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
@@ -372,7 +406,8 @@ def main():
     os.makedirs(os.path.dirname(os.path.abspath(args.log)), exist_ok=True)
     logf = open(args.log, 'w', newline='')
     w = csv.writer(logf)
-    w.writerow(['step', 'lr', 'train_loss', 'train_bpb', 'val_loss', 'val_bpb', 'elapsed_s'])
+    w.writerow(['step', 'lr', 'train_loss', 'train_bpb', 'val_loss', 'val_bpb', 'elapsed_s', 'induction_best',
+                'copy_loss_first', 'copy_loss_second', 'ablation_top', 'ablation_second'])
     t0 = time.time()
     model.train()
     run_nats, run_bytes, run_tok = 0.0, 0, 0
@@ -382,28 +417,31 @@ def main():
             val_loss, val_npb = evaluate()
             train_loss = run_nats / run_tok if run_tok else float('nan')
             train_npb = run_nats / run_bytes if run_bytes else float('nan')
+            rep = repeats.induction_report(model, rep_seqs)
+            top2 = torch.topk(rep['ablation'].flatten(), 2).values
             el = time.time() - t0
             fmt = lambda v: '' if math.isnan(v) else f'{v:.4f}'
             w.writerow([step, f'{lr_at(step):.6g}', fmt(train_loss), fmt(train_npb / ln2),
-                        f'{val_loss:.4f}', f'{val_npb / ln2:.4f}', f'{el:.0f}'])
+                        f'{val_loss:.4f}', f'{val_npb / ln2:.4f}', f'{el:.0f}', f'{rep["induction"].max():.4f}',
+                        f'{rep["first_loss"]:.4f}', f'{rep["second_loss"]:.4f}', f'{top2[0]:.4f}', f'{top2[1]:.4f}'])
             logf.flush()
             print(f'step {step:5d}  train {train_npb / ln2:.3f} bpb  val {val_npb / ln2:.3f} bpb  '
-                  f'{el:.0f}s', flush=True)
+                  f'{el:.0f}s  {repeats.summary(rep)}', flush=True)
             run_nats, run_bytes, run_tok = 0.0, 0, 0
             torch.save({'model': model.state_dict(), 'cfg': cfg, 'step': step}, args.ckpt)
         if step == args.steps:
             break
         for g in opt.param_groups:
             g['lr'] = lr_at(step)
-        x, y = batch(train_t, torch.randint(0, len(train_t) - T - 1, (args.batch,), generator=gen))
-        loss = F.cross_entropy(model(x).reshape(-1, V), y.reshape(-1))
+        loss, total, y = step_loss()
         opt.zero_grad(set_to_none=True)
-        loss.backward()
+        total.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
-        run_nats += loss.item() * y.numel()
-        run_bytes += int(tok_bytes[y].sum())
-        run_tok += y.numel()
+        kept = y != repeats.IGNORE                      # the targets the loss counts
+        run_nats += loss.item() * int(kept.sum())
+        run_bytes += int(tok_bytes[y[kept]].sum())
+        run_tok += int(kept.sum())
     logf.close()
     train_time = time.time() - t0
     model.eval()
@@ -433,10 +471,16 @@ def main():
         'parameters': n_params,
         'quick': bool(args.quick),
     }
+    if args.init_from:
+        info['init_from'] = os.path.relpath(os.path.abspath(args.init_from), ROOT)
+        info['lr'], info['warmup'], info['min_lr_frac'] = args.lr, args.warmup, args.min_lr_frac
+    info.update(repeats.record(args))
     if args.bpe_vocab:
         info['train_tokens'] = len(train_ids)
         info['bytes_per_token'] = round(len(train_text) / len(train_ids), 3)
         bpe.save_tokenizer(args.out, merges)
+        if args.init_from and os.path.exists(os.path.join(args.init_from, 'tokenizer_config.json')):
+            shutil.copy(os.path.join(args.init_from, 'tokenizer_config.json'), args.out)
     export_model(model, args.out, info)
     check_round_trip(model, args.out, val_t[:min(200, args.n_positions)][None])
     size = os.path.getsize(os.path.join(args.out, 'model.safetensors'))

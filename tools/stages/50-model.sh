@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 for f in web/models/tiny-kjv/config.json web/models/tiny-kjv/model.safetensors tests/data/model/tiny-kjv.json \
          web/models/tiny-kjv-bpe/model.safetensors web/models/tiny-kjv-bpe/vocab.json web/models/tiny-kjv-bpe/tokenizer_config.json \
-         tests/data/model/tiny-kjv-bpe.json \
+         tests/data/model/tiny-kjv-bpe.json web/models/tiny-kjv-induction/model.safetensors \
          tests/data/model/random-gpt2.json tests/data/llama/llama-rope3-ref/ref.json; do
   [ -f "$f" ] || { echo "50-model: missing $f (tools/model/train_tiny.py, make_reference.py and make_llama_reference.py write it)" >&2; exit 1; }
 done
