@@ -28,7 +28,7 @@ import { ggufTokenizer } from './tokenizers/gguf-tokenizer.js';
 import { GPT2Model } from './gpt2.js';
 import { LLAMA_FAMILY, LlamaModel, textConfigOf, type LlamaConfig } from './llama.js';
 import { Seq2SeqModel, seq2seqModule, type Seq2SeqConfig, type WasmSeq2Seq } from './seq2seq.js';
-import { ByteTokenizer, tokenizerFromFiles, type Tokenizer } from './tokenizer.js';
+import { ByteTokenizer, loadChatTemplateEngine, tokenizerFromFiles, type Tokenizer } from './tokenizer.js';
 import { isHubId, readHub } from './hub/index.js';
 
 /**
