@@ -275,7 +275,7 @@ WeightBuffers WeightLoader::load(MallocBytes file, size_t size) {
   // Else, when every matrix's converted form fits where its source was, the file's own buffer
   // takes them, in file order, each written at or before its source's start: nothing but one
   // matrix's scratch (a copied [K, N] source, or a strip) beside the file, so loading an F32
-  // file as 'int8', 'int4' or 'f16' peaks no higher than as 'f32' (issue 27). The 1-D
+  // file as 'int8', 'int4' or 'f16' peaks no higher than as 'f32'. The 1-D
   // parameters are widened out of it first.
   std::vector<size_t> order;
   const bool into_file = !in_place && file && fits_in_file(file.get(), &order);
