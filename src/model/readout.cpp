@@ -60,6 +60,7 @@ struct ModelReadout {
   const float* final_w;
   const float* final_b = nullptr;  // LayerNorm's bias
   bool layer_norm = false;
+  bool softcapped = false;  // Gemma: the logits are soft-capped after the LM head
   int threads = 1;
 };
 
@@ -95,6 +96,9 @@ float attribute_with(const ModelReadout& r, const char* fn, const int32_t* ids, 
   rh.record[int(ResidSite::MlpOut)] = mlp.data();
   rh.final_scale = scale.data();
   rh.sub_scale = sub.data();
+  // soft-capped logits: the total is read before the cap, from the final norm's output rows
+  std::vector<float> hidden(r.softcapped ? static_cast<size_t>((NL + 1) * L * E) : 0);
+  if (r.softcapped) rh.hidden = hidden.data();
   run(iv, rh, logits.data());
 
   // g [E] = the unembedding direction through the frozen final norm: u * w / scale (LayerNorm:
@@ -150,6 +154,7 @@ float attribute_with(const ModelReadout& r, const char* fn, const int32_t* ids, 
     parts[p++] = float(dot(mlp.data() + (l * L + position) * E, g.data(), E));
   }
   if (r.final_b) parts[p++] = float(dot(u.data(), r.final_b, E));  // ln_final.bias
+  if (r.softcapped) return float(dot(hidden.data() + (NL * L + position) * E, u.data(), E));
   const float* lrow = logits.data() + position * V;
   return b >= 0 ? lrow[a] - lrow[b] : lrow[a];
 }
@@ -183,6 +188,7 @@ float attribute(const Llama& m, const int32_t* ids, int64_t L, int64_t position,
   for (const LlamaLayerWeights& lw : w.layers) r.layers.push_back({&lw.o_proj, lw.o_bias, lw.attn_output_norm});
   r.lm_head = &w.lm_head, r.embed = &w.embed_tokens, r.embed_scale = c.embed_scaled ? w.embed_scale : 1.0f;
   r.final_w = w.norm, r.threads = m.threads();
+  r.softcapped = c.final_logit_softcapping > 0;
   return attribute_with(r, "attribute", ids, L, position, a, b, parts,
                         [&](const HeadInterventions& iv, const ResidualHooks& rh, float* logits) {
                           LlamaScratch s;

@@ -34,7 +34,8 @@ AttributionLayout attribution_layout(const Llama& m);
 // with lm_head row token_a (minus row token_b when token_b >= 0). parts [layout.count], in the
 // order: embed, pos_embed?, then per layer: each head (its output through its slice of the
 // output projection), attn_bias?, mlp; then final_bias?. They sum to the forward's logit (or
-// logit difference) before Gemma's soft-cap. Returns that forward's value (after the cap).
+// logit difference) before Gemma's soft-cap. Returns that forward's value (Gemma: before the
+// cap, the final norm's output row dotted with the unembedding direction).
 // Throws std::invalid_argument naming `fn` for a position or token out of range.
 float attribute(const GPT2& m, const int32_t* ids, int64_t L, int64_t position, int32_t token_a, int32_t token_b,
                 float* parts);

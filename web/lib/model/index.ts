@@ -19,6 +19,7 @@ export {
 } from './seq2seq.js';
 export type { GPT2Config, ModelFiles, ModelSource } from './files.js';
 export type { HeadMask, HeadPatch, Knockout } from './interventions.js';
+export type { ActivationPatch, SteeringVector } from './residual.js';
 export {
   ByteTokenizer, BpeTokenizer, HfTokenizer, bytesToUnicode, GPT2_PATTERN, tokenizerFromFiles, loadChatTemplateEngine,
   type Tokenizer, type TokenizerKind, type TokenizerFiles, type EncodeOptions, type DecodeOptions,
