@@ -138,7 +138,7 @@ void GPT2::run(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache>
   check_decoder_ids("GPT2::run", ids, L, pos0, c.vocab_size, c.n_positions, "n_positions");
   check_decoder_caches("GPT2::run", caches, c.n_layer, pos0, L, H, D);
   if (iv) iv->validate("GPT2::run", c.n_layer, H, D, pos0, L, Lk);
-  if (rh) rh->validate("GPT2::run", c.n_layer, E, pos0, L);
+  if (rh) rh->validate("GPT2::run", c.n_layer, E, pos0, L, all_logits);
   std::vector<uint8_t> knockout;  // a layer's knockout mask, when it must be sliced (chunks)
 
   const size_t n = size_t(L);
@@ -210,28 +210,34 @@ void GPT2::run(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache>
       }
     }
     hooks.after(att, probs);  // head mask, patching, head outputs
-    // merge heads: xb [L, E] from att [H, L, D]
+    // the rows the rest of the block computes: rows [r0, L), every row, or in the last block the
+    // last one only when only its logits are read (rh->last_row_only); xr = x + r0 * E
+    const int64_t r0 = rh && rh->last_row_only && l == c.n_layer - 1 ? L - 1 : 0, Lr = L - r0;
+    float* xr = x + r0 * E;
+    // merge heads: xb [Lr, E] from att [H, L, D] rows r0..
     for (int64_t h = 0; h < H; ++h) {
-      for (int64_t t = 0; t < L; ++t) std::copy(att + (h * L + t) * D, att + (h * L + t + 1) * D, xb + t * E + h * D);
+      for (int64_t t = r0; t < L; ++t) {
+        std::copy(att + (h * L + t) * D, att + (h * L + t + 1) * D, xb + (t - r0) * E + h * D);
+      }
     }
-    // xb2 [L, E] = xb @ attn.c_proj.weight [E, E] + bias
-    matmul(w.attn_c_proj, xb, L, w.attn_c_proj_bias, xb2, threads_);
-    if (rh) rh->at(ResidSite::AttnOut, l, xb2, pos0, L);
+    // xb2 [Lr, E] = xb @ attn.c_proj.weight [E, E] + bias
+    matmul(w.attn_c_proj, xb, Lr, w.attn_c_proj_bias, xb2, threads_);
+    if (rh) rh->at(ResidSite::AttnOut, l, xb2, pos0 + r0, Lr);
     // residual: x += xb2
-    for (size_t i = 0; i < n * size_t(E); ++i) x[i] += xb2[i];
-    if (rh) rh->at(ResidSite::ResidMid, l, x, pos0, L);
+    for (int64_t i = 0; i < Lr * E; ++i) xr[i] += xb2[i];
+    if (rh) rh->at(ResidSite::ResidMid, l, xr, pos0 + r0, Lr);
 
-    // xb [L, E] = ln_2(x)
-    layer_norm_rows(xb, x, w.ln_2_weight, w.ln_2_bias, L, E, c.layer_norm_epsilon);
-    // hb [L, I] = gelu(xb @ mlp.c_fc.weight [E, I] + bias)
-    matmul(w.mlp_c_fc, xb, L, w.mlp_c_fc_bias, hb, threads_);
-    gelu_tanh(hb, L * I);
-    // xb2 [L, E] = hb @ mlp.c_proj.weight [I, E] + bias
-    matmul(w.mlp_c_proj, hb, L, w.mlp_c_proj_bias, xb2, threads_);
-    if (rh) rh->at(ResidSite::MlpOut, l, xb2, pos0, L);
+    // xb [Lr, E] = ln_2(x)
+    layer_norm_rows(xb, xr, w.ln_2_weight, w.ln_2_bias, Lr, E, c.layer_norm_epsilon);
+    // hb [Lr, I] = gelu(xb @ mlp.c_fc.weight [E, I] + bias)
+    matmul(w.mlp_c_fc, xb, Lr, w.mlp_c_fc_bias, hb, threads_);
+    gelu_tanh(hb, Lr * I);
+    // xb2 [Lr, E] = hb @ mlp.c_proj.weight [I, E] + bias
+    matmul(w.mlp_c_proj, hb, Lr, w.mlp_c_proj_bias, xb2, threads_);
+    if (rh) rh->at(ResidSite::MlpOut, l, xb2, pos0 + r0, Lr);
     // residual: x += xb2
-    for (size_t i = 0; i < n * size_t(E); ++i) x[i] += xb2[i];
-    if (rh) rh->at(ResidSite::ResidPost, l, x, pos0, L);
+    for (int64_t i = 0; i < Lr * E; ++i) xr[i] += xb2[i];
+    if (rh) rh->at(ResidSite::ResidPost, l, xr, pos0 + r0, Lr);
     if (rh) rh->block_output(l, x, pos0, L);  // hidden_states[l + 1]
   }
 

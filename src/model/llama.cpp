@@ -142,7 +142,7 @@ void Llama::run(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache
   check_decoder_ids("Llama::run", ids, L, pos0, c.vocab_size, c.max_position_embeddings, "max_position_embeddings");
   check_decoder_caches("Llama::run", caches, c.num_hidden_layers, pos0, L, Hkv, D);
   if (iv) iv->validate("Llama::run", c.num_hidden_layers, H, D, pos0, L, Lk);
-  if (rh) rh->validate("Llama::run", c.num_hidden_layers, E, pos0, L);
+  if (rh) rh->validate("Llama::run", c.num_hidden_layers, E, pos0, L, all_logits);
   std::vector<uint8_t> knockout;  // a layer's knockout mask, when it must be sliced (chunks)
 
   const size_t n = size_t(L);
@@ -226,37 +226,41 @@ void Llama::run(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache
       }
     }
     hooks.after(att, probs);  // head mask, patching, head outputs
-    // merge heads: xb [L, H*D] from att [H, L, D]
+    // the rows the rest of the block computes: rows [r0, L), every row, or in the last block the
+    // last one only when only its logits are read (rh->last_row_only); xr = x + r0 * E
+    const int64_t r0 = rh && rh->last_row_only && l == c.num_hidden_layers - 1 ? L - 1 : 0, Lr = L - r0;
+    float* xr = x + r0 * E;
+    // merge heads: xb [L, H*D] from att [H, L, D]; rows r0.. read on
     merge_heads(xb, att, L, H, D);
-    // xb2 [L, E] = xb @ o_proj^T (+ bias); residual: x += xb2
-    matmul(w.o_proj, xb, L, w.o_bias, xb2, threads_);
+    // xb2 [Lr, E] = xb[r0..] @ o_proj^T (+ bias); residual: x += xb2
+    matmul(w.o_proj, xb + r0 * H * D, Lr, w.o_bias, xb2, threads_);
     if (w.attn_output_norm) {  // Gemma 3: post_attention_layernorm on the sub-block's output
-      if (rh) rh->output_norm_scale(l, 0, xb2, pos0, L, c.rms_norm_eps);
-      rmsnorm(xb2, xb2, w.attn_output_norm, L, E, c.rms_norm_eps);
+      if (rh) rh->output_norm_scale(l, 0, xb2, pos0 + r0, Lr, c.rms_norm_eps);
+      rmsnorm(xb2, xb2, w.attn_output_norm, Lr, E, c.rms_norm_eps);
     }
-    if (rh) rh->at(ResidSite::AttnOut, l, xb2, pos0, L);
-    for (size_t i = 0; i < n * size_t(E); ++i) x[i] += xb2[i];
-    if (rh) rh->at(ResidSite::ResidMid, l, x, pos0, L);
+    if (rh) rh->at(ResidSite::AttnOut, l, xb2, pos0 + r0, Lr);
+    for (int64_t i = 0; i < Lr * E; ++i) xr[i] += xb2[i];
+    if (rh) rh->at(ResidSite::ResidMid, l, xr, pos0 + r0, Lr);
 
-    // xb [L, E] = rmsnorm(x) * post_attention_layernorm (Gemma 3: pre_feedforward_layernorm)
-    rmsnorm(xb, x, w.post_attention_layernorm, L, E, c.rms_norm_eps);
-    // SwiGLU: hb [L, I] = silu(xb @ gate^T) * (xb @ up^T), silu(g) = g / (1 + e^-g); Gemma's GeGLU: gelu_tanh(gate) *
-    // up
-    matmul_many({{&w.gate_proj, nullptr, hb}, {&w.up_proj, nullptr, hb2}}, xb, L, threads_);
+    // xb [Lr, E] = rmsnorm(x) * post_attention_layernorm (Gemma 3: pre_feedforward_layernorm)
+    rmsnorm(xb, xr, w.post_attention_layernorm, Lr, E, c.rms_norm_eps);
+    // SwiGLU: hb [Lr, I] = silu(xb @ gate^T) * (xb @ up^T), silu(g) = g / (1 + e^-g); Gemma's GeGLU:
+    // gelu_tanh(gate) * up
+    matmul_many({{&w.gate_proj, nullptr, hb}, {&w.up_proj, nullptr, hb2}}, xb, Lr, threads_);
     if (c.activation == MlpActivation::GeluTanh) {
-      geglu_tanh(hb, hb2, L * I);
+      geglu_tanh(hb, hb2, Lr * I);
     } else {
-      swiglu(hb, hb2, L * I);
+      swiglu(hb, hb2, Lr * I);
     }
-    // xb2 [L, E] = hb @ down^T; residual: x += xb2
-    matmul(w.down_proj, hb, L, nullptr, xb2, threads_);
+    // xb2 [Lr, E] = hb @ down^T; residual: x += xb2
+    matmul(w.down_proj, hb, Lr, nullptr, xb2, threads_);
     if (w.mlp_output_norm) {  // Gemma 3: post_feedforward_layernorm on the sub-block's output
-      if (rh) rh->output_norm_scale(l, 1, xb2, pos0, L, c.rms_norm_eps);
-      rmsnorm(xb2, xb2, w.mlp_output_norm, L, E, c.rms_norm_eps);
+      if (rh) rh->output_norm_scale(l, 1, xb2, pos0 + r0, Lr, c.rms_norm_eps);
+      rmsnorm(xb2, xb2, w.mlp_output_norm, Lr, E, c.rms_norm_eps);
     }
-    if (rh) rh->at(ResidSite::MlpOut, l, xb2, pos0, L);
-    for (size_t i = 0; i < n * size_t(E); ++i) x[i] += xb2[i];
-    if (rh) rh->at(ResidSite::ResidPost, l, x, pos0, L);
+    if (rh) rh->at(ResidSite::MlpOut, l, xb2, pos0 + r0, Lr);
+    for (int64_t i = 0; i < Lr * E; ++i) xr[i] += xb2[i];
+    if (rh) rh->at(ResidSite::ResidPost, l, xr, pos0 + r0, Lr);
     if (rh) rh->block_output(l, x, pos0, L);  // hidden_states[l + 1]
   }
 

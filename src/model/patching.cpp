@@ -73,6 +73,7 @@ int64_t PatchSweep<Model, Scratch>::cells(SweepKind kind) const {
 template <class Model, class Scratch>
 float PatchSweep<Model, Scratch>::patched(int64_t l, int64_t t, ResidualHooks& rh) {
   rh.layers = d_.layers, rh.d = d_.d, rh.length = T_;
+  rh.last_row_only = true;  // the metric reads the last position's logits only
   rh.start_layer = int32_t(l);
   rh.start_resid = start_resid_.data();
   if (t == 0) {  // every row: no cache

@@ -34,7 +34,7 @@ bool ResidualHooks::has_rows() const {
   return any;
 }
 
-void ResidualHooks::validate(const char* fn, int64_t L, int64_t D, int64_t pos0, int64_t rows) const {
+void ResidualHooks::validate(const char* fn, int64_t L, int64_t D, int64_t pos0, int64_t rows, bool all_logits) const {
   if (layers != L || d != D) {
     fail(fn,
          "made for " + str(layers) + " layers of d_model " + str(d) + ", the model has " + str(L) + " of " + str(D));
@@ -51,6 +51,12 @@ void ResidualHooks::validate(const char* fn, int64_t L, int64_t D, int64_t pos0,
   if (start_layer >= layers || (start_layer >= 0 && !start_resid) || (start_layer < 0 && start_att)) {
     fail(fn, "start layer " + str(start_layer) + " (of " + str(layers) + ") without its stream, or out of range");
   }
+  if (last_row_only && (hidden || final_resid || final_scale || sub_scale || record[0] || record[1] || record[2] ||
+                        record[3] || record[4])) {
+    fail(fn, "last_row_only takes no record");
+  }
+  if (last_row_only && all_logits)
+    fail(fn, "last_row_only computes the last row's logits only, every row's were asked");
   if (!has_rows()) return;
   if (length < 1 || pos0 < 0 || pos0 + rows > length) {
     fail(fn, "rows [" + str(pos0) + ", " + str(pos0 + rows) + ") fall outside the forward they were made for (" +

@@ -55,6 +55,9 @@ struct ResidualHooks {
   int32_t start_layer = -1;
   const float* start_resid = nullptr;
   const float* start_att = nullptr;
+  // only the last row's logits are read (logits of the last position): the last block computes
+  // its rows past attention (output projection, MLP) for the last row only. Takes no record.
+  bool last_row_only = false;
 
   // Whether a buffer needs the whole forward's rows (every option but steering at all rows).
   bool has_rows() const;
@@ -64,7 +67,8 @@ struct ResidualHooks {
   // Throws std::invalid_argument("<fn>: residual hooks: ...") when the shape does not fit the
   // model, a slot or layer is out of range, or (with row-wise options) the call's rows
   // [pos0, pos0 + L) fall outside the forward they describe. Called before any work.
-  void validate(const char* fn, int64_t layers, int64_t d, int64_t pos0, int64_t L) const;
+  // all_logits: the call wants every row's logits (then last_row_only is an error).
+  void validate(const char* fn, int64_t layers, int64_t d, int64_t pos0, int64_t L, bool all_logits = false) const;
 
   // At site s of block l, on x [L, d] (rows pos0..): steering (resid_pre), the patch, the record.
   void at(ResidSite s, int64_t l, float* x, int64_t pos0, int64_t L) const;

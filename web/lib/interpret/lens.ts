@@ -74,7 +74,21 @@ export async function logitLens(model: DecoderModel | object, ids: ArrayLike<num
     const heap = () => heapF32(m).subarray(pLogits >>> 2, (pLogits >>> 2) + R * V);
     const lse = new Float64Array(R);
     for (let r = 0; r < R; r++) lse[r] = logSumExp(heap().subarray(r * V, (r + 1) * V));
-    const decode = (id: number) => (model.tokenizer ? model.tokenizer.decode([id]) : '');
+    // the final distribution p_f at each position, and sum_v p_f(v) f(v): then for every layer
+    // KL(final || layer) = sum p_f f - lse_f - sum p_f z + lse_z, one dot product per cell
+    const pf = Array.from({ length: T }, (_, t) => {
+      const f = heap().subarray((NL * T + t) * V, (NL * T + t + 1) * V);
+      return Float64Array.from(f, (v) => Math.exp(v - lse[NL * T + t]));
+    });
+    const pff = pf.map((p, t) => dotF(p, heap().subarray((NL * T + t) * V, (NL * T + t + 1) * V)));
+    // a token as the tokenizer decodes it alone ('' without one, or for an id past its vocabulary)
+    const decode = (id: number) => {
+      try {
+        return model.tokenizer ? model.tokenizer.decode([id]) : '';
+      } catch {
+        return '';
+      }
+    };
     const layers: LensCell[][] = [];
     for (let l = 0; l <= NL; l++) {
       const row: LensCell[] = [];
@@ -82,8 +96,8 @@ export async function logitLens(model: DecoderModel | object, ids: ArrayLike<num
         const all = heap();
         const r = l * T + t;
         const z = all.subarray(r * V, (r + 1) * V);
-        const f = all.subarray((NL * T + t) * V, (NL * T + t + 1) * V);
-        const cell: LensCell = { top: topTokens(z, lse[r], topK, decode), kl: kl(f, lse[NL * T + t], z, lse[r]) };
+        const kl = l === NL ? 0 : Math.max(0, pff[t] - lse[NL * T + t] - dotF(pf[t], z) + lse[r]);
+        const cell: LensCell = { top: topTokens(z, lse[r], topK, decode), kl };
         if (target) {
           const id = target[t];
           cell.targetP = Math.exp(z[id] - lse[r]);
@@ -134,14 +148,11 @@ function logSumExp(z: Float32Array): number {
   return max + Math.log(s);
 }
 
-/** KL(p || q) in nats of the softmaxes of logits f (log-normaliser lf) and z (lz). */
-function kl(f: Float32Array, lf: number, z: Float32Array, lz: number): number {
+/** sum_i p[i] z[i] */
+function dotF(p: Float64Array, z: Float32Array): number {
   let s = 0;
-  for (let i = 0; i < f.length; i++) {
-    const lp = f[i] - lf;
-    s += Math.exp(lp) * (lp - (z[i] - lz));
-  }
-  return Math.max(0, s);
+  for (let i = 0; i < z.length; i++) s += p[i] * z[i];
+  return s;
 }
 
 /** The k largest logits of z, most probable first (ties: the lower id first). */
