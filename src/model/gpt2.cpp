@@ -249,6 +249,7 @@ void GPT2::run(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache>
   layer_norm_rows(xb, x + first * E, weights.ln_f_weight, weights.ln_f_bias, rows, E, c.layer_norm_epsilon);
   if (rh) rh->final_output(xb, pos0, L);                                     // hidden_states[n_layer]
   if (!all_logits && rows > 1) std::copy(xb + (L - 1) * E, xb + L * E, xb);  // the last row's logits only
+  if (rh && rh->read_out(xb, 0.0f)) return;  // a few tokens' logits of the last row, not the LM head
   // logits [L or 1, V] = xb @ wte^T: the tied LM head reads the [V, E] table in place (OutIn)
   matmul(weights.wte, xb, all_logits ? L : 1, nullptr, logits, threads_);
 }

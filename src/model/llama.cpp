@@ -272,6 +272,8 @@ void Llama::run(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache
   rmsnorm(xb, x + first * E, W.norm, rows, E, c.rms_norm_eps);
   if (rh) rh->final_output(xb, pos0, L);                                     // hidden_states[num_hidden_layers]
   if (!all_logits && rows > 1) std::copy(xb + (L - 1) * E, xb + L * E, xb);  // the last row's logits only
+  // a few tokens' logits of the last row, not the LM head
+  if (rh && rh->read_out(xb, float(c.final_logit_softcapping))) return;
   // logits [L or 1, V] = xb @ lm_head^T (embed_tokens when tied)
   const int64_t out_rows = all_logits ? L : 1;
   matmul(W.lm_head, xb, out_rows, nullptr, logits, threads_);

@@ -47,15 +47,26 @@ PatchSweep<Model, Scratch>::PatchSweep(const Model& model, const int32_t* clean,
   rh.record[int(ResidSite::ResidPre)] = clean_pre_.data();
   rh.record[int(ResidSite::AttnOut)] = clean_attn_.data();
   rh.record[int(ResidSite::MlpOut)] = clean_mlp_.data();
+  answer_rows_.resize(size_t(2 * E));
+  unembedding_row(model_, correct, answer_rows_.data());
+  unembedding_row(model_, wrong, answer_rows_.data() + E);
+  set_readout(rh);
   model_.run(clean, T, 0, nullptr, scratch_, logits_.data(), false, nullptr, nullptr, nullptr, &iv, &rh);
-  m_clean_ = metric(logits_.data());
+  m_clean_ = metric();
   // the corrupted run, through KV caches that keep its keys and values: resid_pre, heads' outputs
   iv.outputs = corr_heads_.data();
   rh.record[int(ResidSite::ResidPre)] = corr_pre_.data();
   rh.record[int(ResidSite::AttnOut)] = rh.record[int(ResidSite::MlpOut)] = nullptr;
   reserve_positions(caches_, NL, d_.kv_heads, D, T, d_.positions);
   model_.run(corrupted, T, 0, &caches_, scratch_, logits_.data(), false, nullptr, nullptr, nullptr, &iv, &rh);
-  m_corrupted_ = metric(logits_.data());
+  m_corrupted_ = metric();
+}
+
+template <class Model, class Scratch>
+void PatchSweep<Model, Scratch>::set_readout(ResidualHooks& rh) {
+  rh.readout_count = 2;
+  rh.readout_rows = answer_rows_.data();
+  rh.readout = readout_;
 }
 
 template <class Model, class Scratch>
@@ -74,6 +85,7 @@ template <class Model, class Scratch>
 float PatchSweep<Model, Scratch>::patched(int64_t l, int64_t t, ResidualHooks& rh) {
   rh.layers = d_.layers, rh.d = d_.d, rh.length = T_;
   rh.last_row_only = true;  // the metric reads the last position's logits only
+  set_readout(rh);
   rh.start_layer = int32_t(l);
   rh.start_resid = start_resid_.data();
   if (t == 0) {  // every row: no cache
@@ -84,7 +96,7 @@ float PatchSweep<Model, Scratch>::patched(int64_t l, int64_t t, ResidualHooks& r
     model_.run(corrupted_ids_.data() + t, T_ - t, t, &caches_, scratch_, logits_.data(), false, nullptr, nullptr,
                nullptr, nullptr, &rh);
   }
-  return metric(logits_.data());
+  return metric();
 }
 
 template <class Model, class Scratch>

@@ -39,7 +39,10 @@ class PatchSweep {
   void run(SweepKind kind, int64_t begin, int64_t end, float* out);
 
  private:
-  float metric(const float* logits) const { return logits[correct_] - logits[wrong_]; }
+  // m = logit[correct] - logit[wrong] of the last row, as the run with rh = readout_hooks() read it
+  // out (the two tokens' LM-head rows only, not the whole vocabulary)
+  float metric() const { return readout_[0] - readout_[1]; }
+  void set_readout(ResidualHooks& rh);
   // one patched run of rows [t, T) starting at block l (rh set up by the caller)
   float patched(int64_t l, int64_t t, ResidualHooks& rh);
 
@@ -55,6 +58,8 @@ class PatchSweep {
   std::vector<KVCache> caches_;  // the corrupted run's keys and values, per layer
   Scratch scratch_;
   std::vector<float> start_resid_, start_att_, logits_;
+  std::vector<float> answer_rows_;  // [2, d]: the LM-head rows of correct and wrong
+  float readout_[2] = {0, 0};
   std::vector<int32_t> patch_slot_;
   std::vector<uint8_t> patch_rows_;
 };

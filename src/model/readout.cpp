@@ -21,6 +21,9 @@ DecoderDims decoder_dims(const Llama& m) {
           c.hidden_size,       c.vocab_size,          c.max_position_embeddings};
 }
 
+void unembedding_row(const GPT2& m, int32_t id, float* out) { read_column(m.weights().wte, id, out); }
+void unembedding_row(const Llama& m, int32_t id, float* out) { read_column(m.weights().lm_head, id, out); }
+
 AttributionLayout attribution_layout(const GPT2& m) {
   AttributionLayout a;
   a.pos_embed = true;

@@ -18,6 +18,10 @@ struct DecoderDims {
 DecoderDims decoder_dims(const GPT2& m);
 DecoderDims decoder_dims(const Llama& m);
 
+// Row `id` of the LM head (the unembedding of token id) into out [d].
+void unembedding_row(const GPT2& m, int32_t id, float* out);
+void unembedding_row(const Llama& m, int32_t id, float* out);
+
 // Which parts a model's attribution has beside the embedding, the heads and the MLPs.
 struct AttributionLayout {
   bool pos_embed = false;   // GPT-2's learned positions

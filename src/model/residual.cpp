@@ -55,8 +55,12 @@ void ResidualHooks::validate(const char* fn, int64_t L, int64_t D, int64_t pos0,
                         record[3] || record[4])) {
     fail(fn, "last_row_only takes no record");
   }
-  if (last_row_only && all_logits)
+  if (last_row_only && all_logits) {
     fail(fn, "last_row_only computes the last row's logits only, every row's were asked");
+  }
+  if (readout && (all_logits || readout_count < 1 || !readout_rows)) {
+    fail(fn, "a readout of " + str(readout_count) + " tokens needs their rows and the last row's logits only");
+  }
   if (!has_rows()) return;
   if (length < 1 || pos0 < 0 || pos0 + rows > length) {
     fail(fn, "rows [" + str(pos0) + ", " + str(pos0 + rows) + ") fall outside the forward they were made for (" +
@@ -116,6 +120,17 @@ void ResidualHooks::final_input(const float* x, int64_t pos0, int64_t L, bool la
 
 void ResidualHooks::final_output(const float* xn, int64_t pos0, int64_t L) const {
   if (hidden) std::copy(xn, xn + L * d, hidden + (layers * length + pos0) * d);
+}
+
+bool ResidualHooks::read_out(const float* xn, float cap) const {
+  if (!readout) return false;
+  for (int64_t i = 0; i < readout_count; ++i) {
+    const float* w = readout_rows + i * d;
+    double s = 0.0;
+    for (int64_t j = 0; j < d; ++j) s += double(xn[j]) * double(w[j]);
+    readout[i] = cap > 0 ? float(double(cap) * std::tanh(s / double(cap))) : float(s);
+  }
+  return true;
 }
 
 void ResidualHooks::output_norm_scale(int64_t l, int which, const float* y, int64_t pos0, int64_t L, double eps) const {

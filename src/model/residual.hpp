@@ -58,6 +58,12 @@ struct ResidualHooks {
   // only the last row's logits are read (logits of the last position): the last block computes
   // its rows past attention (output projection, MLP) for the last row only. Takes no record.
   bool last_row_only = false;
+  // the last row's logits of readout_count tokens only, into readout [readout_count], from their
+  // LM-head rows readout_rows [readout_count, d] (and the soft-cap where the model has one),
+  // instead of the LM head over the whole vocabulary (then `logits` is not written)
+  int64_t readout_count = 0;
+  const float* readout_rows = nullptr;
+  float* readout = nullptr;
 
   // Whether a buffer needs the whole forward's rows (every option but steering at all rows).
   bool has_rows() const;
@@ -81,6 +87,9 @@ struct ResidualHooks {
   void final_input(const float* x, int64_t pos0, int64_t L, bool layer_norm, double eps) const;
   // The final norm's output xn [L, d] (hidden[layers]).
   void final_output(const float* xn, int64_t pos0, int64_t L) const;
+  // The readout of the final norm's last row xn [d]: readout[i] = softcap(xn . readout_rows[i])
+  // (cap <= 0: none). Returns whether it was asked (then the LM head is skipped).
+  bool read_out(const float* xn, float cap) const;
   // Gemma 3: the divisor of an output norm (which 0 attention, 1 MLP) over y [L, d].
   void output_norm_scale(int64_t l, int which, const float* y, int64_t pos0, int64_t L, double eps) const;
 };

@@ -60,6 +60,10 @@ for (const [name, e] of Object.entries(manifest)) {
           assert.deepEqual(out.activations[`blocks.${l}.hook_resid_post`].data, out.activations[`blocks.${l + 1}.hook_resid_pre`].data);
           assert.deepEqual(out.hiddenStates[l + 1].data, out.activations[`blocks.${l + 1}.hook_resid_pre`].data);
         }
+        // logits 'last': the hidden states still cover every row; the last row's logits as before
+        const last = await model.forward(e.ids, { outputHiddenStates: true, logits: 'last' });
+        assert.deepEqual(last.hiddenStates[e.layers].data, out.hiddenStates[e.layers].data);
+        assert.deepEqual(last.logits.data, (await model.forward(e.ids, { logits: 'last' })).logits.data);
         // a pattern picks names; the chunked pass (KV cache, 3 tokens a call) gives the same rows
         const some = await model.forward(e.ids, { outputActivations: ['blocks.*.hook_mlp_out', 'ln_final.hook_scale'], outputHiddenStates: true, chunkSize: 3 });
         assert.deepEqual(Object.keys(some.activations), [...Array.from({ length: e.layers }, (_, l) => `blocks.${l}.hook_mlp_out`), 'ln_final.hook_scale']);

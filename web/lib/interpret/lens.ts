@@ -10,11 +10,15 @@ import { DecoderModel } from '../model/decoder.js';
 import { NO_INTERVENTIONS } from '../model/interventions.js';
 import { NO_RESIDUAL } from '../model/residual.js';
 import { checkOptions, optInt } from '../validate.js';
-import { HeapScope, heapF32, wasmError } from '../wasm/heap.js';
+import { HeapScope, heapU8, wasmError } from '../wasm/heap.js';
 import { checkIds } from './decoder-ids.js';
 import type { LensCell, LensToken, LogitLensOptions, LogitLensResult } from './lens-types.js';
 
 export type { LensCell, LensToken, LogitLensOptions, LogitLensResult } from './lens-types.js';
+
+/** lensStatistics in wasm/bindings_interpret.cpp: '' or the error. */
+type LensStatistics = (logits: number, R: number, T: number, V: number, k: number, target: number, r0: number, r1: number,
+  topIds: number, topP: number, kl: number, targetP: number, targetRank: number) => string;
 
 /**
  * The masked-LM encoders' lens (lens-encoder.ts, where the package has it): the MLM head on each
@@ -70,17 +74,27 @@ export async function logitLens(model: DecoderModel | object, ids: ArrayLike<num
     err = model._wasm(fn).handle.unembed(pRows, R, pLogits);
     if (err) throw wasmError(fn, err);
     onProgress?.(2, R + 2);
-    // per row: log-softmax statistics; the final layer's rows first (KL's reference)
-    const heap = () => heapF32(m).subarray(pLogits >>> 2, (pLogits >>> 2) + R * V);
-    const lse = new Float64Array(R);
-    for (let r = 0; r < R; r++) lse[r] = logSumExp(heap().subarray(r * V, (r + 1) * V));
-    // the final distribution p_f at each position, and sum_v p_f(v) f(v): then for every layer
-    // KL(final || layer) = sum p_f f - lse_f - sum p_f z + lse_z, one dot product per cell
-    const pf = Array.from({ length: T }, (_, t) => {
-      const f = heap().subarray((NL * T + t) * V, (NL * T + t + 1) * V);
-      return Float64Array.from(f, (v) => Math.exp(v - lse[NL * T + t]));
-    });
-    const pff = pf.map((p, t) => dotF(p, heap().subarray((NL * T + t) * V, (NL * T + t + 1) * V)));
+    // per row, in wasm a layer's T rows at a time: the top tokens, their probabilities, the
+    // target's probability and rank, KL(final || row)
+    const pTarget = target ? scope.i32(target, `target [${T}]`) : 0;
+    const pTop = scope.alloc(4 * R * topK, `top ids [${R}, ${topK}]`);
+    const pTopP = scope.alloc(4 * R * topK, `top p [${R}, ${topK}]`);
+    const pKl = scope.alloc(4 * R, `kl [${R}]`);
+    const pTp = scope.alloc(4 * R, `target p [${R}]`);
+    const pRank = scope.alloc(4 * R, `target rank [${R}]`);
+    const stats = (m as unknown as { lensStatistics: LensStatistics }).lensStatistics;
+    for (let l = 0; l <= NL; l++) {
+      err = stats(pLogits, R, T, V, topK, pTarget, l * T, (l + 1) * T, pTop, pTopP, pKl, pTp, pRank);
+      if (err) throw wasmError(fn, err);
+      onProgress?.(2 + (l + 1) * T, R + 2);
+      if (l < NL) {
+        await nextTask();
+        signal?.throwIfAborted();
+      }
+    }
+    const topIds = new Int32Array(heapU8(m).buffer.slice(pTop, pTop + 4 * R * topK));
+    const rank = new Int32Array(heapU8(m).buffer.slice(pRank, pRank + 4 * R));
+    const topP = scope.read(pTopP, R * topK), kl = scope.read(pKl, R), tp = scope.read(pTp, R);
     // a token as the tokenizer decodes it alone ('' without one, or for an id past its vocabulary)
     const decode = (id: number) => {
       try {
@@ -93,26 +107,17 @@ export async function logitLens(model: DecoderModel | object, ids: ArrayLike<num
     for (let l = 0; l <= NL; l++) {
       const row: LensCell[] = [];
       for (let t = 0; t < T; t++) {
-        const all = heap();
         const r = l * T + t;
-        const z = all.subarray(r * V, (r + 1) * V);
-        const kl = l === NL ? 0 : Math.max(0, pff[t] - lse[NL * T + t] - dotF(pf[t], z) + lse[r]);
-        const cell: LensCell = { top: topTokens(z, lse[r], topK, decode), kl };
+        const top: LensToken[] = [];
+        for (let i = 0; i < topK; i++) top.push({ id: topIds[r * topK + i], token: decode(topIds[r * topK + i]), p: topP[r * topK + i] });
+        const cell: LensCell = { top, kl: kl[r] };
         if (target) {
-          const id = target[t];
-          cell.targetP = Math.exp(z[id] - lse[r]);
-          let rank = 0;
-          for (let v = 0; v < V; v++) if (z[v] > z[id] || (z[v] === z[id] && v < id)) rank++;
-          cell.targetRank = rank;
+          cell.targetP = tp[r];
+          cell.targetRank = rank[r];
         }
         row.push(cell);
       }
       layers.push(row);
-      onProgress?.(2 + (l + 1) * T, R + 2);
-      if (l < NL) {
-        await nextTask();
-        signal?.throwIfAborted();
-      }
     }
     return { numLayers: NL, positions: T, layers };
   } finally {
@@ -138,35 +143,4 @@ function targetIds(fn: string, v: unknown, T: number, V: number): Int32Array | n
     out[t] = a[t] as number;
   }
   return out;
-}
-
-function logSumExp(z: Float32Array): number {
-  let max = -Infinity;
-  for (let i = 0; i < z.length; i++) if (z[i] > max) max = z[i];
-  let s = 0;
-  for (let i = 0; i < z.length; i++) s += Math.exp(z[i] - max);
-  return max + Math.log(s);
-}
-
-/** sum_i p[i] z[i] */
-function dotF(p: Float64Array, z: Float32Array): number {
-  let s = 0;
-  for (let i = 0; i < z.length; i++) s += p[i] * z[i];
-  return s;
-}
-
-/** The k largest logits of z, most probable first (ties: the lower id first). */
-function topTokens(z: Float32Array, lse: number, k: number, decode: (id: number) => string): LensToken[] {
-  const ids: number[] = [];
-  for (let v = 0; v < z.length; v++) {
-    if (ids.length === k && z[v] <= z[ids[k - 1]]) continue;
-    let i = ids.length === k ? k - 1 : ids.length;
-    if (ids.length < k) ids.push(v);
-    while (i > 0 && z[ids[i - 1]] < z[v]) {
-      ids[i] = ids[i - 1];
-      i--;
-    }
-    ids[i] = v;
-  }
-  return ids.map((id) => ({ id, token: decode(id), p: Math.exp(z[id] - lse) }));
 }
