@@ -60,6 +60,21 @@ TEST_CASE("residual: records leave the forward as it was; a forward started at b
   model.run(ids.data(), L, 0, nullptr, s, started.data(), true, nullptr, nullptr, nullptr, nullptr, &start);
   CHECK(started == plain);
 
+  // the last row's logits of two tokens read out of their rows, the last block on its last row only
+  std::vector<float> rows(static_cast<size_t>(2 * E)), last(static_cast<size_t>(V));
+  read_column(model.weights().wte, 7, rows.data());
+  read_column(model.weights().wte, 200, rows.data() + E);
+  float two[2] = {0, 0};
+  ResidualHooks ro;
+  ro.layers = NL, ro.d = E, ro.readout_count = 2, ro.readout_rows = rows.data(), ro.readout = two;
+  ro.last_row_only = true;
+  model.run(ids.data(), L, 0, nullptr, s, last.data(), false, nullptr, nullptr, nullptr, nullptr, &ro);
+  CHECK(two[0] == doctest::Approx(plain[size_t((L - 1) * V + 7)]).epsilon(1e-5));
+  CHECK(two[1] == doctest::Approx(plain[size_t((L - 1) * V + 200)]).epsilon(1e-5));
+  CHECK_THROWS_WITH_AS(
+      model.run(ids.data(), L, 0, nullptr, s, started.data(), true, nullptr, nullptr, nullptr, nullptr, &ro),
+      doctest::Contains("every row's were asked"), std::invalid_argument);
+
   // misfits
   ResidualHooks bad = rh;
   CHECK_THROWS_WITH_AS(bad.validate("GPT2::run", NL + 1, E, 0, L),

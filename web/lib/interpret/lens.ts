@@ -17,7 +17,7 @@ import type { LensCell, LensToken, LogitLensOptions, LogitLensResult } from './l
 export type { LensCell, LensToken, LogitLensOptions, LogitLensResult } from './lens-types.js';
 
 /** lensStatistics in wasm/bindings_interpret.cpp: '' or the error. */
-type LensStatistics = (logits: number, R: number, T: number, V: number, k: number, target: number, r0: number, r1: number,
+type LensStatistics = (logits: number, R: number, T: number, V: number, k: number, target: number, t0: number, t1: number,
   topIds: number, topP: number, kl: number, targetP: number, targetRank: number) => string;
 
 /**
@@ -74,8 +74,8 @@ export async function logitLens(model: DecoderModel | object, ids: ArrayLike<num
     err = model._wasm(fn).handle.unembed(pRows, R, pLogits);
     if (err) throw wasmError(fn, err);
     onProgress?.(2, R + 2);
-    // per row, in wasm a layer's T rows at a time: the top tokens, their probabilities, the
-    // target's probability and rank, KL(final || row)
+    // per row, in wasm a few positions (every layer's rows of each) at a time: the top tokens,
+    // their probabilities, the target's probability and rank, KL(final || row)
     const pTarget = target ? scope.i32(target, `target [${T}]`) : 0;
     const pTop = scope.alloc(4 * R * topK, `top ids [${R}, ${topK}]`);
     const pTopP = scope.alloc(4 * R * topK, `top p [${R}, ${topK}]`);
@@ -83,11 +83,13 @@ export async function logitLens(model: DecoderModel | object, ids: ArrayLike<num
     const pTp = scope.alloc(4 * R, `target p [${R}]`);
     const pRank = scope.alloc(4 * R, `target rank [${R}]`);
     const stats = (m as unknown as { lensStatistics: LensStatistics }).lensStatistics;
-    for (let l = 0; l <= NL; l++) {
-      err = stats(pLogits, R, T, V, topK, pTarget, l * T, (l + 1) * T, pTop, pTopP, pKl, pTp, pRank);
+    const step = Math.max(1, Math.floor(T / 8));
+    for (let t0 = 0; t0 < T; t0 += step) {
+      const t1 = Math.min(T, t0 + step);
+      err = stats(pLogits, R, T, V, topK, pTarget, t0, t1, pTop, pTopP, pKl, pTp, pRank);
       if (err) throw wasmError(fn, err);
-      onProgress?.(2 + (l + 1) * T, R + 2);
-      if (l < NL) {
+      onProgress?.(2 + t1 * (NL + 1), R + 2);
+      if (t1 < T) {
         await nextTask();
         signal?.throwIfAborted();
       }
