@@ -31,6 +31,9 @@ class KVCache {
   void reserve(int64_t capacity);
 
   void clear() { length_ = 0; }
+  // Keeps the first n cached positions (n <= length()); the storage is untouched, so positions
+  // appended again overwrite the rows past n.
+  void truncate(int64_t n) { length_ = n < 0 ? 0 : (n < length_ ? n : length_); }
   int64_t length() const { return length_; }
   int64_t capacity() const { return capacity_; }
   int64_t batch() const { return batch_; }

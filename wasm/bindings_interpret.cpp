@@ -10,6 +10,7 @@
 #include <string>
 
 #include "guarded.hpp"
+#include "interpret/lens.hpp"
 #include "interpret/rollout.hpp"
 
 using namespace emscripten;
@@ -42,9 +43,22 @@ std::string rollout_product(uintptr_t a, uintptr_t b, uintptr_t c, int L, bool l
   return guarded([&] { qkv::rollout_product(ptr<const float>(a), ptr<const float>(b), ptr<float>(c), L, lower); });
 }
 
+// the logit lens's statistics over positions [t0, t1) of logits [R, V] (src/interpret/lens.hpp);
+// target 0 = none
+std::string lens_statistics(uintptr_t logits, int R, int T, int V, int k, uintptr_t target, int t0, int t1,
+                            uintptr_t top_ids, uintptr_t top_p, uintptr_t kl, uintptr_t target_p,
+                            uintptr_t target_rank) {
+  return guarded([&] {
+    qkv::lens_statistics(ptr<const float>(logits), R, T, V, k, ptr<const int32_t>(target), t0, t1,
+                         ptr<int32_t>(top_ids), ptr<float>(top_p), ptr<float>(kl), ptr<float>(target_p),
+                         ptr<int32_t>(target_rank));
+  });
+}
+
 }  // namespace
 
 EMSCRIPTEN_BINDINGS(qkv_interpret) {
+  function("lensStatistics", &lens_statistics);
   function("rolloutFuseRows", &rollout_fuse_rows);
   function("rolloutProduct", &rollout_product);
 }

@@ -14,7 +14,10 @@
 #include "guarded.hpp"
 #include "interventions_arg.hpp"
 #include "model/decoder_stream.hpp"
+#include "model/patching.hpp"
+#include "model/readout.hpp"
 #include "model/weight_loader.hpp"
+#include "residual_arg.hpp"
 #include "stream_load.hpp"
 
 namespace qkv::wasm {
@@ -23,6 +26,26 @@ namespace qkv::wasm {
 struct DecoderMemory {
   double file = 0, matrices = 0, vectors = 0, converted = 0, kvCache = 0, scratch = 0;
   std::string matrixType;
+};
+
+// Which parts an attribution has (qkv::AttributionLayout); registered in bindings_residual.cpp.
+struct AttributionLayoutArg {
+  bool posEmbed = false, attnBias = false, finalBias = false;
+  int count = 0;
+};
+
+// A patching sweep over a decoder (qkv::PatchSweep); registered with its decoder.
+template <class Model, class Scratch>
+struct Sweep {
+  PatchSweep<Model, Scratch> sweep;
+  Sweep(const Model& m, uintptr_t clean, uintptr_t corrupted, int T, int correct, int wrong)
+      : sweep(m, ptr<const int32_t>(clean), ptr<const int32_t>(corrupted), T, correct, wrong) {}
+  double cleanMetric() const { return sweep.clean_metric(); }
+  double corruptedMetric() const { return sweep.corrupted_metric(); }
+  // cells [begin, end) of sweep `kind` (SweepKind) into out [cells]: "" or "<kind>|<message>"
+  std::string run(int kind, int begin, int end, uintptr_t out) {
+    return guarded([&] { sweep.run(static_cast<SweepKind>(kind), begin, end, ptr<float>(out)); });
+  }
 };
 
 // A loaded model (qkv::GPT2, qkv::Llama), its one generation session (KV caches) and
@@ -34,6 +57,9 @@ struct Decoder {
   Scratch scratch;
   explicit Decoder(Model m) : model(std::move(m)), session(model) {}
   static constexpr std::string& last_error = error;
+
+  // the sweep object of the last sweepBegin (null when it failed: its message in last_error)
+  using SweepType = Sweep<Model, Scratch>;
 
   // Takes ownership of `bytes` (from modelFileAlloc); weights: "auto" | "f32" | "f16" | "int8" | "int4".
   static Decoder* create(const std::string& config_json, uintptr_t bytes, double size, const std::string& weights) {
@@ -48,14 +74,40 @@ struct Decoder {
 
   // ids [L] int32 -> logits [L, V] (last_only: [1, V] of the last position); attentions
   // [n_layer, H, L, L] or 0; queries [n_layer, H, L, D], keys [n_layer, Hkv, L, D] or 0; iv:
-  // head interventions (interventions_arg.hpp)
+  // head interventions (interventions_arg.hpp); rh: residual hooks (residual_arg.hpp)
   std::string forward(uintptr_t ids, int L, uintptr_t logits, uintptr_t attentions, uintptr_t queries, uintptr_t keys,
-                      bool last_only, const InterventionsArg& iv) {
+                      bool last_only, const InterventionsArg& iv, const ResidualArg& rh) {
     return guarded([&] {
       const Interventions i(iv);
+      const Residual r(rh);
       model.run(ptr<const int32_t>(ids), L, 0, nullptr, scratch, ptr<float>(logits), !last_only, ptr<float>(attentions),
-                ptr<float>(queries), ptr<float>(keys), i.ptr);
+                ptr<float>(queries), ptr<float>(keys), i.ptr, r.ptr);
     });
+  }
+
+  // rows x [n, d] -> logits [n, V]: the final norm per row, the LM head over all rows (one product)
+  std::string unembed(uintptr_t x, int n, uintptr_t logits) {
+    return guarded([&] { model.unembed(ptr<const float>(x), n, ptr<float>(logits)); });
+  }
+
+  AttributionLayoutArg attributionLayout() const {
+    const AttributionLayout a = attribution_layout(model);
+    return {a.pos_embed, a.attn_bias, a.final_bias, static_cast<int>(a.count)};
+  }
+
+  // direct logit attribution at `position` of ids [L] for token a (minus b when b >= 0): parts
+  // [attributionLayout().count] and, in total [1], the forward's logit (difference)
+  std::string attribute(uintptr_t ids, int L, int position, int a, int b, uintptr_t parts, uintptr_t total) {
+    return guarded([&] {
+      *ptr<float>(total) = qkv::attribute(model, ptr<const int32_t>(ids), L, position, a, b, ptr<float>(parts));
+    });
+  }
+
+  // a patching sweep of clean / corrupted ids [T] each; null with the message in last_error
+  SweepType* sweepBegin(uintptr_t clean, uintptr_t corrupted, int T, int correct, int wrong) {
+    SweepType* s = nullptr;
+    last_error = guarded([&] { s = new SweepType(model, clean, corrupted, T, correct, wrong); });
+    return s;
   }
 
   DecoderMemory memory() const {
@@ -75,19 +127,22 @@ struct Decoder {
   // attentions [n_layer, H, L, pos + L] or 0; queries [n_layer, H, L, D], keys
   // [n_layer, Hkv, L, D] of these L tokens or 0; iv: head interventions for these rows
   std::string prefill(uintptr_t ids, int L, uintptr_t logits, uintptr_t attentions, uintptr_t queries, uintptr_t keys,
-                      bool all_logits, const InterventionsArg& iv) {
+                      bool all_logits, const InterventionsArg& iv, const ResidualArg& rh) {
     return guarded([&] {
       const Interventions i(iv);
+      const Residual r(rh);
       session.prefill(ptr<const int32_t>(ids), L, ptr<float>(logits), ptr<float>(attentions), ptr<float>(queries),
-                      ptr<float>(keys), all_logits, i.ptr);
+                      ptr<float>(keys), all_logits, i.ptr, r.ptr);
     });
   }
 
-  // session: one token -> logits [V]; attentions [n_layer, H, pos + 1] or 0; iv: a head mask
-  std::string step(int id, uintptr_t logits, uintptr_t attentions, const InterventionsArg& iv) {
+  // session: one token -> logits [V]; attentions [n_layer, H, pos + 1] or 0; iv: a head mask;
+  // rh: steering at every row
+  std::string step(int id, uintptr_t logits, uintptr_t attentions, const InterventionsArg& iv, const ResidualArg& rh) {
     return guarded([&] {
       const Interventions i(iv);
-      session.step(id, ptr<float>(logits), ptr<float>(attentions), i.ptr);
+      const Residual r(rh);
+      session.step(id, ptr<float>(logits), ptr<float>(attentions), i.ptr, r.ptr);
     });
   }
 
@@ -109,9 +164,18 @@ template <class D>
 void bind_decoder(const char* name) {
   bind_stream_load<StreamLoad<DecoderStream<decltype(D::model)>, D, D::last_error>, std::string>(std::string(name) +
                                                                                                  "Load");
+  using S = typename D::SweepType;
+  emscripten::class_<S>((std::string(name) + "Sweep").c_str())
+      .function("cleanMetric", &S::cleanMetric)
+      .function("corruptedMetric", &S::corruptedMetric)
+      .function("run", &S::run);
   emscripten::class_<D>(name)
       .class_function("create", &D::create, emscripten::allow_raw_pointers())
       .function("forward", &D::forward)
+      .function("unembed", &D::unembed)
+      .function("attributionLayout", &D::attributionLayout)
+      .function("attribute", &D::attribute)
+      .function("sweepBegin", &D::sweepBegin, emscripten::allow_raw_pointers())
       .function("memory", &D::memory)
       .function("prefill", &D::prefill)
       .function("step", &D::step)

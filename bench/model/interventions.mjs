@@ -17,10 +17,12 @@
 //
 //   node bench/model/interventions.mjs [--tokens 64,256] [--reps 7] [--layers 12] [--logits all|last]
 //                                      [--before /tmp/main-dist] [--out bench/results/model-interventions-node.json]
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+
+import { checkpoint as smallCheckpoint, normal } from './gpt2_small_memory.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const args = process.argv.slice(2);
@@ -32,63 +34,7 @@ const LOGITS = arg('--logits', 'all');
 const BEFORE = arg('--before', null);
 const OUT = path.resolve(ROOT, arg('--out', 'bench/results/model-interventions-node.json'));
 const DIST = process.env.QKV_DIST ? path.resolve(process.env.QKV_DIST) : path.join(ROOT, 'dist');
-const E = 768, H = 12, P = 1024, V = 50257, I = 4 * E, D = E / H;
-
-// ---- the checkpoint: GPT-2 small's shape and init, in memory --------------------------------
-
-/** N(0, std^2) floats from a seeded xorshift + Box-Muller (fast enough for 124M values). */
-function normal(n, seed, std) {
-  const out = new Float32Array(n);
-  let s = (seed * 2654435761) >>> 0 || 1;
-  const u = () => {
-    s ^= s << 13; s >>>= 0; s ^= s >>> 17; s ^= s << 5; s >>>= 0;
-    return (s + 0.5) / 4294967296;
-  };
-  for (let i = 0; i < n; i += 2) {
-    const r = Math.sqrt(-2 * Math.log(u())) * std, t = 2 * Math.PI * u();
-    out[i] = r * Math.cos(t);
-    if (i + 1 < n) out[i + 1] = r * Math.sin(t);
-  }
-  return out;
-}
-
-function checkpoint() {
-  const tensors = [['wte.weight', [V, E], 'n'], ['wpe.weight', [P, E], 'n']];
-  for (let l = 0; l < NL; l++) {
-    const p = `h.${l}.`;
-    tensors.push([p + 'ln_1.weight', [E], 1], [p + 'ln_1.bias', [E], 0], [p + 'attn.c_attn.weight', [E, 3 * E], 'n'],
-      [p + 'attn.c_attn.bias', [3 * E], 0], [p + 'attn.c_proj.weight', [E, E], 'n'], [p + 'attn.c_proj.bias', [E], 0],
-      [p + 'ln_2.weight', [E], 1], [p + 'ln_2.bias', [E], 0], [p + 'mlp.c_fc.weight', [E, I], 'n'], [p + 'mlp.c_fc.bias', [I], 0],
-      [p + 'mlp.c_proj.weight', [I, E], 'n'], [p + 'mlp.c_proj.bias', [E], 0]);
-  }
-  tensors.push(['ln_f.weight', [E], 1], ['ln_f.bias', [E], 0]);
-  const header = {};
-  let off = 0;
-  for (const [name, shape] of tensors) {
-    const bytes = 4 * shape.reduce((a, b) => a * b, 1);
-    header[name] = { dtype: 'F32', shape, data_offsets: [off, off + bytes] };
-    off += bytes;
-  }
-  let json = JSON.stringify(header);
-  while ((8 + json.length) % 8) json += ' ';
-  const file = new Uint8Array(8 + json.length + off);
-  new DataView(file.buffer).setBigUint64(0, BigInt(json.length), true);
-  file.set(new TextEncoder().encode(json), 8);
-  const data = new Float32Array(file.buffer, 8 + json.length, off / 4);
-  tensors.forEach(([name, shape, init], k) => {
-    const n = shape.reduce((a, b) => a * b, 1);
-    const at = header[name].data_offsets[0] / 4;
-    if (init === 'n') data.set(normal(n, k + 1, 0.02), at);
-    else data.fill(init, at, at + n);
-  });
-  const config = {
-    model_type: 'gpt2', n_layer: NL, n_head: H, n_embd: E, n_positions: P, n_ctx: P, vocab_size: V, n_inner: null,
-    activation_function: 'gelu_new', layer_norm_epsilon: 1e-5,
-  };
-  // a tokenizer is required for vocab != 256: the random test GPT-2's (300 tokens); ids are given directly
-  const tok = path.join(ROOT, 'tests', 'data', 'model', 'random-gpt2');
-  return { config, weights: file, vocab: readFileSync(path.join(tok, 'vocab.json'), 'utf8'), merges: readFileSync(path.join(tok, 'merges.txt'), 'utf8') };
-}
+const E = 768, H = 12, V = 50257, D = E / H;
 
 // ---- the options ----------------------------------------------------------------------------
 
@@ -121,7 +67,7 @@ async function load(dist, files) {
 
 async function main() {
   const t0 = performance.now();
-  const files = checkpoint();
+  const files = smallCheckpoint(NL);
   console.log(`checkpoint: ${NL} layers x ${H} heads, n_embd ${E}, vocab ${V}: ${(files.weights.byteLength / 2 ** 20).toFixed(0)} MiB, built in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
   const now = await load(DIST, files);
   const before = BEFORE ? await load(path.resolve(BEFORE), files) : null;

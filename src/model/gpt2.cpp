@@ -130,13 +130,15 @@ void GPT2::forward(const int32_t* ids, int64_t L, float* logits, float* attentio
 }
 
 void GPT2::run(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache>* caches, GPT2Scratch& s, float* logits,
-               bool all_logits, float* attentions, float* queries, float* keys, const HeadInterventions* iv) const {
+               bool all_logits, float* attentions, float* queries, float* keys, const HeadInterventions* iv,
+               const ResidualHooks* rh) const {
   const GPT2Config& c = config_;
   const int64_t E = c.n_embd, H = c.n_head, D = c.head_dim(), I = c.inner();
   const int64_t Lk = pos0 + L;  // keys visible to the last query
   check_decoder_ids("GPT2::run", ids, L, pos0, c.vocab_size, c.n_positions, "n_positions");
   check_decoder_caches("GPT2::run", caches, c.n_layer, pos0, L, H, D);
   if (iv) iv->validate("GPT2::run", c.n_layer, H, D, pos0, L, Lk);
+  if (rh) rh->validate("GPT2::run", c.n_layer, E, pos0, L, all_logits);
   std::vector<uint8_t> knockout;  // a layer's knockout mask, when it must be sliced (chunks)
 
   const size_t n = size_t(L);
@@ -160,6 +162,7 @@ void GPT2::run(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache>
     read_column(weights.wpe, pos0 + t, xb2);
     for (int64_t i = 0; i < E; ++i) x[t * E + i] += xb2[i];
   }
+  if (rh) rh->embeddings(x, pos0, L);  // hidden_states[0]
 
   AttentionOptions opt;
   opt.causal = true;       // query t sees keys j <= pos0 + t (bottom-right aligned)
@@ -168,62 +171,97 @@ void GPT2::run(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache>
 
   for (int64_t l = 0; l < c.n_layer; ++l) {
     const GPT2LayerWeights& w = weights.h[size_t(l)];
-
-    // xb [L, E] = ln_1(x)
-    layer_norm_rows(xb, x, w.ln_1_weight, w.ln_1_bias, L, E, c.layer_norm_epsilon);
-    // qkv [L, 3E] = xb @ c_attn.weight [E, 3E] + c_attn.bias
-    matmul(w.attn_c_attn, xb, L, w.attn_c_attn_bias, qkv, threads_);
-    // split heads: q/k/v [H, L, D] from qkv [L, (3, H, D)]
-    for (int64_t t = 0; t < L; ++t) {
-      for (int64_t h = 0; h < H; ++h) {
-        const float* src = qkv + t * 3 * E + h * D;
-        std::copy(src, src + D, q + (h * L + t) * D);
-        std::copy(src + E, src + E + D, k + (h * L + t) * D);
-        std::copy(src + 2 * E, src + 2 * E + D, v + (h * L + t) * D);
-      }
-    }
-    // queries/keys [n_layer, H, L, D] if asked: this layer's q and k [H, L, D] as attention reads them
-    // (q unscaled: the kernel applies 1/sqrt(D))
-    if (queries) std::copy(q, q + H * L * D, queries + l * H * L * D);
-    if (keys) std::copy(k, k + H * L * D, keys + l * H * L * D);
-    // att [H, L, D] = softmax(q k^T / sqrt(D), causal) v; probabilities [H, L, Lk] if asked
+    if (rh && !rh->runs(l)) continue;  // a forward that starts at a later block
+    // a forward that starts here: x [L, E] = the given stream
+    const bool start = rh && l == rh->start_layer;
+    if (start) std::copy(rh->start_resid, rh->start_resid + n * E, x);
+    if (rh) rh->at(ResidSite::ResidPre, l, x, pos0, L);  // steering, patch, record
     float* probs = attentions ? attentions + l * H * L * Lk : nullptr;
     const LayerHooks hooks("GPT2::run", iv, l, pos0, L, Lk, D);  // nothing when iv is null
-    if (caches) {
-      KVCache& cache = (*caches)[size_t(l)];
-      cache.append(k, v, L);  // cache now holds Lk positions [1, H, Lk, D]
-      cache.attend(q, H, L, hooks.options(opt, knockout), att, probs);
+    if (start && rh->start_att) {
+      // att [H, L, D]: this block's attention output as given (no q/k/v, no cache append)
+      std::copy(rh->start_att, rh->start_att + n * E, att);
     } else {
-      const AttentionShape shape{1, H, H, L, L, D, D};
-      attention(shape, q, k, v, hooks.options(opt, knockout), att, probs);
+      // xb [L, E] = ln_1(x)
+      layer_norm_rows(xb, x, w.ln_1_weight, w.ln_1_bias, L, E, c.layer_norm_epsilon);
+      // qkv [L, 3E] = xb @ c_attn.weight [E, 3E] + c_attn.bias
+      matmul(w.attn_c_attn, xb, L, w.attn_c_attn_bias, qkv, threads_);
+      // split heads: q/k/v [H, L, D] from qkv [L, (3, H, D)]
+      for (int64_t t = 0; t < L; ++t) {
+        for (int64_t h = 0; h < H; ++h) {
+          const float* src = qkv + t * 3 * E + h * D;
+          std::copy(src, src + D, q + (h * L + t) * D);
+          std::copy(src + E, src + E + D, k + (h * L + t) * D);
+          std::copy(src + 2 * E, src + 2 * E + D, v + (h * L + t) * D);
+        }
+      }
+      // queries/keys [n_layer, H, L, D] if asked: this layer's q and k [H, L, D] as attention reads them
+      // (q unscaled: the kernel applies 1/sqrt(D))
+      if (queries) std::copy(q, q + H * L * D, queries + l * H * L * D);
+      if (keys) std::copy(k, k + H * L * D, keys + l * H * L * D);
+      // att [H, L, D] = softmax(q k^T / sqrt(D), causal) v; probabilities [H, L, Lk] if asked
+      if (caches) {
+        KVCache& cache = (*caches)[size_t(l)];
+        cache.append(k, v, L);  // cache now holds Lk positions [1, H, Lk, D]
+        cache.attend(q, H, L, hooks.options(opt, knockout), att, probs);
+      } else {
+        const AttentionShape shape{1, H, H, L, L, D, D};
+        attention(shape, q, k, v, hooks.options(opt, knockout), att, probs);
+      }
     }
     hooks.after(att, probs);  // head mask, patching, head outputs
-    // merge heads: xb [L, E] from att [H, L, D]
+    // the rows the rest of the block computes: rows [r0, L), every row, or in the last block the
+    // last one only when only its logits are read (rh->last_row_only); xr = x + r0 * E
+    const int64_t r0 = rh && rh->last_row_only && l == c.n_layer - 1 ? L - 1 : 0, Lr = L - r0;
+    float* xr = x + r0 * E;
+    // merge heads: xb [Lr, E] from att [H, L, D] rows r0..
     for (int64_t h = 0; h < H; ++h) {
-      for (int64_t t = 0; t < L; ++t) std::copy(att + (h * L + t) * D, att + (h * L + t + 1) * D, xb + t * E + h * D);
+      for (int64_t t = r0; t < L; ++t) {
+        std::copy(att + (h * L + t) * D, att + (h * L + t + 1) * D, xb + (t - r0) * E + h * D);
+      }
     }
-    // xb2 [L, E] = xb @ attn.c_proj.weight [E, E] + bias
-    matmul(w.attn_c_proj, xb, L, w.attn_c_proj_bias, xb2, threads_);
+    // xb2 [Lr, E] = xb @ attn.c_proj.weight [E, E] + bias
+    matmul(w.attn_c_proj, xb, Lr, w.attn_c_proj_bias, xb2, threads_);
+    if (rh) rh->at(ResidSite::AttnOut, l, xb2, pos0 + r0, Lr);
     // residual: x += xb2
-    for (size_t i = 0; i < n * size_t(E); ++i) x[i] += xb2[i];
+    for (int64_t i = 0; i < Lr * E; ++i) xr[i] += xb2[i];
+    if (rh) rh->at(ResidSite::ResidMid, l, xr, pos0 + r0, Lr);
 
-    // xb [L, E] = ln_2(x)
-    layer_norm_rows(xb, x, w.ln_2_weight, w.ln_2_bias, L, E, c.layer_norm_epsilon);
-    // hb [L, I] = gelu(xb @ mlp.c_fc.weight [E, I] + bias)
-    matmul(w.mlp_c_fc, xb, L, w.mlp_c_fc_bias, hb, threads_);
-    gelu_tanh(hb, L * I);
-    // xb2 [L, E] = hb @ mlp.c_proj.weight [I, E] + bias
-    matmul(w.mlp_c_proj, hb, L, w.mlp_c_proj_bias, xb2, threads_);
+    // xb [Lr, E] = ln_2(x)
+    layer_norm_rows(xb, xr, w.ln_2_weight, w.ln_2_bias, Lr, E, c.layer_norm_epsilon);
+    // hb [Lr, I] = gelu(xb @ mlp.c_fc.weight [E, I] + bias)
+    matmul(w.mlp_c_fc, xb, Lr, w.mlp_c_fc_bias, hb, threads_);
+    gelu_tanh(hb, Lr * I);
+    // xb2 [Lr, E] = hb @ mlp.c_proj.weight [I, E] + bias
+    matmul(w.mlp_c_proj, hb, Lr, w.mlp_c_proj_bias, xb2, threads_);
+    if (rh) rh->at(ResidSite::MlpOut, l, xb2, pos0 + r0, Lr);
     // residual: x += xb2
-    for (size_t i = 0; i < n * size_t(E); ++i) x[i] += xb2[i];
+    for (int64_t i = 0; i < Lr * E; ++i) xr[i] += xb2[i];
+    if (rh) rh->at(ResidSite::ResidPost, l, xr, pos0 + r0, Lr);
+    if (rh) rh->block_output(l, x, pos0, L);  // hidden_states[l + 1]
   }
 
-  // final layernorm, only the rows whose logits are wanted: xb [rows, E] = ln_f(x[first..])
-  const int64_t first = all_logits ? 0 : L - 1;
+  // final layernorm, only the rows whose logits are wanted (every row when the hidden states
+  // are asked for): xb [rows, E] = ln_f(x[first..])
+  if (rh) rh->final_input(x, pos0, L, true, c.layer_norm_epsilon);  // ln_final.hook_scale
+  const int64_t first = all_logits || (rh && rh->hidden) ? 0 : L - 1;
   const int64_t rows = L - first;
   layer_norm_rows(xb, x + first * E, weights.ln_f_weight, weights.ln_f_bias, rows, E, c.layer_norm_epsilon);
-  // logits [rows, V] = xb @ wte^T: the tied LM head reads the [V, E] table in place (OutIn)
-  matmul(weights.wte, xb, rows, nullptr, logits, threads_);
+  if (rh) rh->final_output(xb, pos0, L);                                     // hidden_states[n_layer]
+  if (!all_logits && rows > 1) std::copy(xb + (L - 1) * E, xb + L * E, xb);  // the last row's logits only
+  if (rh && rh->read_out(xb, 0.0f)) return;  // a few tokens' logits of the last row, not the LM head
+  // logits [L or 1, V] = xb @ wte^T: the tied LM head reads the [V, E] table in place (OutIn)
+  matmul(weights.wte, xb, all_logits ? L : 1, nullptr, logits, threads_);
+}
+
+void GPT2::unembed(const float* x, int64_t n, float* logits) const {
+  const GPT2Weights& w = store_.weights();
+  const int64_t E = config_.n_embd;
+  // xn [n, E] = ln_f(x), row by row
+  std::vector<float> xn(size_t(std::max<int64_t>(n, 0) * E));
+  layer_norm_rows(xn.data(), x, w.ln_f_weight, w.ln_f_bias, n, E, config_.layer_norm_epsilon);
+  // logits [n, V] = xn @ wte^T: one matrix product over every row
+  matmul(w.wte, xn.data(), n, nullptr, logits, threads_);
 }
 
 // ----------------------------------------------------------------------------- session
@@ -243,18 +281,19 @@ void GPT2Session::reset() {
 }
 
 void GPT2Session::prefill(const int32_t* ids, int64_t L, float* logits, float* attentions, float* queries, float* keys,
-                          bool all_logits, const HeadInterventions* iv) {
+                          bool all_logits, const HeadInterventions* iv, const ResidualHooks* rh) {
   if (L >= 1 && position_ + L > model_.config().n_positions) {
     throw std::length_error("GPT2Session: " + std::to_string(position_) + " cached + " + std::to_string(L) +
                             " new tokens exceed n_positions = " + std::to_string(model_.config().n_positions));
   }
   if (L >= 1) reserve(position_ + L);
-  model_.run(ids, L, position_, &caches_, scratch_, logits, all_logits, attentions, queries, keys, iv);
+  model_.run(ids, L, position_, &caches_, scratch_, logits, all_logits, attentions, queries, keys, iv, rh);
   position_ += L;
 }
 
-void GPT2Session::step(int32_t id, float* logits, float* attentions, const HeadInterventions* iv) {
-  prefill(&id, 1, logits, attentions, nullptr, nullptr, false, iv);
+void GPT2Session::step(int32_t id, float* logits, float* attentions, const HeadInterventions* iv,
+                       const ResidualHooks* rh) {
+  prefill(&id, 1, logits, attentions, nullptr, nullptr, false, iv, rh);
 }
 
 // ----------------------------------------------------------------------------- sampling

@@ -18,6 +18,7 @@
 #include "kv_cache.hpp"
 #include "model/gpt2_weights.hpp"
 #include "model/interventions.hpp"
+#include "model/residual.hpp"
 
 namespace qkv {
 
@@ -90,10 +91,15 @@ class GPT2 {
   // token. attentions, if not null: [n_layer, H, L, pos0 + L]. queries, keys, if not null:
   // [n_layer, H, L, D], the queries (unscaled) and keys of these L tokens (the cached keys of
   // earlier positions are not repeated). iv, if not null: head interventions (head mask,
-  // knockout, head outputs, patching; model/interventions.hpp) for rows [pos0, pos0 + L).
+  // knockout, head outputs, patching; model/interventions.hpp) for rows [pos0, pos0 + L). rh, if
+  // not null: the residual stream's records, patches, steering and start (model/residual.hpp).
   void run(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache>* caches, GPT2Scratch& scratch,
            float* logits, bool all_logits, float* attentions, float* queries = nullptr, float* keys = nullptr,
-           const HeadInterventions* iv = nullptr) const;
+           const HeadInterventions* iv = nullptr, const ResidualHooks* rh = nullptr) const;
+
+  // The read-out of n residual-stream rows x [n, E]: the final layernorm of each row (its own
+  // mean and variance), then the LM head over all n rows at once -> logits [n, V].
+  void unembed(const float* x, int64_t n, float* logits) const;
 
  private:
   GPT2Config config_;
@@ -113,11 +119,13 @@ class GPT2Session {
   // forward()'s rows chunk by chunk.
   // Throws std::length_error when position() + L > n_positions (the cache is left unchanged).
   void prefill(const int32_t* ids, int64_t L, float* logits, float* attentions = nullptr, float* queries = nullptr,
-               float* keys = nullptr, bool all_logits = false, const HeadInterventions* iv = nullptr);
+               float* keys = nullptr, bool all_logits = false, const HeadInterventions* iv = nullptr,
+               const ResidualHooks* rh = nullptr);
 
   // One token at position(): logits [V]; attentions, if not null: [n_layer, H, position() + 1],
   // the new row of every head (the key axis covers every cached position, this one included).
-  void step(int32_t id, float* logits, float* attentions = nullptr, const HeadInterventions* iv = nullptr);
+  void step(int32_t id, float* logits, float* attentions = nullptr, const HeadInterventions* iv = nullptr,
+            const ResidualHooks* rh = nullptr);
 
   void reset();
   int64_t position() const { return position_; }

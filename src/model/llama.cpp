@@ -133,7 +133,7 @@ void Llama::forward(const int32_t* ids, int64_t L, float* logits, float* attenti
 
 void Llama::run(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache>* caches, LlamaScratch& s,
                 float* logits, bool all_logits, float* attentions, float* queries, float* keys,
-                const HeadInterventions* iv) const {
+                const HeadInterventions* iv, const ResidualHooks* rh) const {
   const LlamaConfig& c = config_;
   const LlamaWeights& W = store_.weights();
   const int64_t E = c.hidden_size, H = c.num_attention_heads, Hkv = c.num_key_value_heads, D = c.head_dim;
@@ -142,6 +142,7 @@ void Llama::run(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache
   check_decoder_ids("Llama::run", ids, L, pos0, c.vocab_size, c.max_position_embeddings, "max_position_embeddings");
   check_decoder_caches("Llama::run", caches, c.num_hidden_layers, pos0, L, Hkv, D);
   if (iv) iv->validate("Llama::run", c.num_hidden_layers, H, D, pos0, L, Lk);
+  if (rh) rh->validate("Llama::run", c.num_hidden_layers, E, pos0, L, all_logits);
   std::vector<uint8_t> knockout;  // a layer's knockout mask, when it must be sliced (chunks)
 
   const size_t n = size_t(L);
@@ -169,6 +170,7 @@ void Llama::run(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache
   for (int64_t t = 0; t < L; ++t) read_column(W.embed_tokens, ids[t], x + t * E);
   if (c.embed_scaled)  // Gemma 3: times sqrt(E) in embed_tokens' dtype
     for (size_t i = 0; i < n * size_t(E); ++i) x[i] *= W.embed_scale;
+  if (rh) rh->embeddings(x, pos0, L);  // hidden_states[0]
 
   AttentionOptions opt;
   opt.causal = true;       // query t sees keys j <= pos0 + t (bottom-right aligned)
@@ -177,74 +179,116 @@ void Llama::run(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache
 
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
     const LlamaLayerWeights& w = W.layers[size_t(l)];
-
-    // xb [L, E] = rmsnorm(x) * input_layernorm
-    rmsnorm(xb, x, w.input_layernorm, L, E, c.rms_norm_eps);
-    // q [L, H*D], k [L, Hkv*D], v [L, Hkv*D] = xb @ W^T (+ bias: Qwen2, attention_bias), in one
-    // call (decoding: xb prepared once, the three matrices' columns split over the threads at once)
-    matmul_many({{&w.q_proj, w.q_bias, q}, {&w.k_proj, w.k_bias, k}, {&w.v_proj, w.v_bias, v}}, xb, L, threads_);
-    // Qwen3, Gemma 3: RMSNorm over each head's D values of q and k (rows [L*H, D], [L*Hkv, D])
-    if (c.qk_norm) {
-      rmsnorm(q, q, w.q_norm, L * H, D, c.rms_norm_eps);
-      rmsnorm(k, k, w.k_norm, L * Hkv, D, c.rms_norm_eps);
-    }
-    // rotary embedding of q and k, every head, at positions pos0 + t
-    const bool local = c.uses_local_rope(l);
-    const float* cos = local ? s.cos_local.data() : s.cos.data();
-    const float* sin = local ? s.sin_local.data() : s.sin.data();
-    rope(q, L, H, D, cos, sin);
-    rope(k, L, Hkv, D, cos, sin);
-    // split heads: qh [H, L, D], kh / vh [Hkv, L, D] (K/V once per kv head: never repeated per query head)
-    split_heads(qh, q, L, H, D);
-    split_heads(kh, k, L, Hkv, D);
-    split_heads(vh, v, L, Hkv, D);
-    // queries [n_layer, H, L, D], keys [n_layer, Hkv, L, D] if asked: after rotation, q unscaled
-    if (queries) std::copy(qh, qh + H * L * D, queries + l * H * L * D);
-    if (keys) std::copy(kh, kh + Hkv * L * D, keys + l * Hkv * L * D);
-    // att [H, L, D] = softmax(qh kh^T / sqrt(D), causal, window) vh, query head h reading kv
-    // head h / (H / Hkv); probabilities [H, L, Lk] if asked
-    opt.window = c.window[size_t(l)];  // 0 = full causal; w: keys j > i + (Lk - Lq) - w
+    if (rh && !rh->runs(l)) continue;  // a forward that starts at a later block
+    // a forward that starts here: x [L, E] = the given stream
+    const bool start = rh && l == rh->start_layer;
+    if (start) std::copy(rh->start_resid, rh->start_resid + n * E, x);
+    if (rh) rh->at(ResidSite::ResidPre, l, x, pos0, L);  // steering, patch, record
+    opt.window = c.window[size_t(l)];                    // 0 = full causal; w: keys j > i + (Lk - Lq) - w
     float* probs = attentions ? attentions + l * H * L * Lk : nullptr;
     const LayerHooks hooks("Llama::run", iv, l, pos0, L, Lk, D);  // nothing when iv is null
-    if (caches) {
-      KVCache& cache = (*caches)[size_t(l)];
-      cache.append(kh, vh, L);  // the cache now holds Lk positions [1, Hkv, Lk, D]
-      cache.attend(qh, H, L, hooks.options(opt, knockout), att, probs);
+    if (start && rh->start_att) {
+      // att [H, L, D]: this block's attention output as given (no q/k/v, no cache append)
+      std::copy(rh->start_att, rh->start_att + n * H * D, att);
     } else {
-      const AttentionShape shape{1, H, Hkv, L, L, D, D};
-      attention(shape, qh, kh, vh, hooks.options(opt, knockout), att, probs);
+      // xb [L, E] = rmsnorm(x) * input_layernorm
+      rmsnorm(xb, x, w.input_layernorm, L, E, c.rms_norm_eps);
+      // q [L, H*D], k [L, Hkv*D], v [L, Hkv*D] = xb @ W^T (+ bias: Qwen2, attention_bias), in one
+      // call (decoding: xb prepared once, the three matrices' columns split over the threads at once)
+      matmul_many({{&w.q_proj, w.q_bias, q}, {&w.k_proj, w.k_bias, k}, {&w.v_proj, w.v_bias, v}}, xb, L, threads_);
+      // Qwen3, Gemma 3: RMSNorm over each head's D values of q and k (rows [L*H, D], [L*Hkv, D])
+      if (c.qk_norm) {
+        rmsnorm(q, q, w.q_norm, L * H, D, c.rms_norm_eps);
+        rmsnorm(k, k, w.k_norm, L * Hkv, D, c.rms_norm_eps);
+      }
+      // rotary embedding of q and k, every head, at positions pos0 + t
+      const bool local = c.uses_local_rope(l);
+      const float* cos = local ? s.cos_local.data() : s.cos.data();
+      const float* sin = local ? s.sin_local.data() : s.sin.data();
+      rope(q, L, H, D, cos, sin);
+      rope(k, L, Hkv, D, cos, sin);
+      // split heads: qh [H, L, D], kh / vh [Hkv, L, D] (K/V once per kv head: never repeated per query head)
+      split_heads(qh, q, L, H, D);
+      split_heads(kh, k, L, Hkv, D);
+      split_heads(vh, v, L, Hkv, D);
+      // queries [n_layer, H, L, D], keys [n_layer, Hkv, L, D] if asked: after rotation, q unscaled
+      if (queries) std::copy(qh, qh + H * L * D, queries + l * H * L * D);
+      if (keys) std::copy(kh, kh + Hkv * L * D, keys + l * Hkv * L * D);
+      // att [H, L, D] = softmax(qh kh^T / sqrt(D), causal, window) vh, query head h reading kv
+      // head h / (H / Hkv); probabilities [H, L, Lk] if asked
+      if (caches) {
+        KVCache& cache = (*caches)[size_t(l)];
+        cache.append(kh, vh, L);  // the cache now holds Lk positions [1, Hkv, Lk, D]
+        cache.attend(qh, H, L, hooks.options(opt, knockout), att, probs);
+      } else {
+        const AttentionShape shape{1, H, Hkv, L, L, D, D};
+        attention(shape, qh, kh, vh, hooks.options(opt, knockout), att, probs);
+      }
     }
     hooks.after(att, probs);  // head mask, patching, head outputs
-    // merge heads: xb [L, H*D] from att [H, L, D]
+    // the rows the rest of the block computes: rows [r0, L), every row, or in the last block the
+    // last one only when only its logits are read (rh->last_row_only); xr = x + r0 * E
+    const int64_t r0 = rh && rh->last_row_only && l == c.num_hidden_layers - 1 ? L - 1 : 0, Lr = L - r0;
+    float* xr = x + r0 * E;
+    // merge heads: xb [L, H*D] from att [H, L, D]; rows r0.. read on
     merge_heads(xb, att, L, H, D);
-    // xb2 [L, E] = xb @ o_proj^T (+ bias); residual: x += xb2
-    matmul(w.o_proj, xb, L, w.o_bias, xb2, threads_);
-    if (w.attn_output_norm) rmsnorm(xb2, xb2, w.attn_output_norm, L, E, c.rms_norm_eps);  // Gemma 3
-    for (size_t i = 0; i < n * size_t(E); ++i) x[i] += xb2[i];
-
-    // xb [L, E] = rmsnorm(x) * post_attention_layernorm (Gemma 3: pre_feedforward_layernorm)
-    rmsnorm(xb, x, w.post_attention_layernorm, L, E, c.rms_norm_eps);
-    // SwiGLU: hb [L, I] = silu(xb @ gate^T) * (xb @ up^T), silu(g) = g / (1 + e^-g); Gemma's GeGLU: gelu_tanh(gate) *
-    // up
-    matmul_many({{&w.gate_proj, nullptr, hb}, {&w.up_proj, nullptr, hb2}}, xb, L, threads_);
-    if (c.activation == MlpActivation::GeluTanh) {
-      geglu_tanh(hb, hb2, L * I);
-    } else {
-      swiglu(hb, hb2, L * I);
+    // xb2 [Lr, E] = xb[r0..] @ o_proj^T (+ bias); residual: x += xb2
+    matmul(w.o_proj, xb + r0 * H * D, Lr, w.o_bias, xb2, threads_);
+    if (w.attn_output_norm) {  // Gemma 3: post_attention_layernorm on the sub-block's output
+      if (rh) rh->output_norm_scale(l, 0, xb2, pos0 + r0, Lr, c.rms_norm_eps);
+      rmsnorm(xb2, xb2, w.attn_output_norm, Lr, E, c.rms_norm_eps);
     }
-    // xb2 [L, E] = hb @ down^T; residual: x += xb2
-    matmul(w.down_proj, hb, L, nullptr, xb2, threads_);
-    if (w.mlp_output_norm) rmsnorm(xb2, xb2, w.mlp_output_norm, L, E, c.rms_norm_eps);  // Gemma 3
-    for (size_t i = 0; i < n * size_t(E); ++i) x[i] += xb2[i];
+    if (rh) rh->at(ResidSite::AttnOut, l, xb2, pos0 + r0, Lr);
+    for (int64_t i = 0; i < Lr * E; ++i) xr[i] += xb2[i];
+    if (rh) rh->at(ResidSite::ResidMid, l, xr, pos0 + r0, Lr);
+
+    // xb [Lr, E] = rmsnorm(x) * post_attention_layernorm (Gemma 3: pre_feedforward_layernorm)
+    rmsnorm(xb, xr, w.post_attention_layernorm, Lr, E, c.rms_norm_eps);
+    // SwiGLU: hb [Lr, I] = silu(xb @ gate^T) * (xb @ up^T), silu(g) = g / (1 + e^-g); Gemma's GeGLU:
+    // gelu_tanh(gate) * up
+    matmul_many({{&w.gate_proj, nullptr, hb}, {&w.up_proj, nullptr, hb2}}, xb, Lr, threads_);
+    if (c.activation == MlpActivation::GeluTanh) {
+      geglu_tanh(hb, hb2, Lr * I);
+    } else {
+      swiglu(hb, hb2, Lr * I);
+    }
+    // xb2 [Lr, E] = hb @ down^T; residual: x += xb2
+    matmul(w.down_proj, hb, Lr, nullptr, xb2, threads_);
+    if (w.mlp_output_norm) {  // Gemma 3: post_feedforward_layernorm on the sub-block's output
+      if (rh) rh->output_norm_scale(l, 1, xb2, pos0 + r0, Lr, c.rms_norm_eps);
+      rmsnorm(xb2, xb2, w.mlp_output_norm, Lr, E, c.rms_norm_eps);
+    }
+    if (rh) rh->at(ResidSite::MlpOut, l, xb2, pos0 + r0, Lr);
+    for (int64_t i = 0; i < Lr * E; ++i) xr[i] += xb2[i];
+    if (rh) rh->at(ResidSite::ResidPost, l, xr, pos0 + r0, Lr);
+    if (rh) rh->block_output(l, x, pos0, L);  // hidden_states[l + 1]
   }
 
-  // final norm, only the rows whose logits are wanted: xb [rows, E] = rmsnorm(x[first..]) * norm
-  const int64_t first = all_logits ? 0 : L - 1;
+  // final norm, only the rows whose logits are wanted (every row when the hidden states are
+  // asked for): xb [rows, E] = rmsnorm(x[first..]) * norm
+  if (rh) rh->final_input(x, pos0, L, false, c.rms_norm_eps);  // ln_final.hook_scale
+  const int64_t first = all_logits || (rh && rh->hidden) ? 0 : L - 1;
   const int64_t rows = L - first;
   rmsnorm(xb, x + first * E, W.norm, rows, E, c.rms_norm_eps);
-  // logits [rows, V] = xb @ lm_head^T (embed_tokens when tied)
-  matmul(W.lm_head, xb, rows, nullptr, logits, threads_);
-  if (c.final_logit_softcapping > 0) softcap(logits, rows * c.vocab_size, float(c.final_logit_softcapping));
+  if (rh) rh->final_output(xb, pos0, L);                                     // hidden_states[num_hidden_layers]
+  if (!all_logits && rows > 1) std::copy(xb + (L - 1) * E, xb + L * E, xb);  // the last row's logits only
+  // a few tokens' logits of the last row, not the LM head
+  if (rh && rh->read_out(xb, float(c.final_logit_softcapping))) return;
+  // logits [L or 1, V] = xb @ lm_head^T (embed_tokens when tied)
+  const int64_t out_rows = all_logits ? L : 1;
+  matmul(W.lm_head, xb, out_rows, nullptr, logits, threads_);
+  if (c.final_logit_softcapping > 0) softcap(logits, out_rows * c.vocab_size, float(c.final_logit_softcapping));
+}
+
+void Llama::unembed(const float* x, int64_t n, float* logits) const {
+  const LlamaConfig& c = config_;
+  const int64_t E = c.hidden_size;
+  // xn [n, E] = rmsnorm(x) * norm, row by row
+  std::vector<float> xn(size_t(std::max<int64_t>(n, 0) * E));
+  rmsnorm(xn.data(), x, store_.weights().norm, n, E, c.rms_norm_eps);
+  // logits [n, V] = xn @ lm_head^T: one matrix product over every row
+  matmul(store_.weights().lm_head, xn.data(), n, nullptr, logits, threads_);
+  if (c.final_logit_softcapping > 0) softcap(logits, n * c.vocab_size, float(c.final_logit_softcapping));
 }
 
 // ----------------------------------------------------------------------------- session
@@ -265,19 +309,20 @@ void LlamaSession::reset() {
 }
 
 void LlamaSession::prefill(const int32_t* ids, int64_t L, float* logits, float* attentions, float* queries, float* keys,
-                           bool all_logits, const HeadInterventions* iv) {
+                           bool all_logits, const HeadInterventions* iv, const ResidualHooks* rh) {
   const int64_t P = model_.config().max_position_embeddings;
   if (L >= 1 && position_ + L > P) {
     throw std::length_error("LlamaSession: " + std::to_string(position_) + " cached + " + std::to_string(L) +
                             " new tokens exceed max_position_embeddings = " + std::to_string(P));
   }
   if (L >= 1) reserve(position_ + L);
-  model_.run(ids, L, position_, &caches_, scratch_, logits, all_logits, attentions, queries, keys, iv);
+  model_.run(ids, L, position_, &caches_, scratch_, logits, all_logits, attentions, queries, keys, iv, rh);
   position_ += L;
 }
 
-void LlamaSession::step(int32_t id, float* logits, float* attentions, const HeadInterventions* iv) {
-  prefill(&id, 1, logits, attentions, nullptr, nullptr, false, iv);
+void LlamaSession::step(int32_t id, float* logits, float* attentions, const HeadInterventions* iv,
+                        const ResidualHooks* rh) {
+  prefill(&id, 1, logits, attentions, nullptr, nullptr, false, iv, rh);
 }
 
 // ----------------------------------------------------------------------------- generation

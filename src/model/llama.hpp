@@ -62,7 +62,12 @@ class Llama {
   // when all_logits, else [1, V] for the last token. attentions: [n_layer, H, L, pos0 + L].
   void run(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache>* caches, LlamaScratch& scratch,
            float* logits, bool all_logits, float* attentions, float* queries = nullptr, float* keys = nullptr,
-           const HeadInterventions* iv = nullptr) const;  // iv: as GPT2::run (model/interventions.hpp)
+           const HeadInterventions* iv = nullptr,
+           const ResidualHooks* rh = nullptr) const;  // iv, rh: as GPT2::run
+
+  // The read-out of n residual-stream rows x [n, E]: the final RMSNorm of each row, the LM head
+  // over all n rows at once, Gemma's soft-cap -> logits [n, V].
+  void unembed(const float* x, int64_t n, float* logits) const;
 
  private:
   LlamaConfig config_;
@@ -83,9 +88,11 @@ class LlamaSession {
   // [n_layer, Hkv, L, D] of these L tokens if not null (as Llama::run).
   // Throws std::length_error past max_position_embeddings.
   void prefill(const int32_t* ids, int64_t L, float* logits, float* attentions = nullptr, float* queries = nullptr,
-               float* keys = nullptr, bool all_logits = false, const HeadInterventions* iv = nullptr);
+               float* keys = nullptr, bool all_logits = false, const HeadInterventions* iv = nullptr,
+               const ResidualHooks* rh = nullptr);
   // One token: logits [V]; attentions [n_layer, H, position() + 1] if not null.
-  void step(int32_t id, float* logits, float* attentions = nullptr, const HeadInterventions* iv = nullptr);
+  void step(int32_t id, float* logits, float* attentions = nullptr, const HeadInterventions* iv = nullptr,
+            const ResidualHooks* rh = nullptr);
 
   void reset();
   int64_t position() const { return position_; }

@@ -109,7 +109,7 @@ test('dims: one shape for both decoder families (what the model page of the demo
   try {
     assert.ok(g instanceof qkv.DecoderModel && q instanceof qkv.DecoderModel);
     assert.deepEqual({ ...g.dims, windows: [...g.dims.windows] },
-      { layers: 3, heads: 2, kvHeads: 2, headDim: 8, vocab: 256, positions: 32, positionsKey: 'n_positions', windows: [0, 0, 0] });
+      { layers: 3, heads: 2, kvHeads: 2, headDim: 8, d: 16, vocab: 256, positions: 32, positionsKey: 'n_positions', windows: [0, 0, 0] });
     const c = q.config;
     assert.deepEqual([q.dims.layers, q.dims.heads, q.dims.kvHeads, q.dims.vocab, q.dims.positions],
       [c.num_hidden_layers, c.num_attention_heads, c.num_key_value_heads, c.vocab_size, c.max_position_embeddings]);
@@ -174,7 +174,7 @@ test('a Llama checkpoint with Llama 3\'s tokenizer.json: encode -> forward -> ge
     assert.ok(model instanceof qkv.LlamaModel);
     assert.notEqual(model.tokenizer, null);
     assert.deepEqual({ ...model.dims, windows: [...model.dims.windows] }, {
-      layers: 2, heads: 4, kvHeads: 2, headDim: 4, vocab: 128256, positions: 128, positionsKey: 'max_position_embeddings', windows: [0, 0],
+      layers: 2, heads: 4, kvHeads: 2, headDim: 4, d: 16, vocab: 128256, positions: 128, positionsKey: 'max_position_embeddings', windows: [0, 0],
     });
     const prompt = 'The quick brown fox 🦊 jumps over 12345 lazy dogs: «déjà vu»';
     const ids = model.tokenizer.encode(prompt);

@@ -30,7 +30,7 @@ export {
   type Seq2SeqStep,
   HfTokenizer, type HfTokenizerFiles, tokenizerFromFiles, loadChatTemplateEngine,
   type Model, EncoderModel, type EncoderConfig, type EncoderForwardOptions, type EncoderForwardResult,
-  type FillMaskOptions, type FillMaskPrediction, type HeadMask, type HeadPatch, type Knockout,
+  type FillMaskOptions, type FillMaskPrediction, type HeadMask, type HeadPatch, type Knockout, type ActivationPatch, type SteeringVector,
   type EncoderArchitecture, type EmbedOptions, type Pooling, type PoolingDefaults,
   type TokenizerKind, type TokenizerFiles, type TokenizerFromFilesOptions, type EncodeOptions, type DecodeOptions, type EncodedPair, type SpecialTokenIds,
   type ChatMessage, type ChatTemplateOptions, hubCacheDir, clearHubCache, type BpeOptions,
@@ -44,6 +44,10 @@ export {
   headProbes, headPatternScores, inductionScores, isCausalMap, nextTokenLoss, type HeadProbeOptions, type HeadProbeResult, type HeadScore,
   type ProbeModel, type ProbeProgress, type ProbeForwardOptions, type ProbeForwardResult, type ProbeTokenizer, type ProbeDims,
   type HeadPatternScores, type HeadTable,
+  logitLens, type LensCell, type LensToken, type LogitLensOptions, type LogitLensResult,
+  logitAttribution, type LogitAttributionOptions, type LogitAttributionResult, type AttributionPart,
+  activationPatching, type ActivationPatchingOptions, type ActivationPatchingResult, type PatchingOver,
+  steeringVector, type SteeringVectorOptions,
 } from './interpret/index.js';
 export { env, WEBGPU_THRESHOLD, type Env, type RanOn, type Variant } from './env.js';
 

@@ -13,6 +13,7 @@ import type { QkvModule } from '../wasm/module.js';
 import { nextTask } from './cancel.js';
 import type { ForwardResult, ModelDims, WasmDecoder } from './decoder.js';
 import { NO_INTERVENTIONS, type WasmInterventions } from './interventions.js';
+import { NO_RESIDUAL, type WasmResidual } from './residual.js';
 
 export interface ChunkedForward {
   outputAttentions: boolean;
@@ -24,6 +25,8 @@ export interface ChunkedForward {
   onProgress?: (done: number, total: number) => void;
   /** Head interventions for the whole forward (each chunk applies its rows: src/model/interventions.hpp). */
   interventions?: WasmInterventions;
+  /** Residual-stream hooks for the whole forward (each chunk its rows: src/model/residual.hpp). */
+  residual?: WasmResidual;
 }
 
 /**
@@ -64,7 +67,7 @@ export async function forwardInChunks(
     for (let p0 = 0, c = 0; p0 < L; p0 += c) {
       c = L - p0 - C === 1 ? C + 1 : Math.min(C, L - p0);
       const Lk = p0 + c; // keys the chunk's last query sees
-      const err = handle().prefill(pIds + 4 * p0, c, pLogits, pAtt, pQ, pK, all, o.interventions ?? NO_INTERVENTIONS);
+      const err = handle().prefill(pIds + 4 * p0, c, pLogits, pAtt, pQ, pK, all, o.interventions ?? NO_INTERVENTIONS, o.residual ?? NO_RESIDUAL);
       if (err) throw wasmError(fn, err);
       const heap = heapF32(m); // after the call: the heap may have grown
       // logits: the chunk's rows [c, V] at row p0, or the last chunk's last row

@@ -2,6 +2,7 @@
 // memoryUsage): the types a caller writes and reads, apart from the class that runs them.
 import type { Tensor } from '../tensor.js';
 import type { HeadMask, HeadPatch, Knockout } from './interventions.js';
+import type { ActivationPatch, SteeringVector } from './residual.js';
 
 /** Options of {@link DecoderModel.forward}. */
 export interface ForwardOptions {
@@ -52,6 +53,23 @@ export interface ForwardOptions {
   outputHeadOutputs?: boolean;
   /** Replaces heads' output rows during the forward (activation patching). */
   patchHeadOutputs?: HeadPatch[];
+  /**
+   * Also return `hiddenStates`: numLayers + 1 Tensors [1, L, d_model] with Hugging Face's
+   * output_hidden_states semantics ([0] the embeddings, [l] block l - 1's output, the last one
+   * after the final norm). See docs/residual.md for this option and the three below.
+   */
+  outputHiddenStates?: boolean;
+  /**
+   * Also return `activations`, TransformerLens hook names -> Tensors: `blocks.{l}.hook_resid_pre`,
+   * `hook_attn_out`, `hook_resid_mid`, `hook_mlp_out`, `hook_resid_post` ([1, L, d_model] each) and
+   * `ln_final.hook_scale` ([1, L, 1]). true: every one; a string[] picks names, '*' matching one
+   * dot-separated segment ('blocks.*.hook_resid_pre'); a name that matches nothing is an Error.
+   */
+  outputActivations?: boolean | string[];
+  /** Replaces sites' rows during the forward; later layers see the patched value. */
+  patchActivations?: ActivationPatch[];
+  /** Adds scale * vector to blocks.{layer}.hook_resid_pre (activation addition). */
+  steer?: SteeringVector[];
 }
 
 /** Tokens per chunk of a forward pass with signal or onProgress (see {@link ForwardOptions.chunkSize}). */
@@ -98,6 +116,10 @@ export interface ForwardResult {
   queriesKeys?: QueriesKeys[];
   /** With outputHeadOutputs: one per layer, [1, n_head, L, head_dim], what enters the output projection. */
   headOutputs?: Tensor[];
+  /** With outputHiddenStates: numLayers + 1 Tensors [1, L, d_model] (Hugging Face's semantics). */
+  hiddenStates?: Tensor[];
+  /** With outputActivations: hook name -> Tensor ([1, L, d_model]; ln_final.hook_scale [1, L, 1]). */
+  activations?: Record<string, Tensor>;
 }
 
 /** Options of {@link DecoderModel.generate}. */
@@ -114,6 +136,8 @@ export interface GenerateOptions {
   outputAttentions?: boolean;
   /** A head mask for every step (prompt included), as {@link ForwardOptions.headMask}. */
   headMask?: HeadMask;
+  /** Steering vectors added at every position, prompt and generated (no `positions`). */
+  steer?: SteeringVector[];
 }
 
 /** One generated token. */

@@ -16,6 +16,7 @@ import { forwardInChunks, type ChunkedForward } from './chunked.js';
 import { GenerationSlot, once } from './generation.js';
 import { FORWARD_CHUNK, type ForwardOptions, type ForwardResult, type GenerateOptions, type GenerationStep, type ModelMemoryUsage, type QueriesKeys } from './decoder-options.js';
 import { readHeadOutputs, stackPlan, toWasm, type WasmInterventions } from './interventions.js';
+import { parseSteer, readResidual, residualPlan, residualToWasm, NO_RESIDUAL, type WasmResidual } from './residual.js';
 import type { DecoderLoadClass } from './stream-load.js';
 import type { Tokenizer } from './tokenizer.js';
 
@@ -34,15 +35,27 @@ interface WasmMemory {
   matrixType: string;
 }
 export interface WasmDecoder extends EmbindHandle {
-  forward(ids: number, L: number, logits: number, attentions: number, queries: number, keys: number, lastOnly: boolean, iv: WasmInterventions): string;
+  forward(ids: number, L: number, logits: number, attentions: number, queries: number, keys: number, lastOnly: boolean, iv: WasmInterventions, rh: WasmResidual): string;
   memory(): WasmMemory;
-  prefill(ids: number, L: number, logits: number, attentions: number, queries: number, keys: number, allLogits: boolean, iv: WasmInterventions): string;
-  step(id: number, logits: number, attentions: number, iv: WasmInterventions): string;
+  prefill(ids: number, L: number, logits: number, attentions: number, queries: number, keys: number, allLogits: boolean, iv: WasmInterventions, rh: WasmResidual): string;
+  step(id: number, logits: number, attentions: number, iv: WasmInterventions, rh: WasmResidual): string;
+  /** Rows x [n, d] -> logits [n, V]: the final norm per row, then the LM head (one product). */
+  unembed(x: number, n: number, logits: number): string;
+  attributionLayout(): { posEmbed: boolean; attnBias: boolean; finalBias: boolean; count: number };
+  attribute(ids: number, L: number, position: number, a: number, b: number, parts: number, total: number): string;
+  /** A patching sweep (null with the message in the family's last-error string). */
+  sweepBegin(clean: number, corrupted: number, T: number, correct: number, wrong: number): WasmSweep | null;
   /** Room for `positions` in the KV caches now ('' or the error). */
   reserve(positions: number): string;
   reset(): void;
   position(): number;
   setThreads(threads: number): void;
+}
+/** A patching sweep over a decoder (src/model/patching.hpp). */
+export interface WasmSweep extends EmbindHandle {
+  cleanMetric(): number;
+  corruptedMetric(): number;
+  run(kind: number, begin: number, end: number, out: number): string;
 }
 interface WasmSampler extends EmbindHandle {
   sample(logits: number, n: number, temperature: number, topK: number): number;
@@ -91,6 +104,8 @@ export interface ModelDims {
   kvHeads: number;
   /** Dimensions of each query, key and value head. */
   headDim: number;
+  /** d_model: the residual stream's width (GPT-2 n_embd, Llama hidden_size). */
+  d: number;
   /** Vocabulary size: the logits' last dimension. */
   vocab: number;
   /** The context: positions the model accepts. */
@@ -179,7 +194,7 @@ export class DecoderModel<C extends object = Record<string, unknown>> {
   async forward(ids: ArrayLike<number>, options: ForwardOptions = {}): Promise<ForwardResult> {
     const fn = 'model.forward';
     const opts = checkOptions(fn, options, ['outputAttentions', 'outputQueriesKeys', 'logits', 'signal', 'onProgress', 'chunkSize',
-      'headMask', 'knockout', 'outputHeadOutputs', 'patchHeadOutputs']);
+      'headMask', 'knockout', 'outputHeadOutputs', 'patchHeadOutputs', 'outputHiddenStates', 'outputActivations', 'patchActivations', 'steer']);
     const want = optBool(fn, opts, 'outputAttentions', false);
     const wantQK = optBool(fn, opts, 'outputQueriesKeys', false);
     const which = opts.logits ?? 'all';
@@ -199,13 +214,16 @@ export class DecoderModel<C extends object = Record<string, unknown>> {
     const { vocab: V, heads: H, kvHeads: Hkv, layers: NL, headDim: D } = this.#dims;
     const names = { headMask: 'headMask', knockout: 'knockout', patch: 'patchHeadOutputs' };
     const plan = stackPlan(fn, opts, names, wantHO, { layers: NL, heads: H, valueDim: D }, L, L);
+    const rplan = residualPlan(fn, opts, optBool(fn, opts, 'outputHiddenStates', false), NL, this.#dims.d, L);
     signal?.throwIfAborted();
     const scope = new HeapScope(this.#m, fn);
     try {
       const iv = toWasm(scope, plan);
+      const rh = residualToWasm(scope, rplan);
       if (signal || onProgress || opts.chunkSize !== undefined) {
-        const result = await this.#forwardInChunks(fn, x, { outputAttentions: want, outputQueriesKeys: wantQK, logits: which, chunkSize, signal, onProgress, interventions: iv.arg });
+        const result = await this.#forwardInChunks(fn, x, { outputAttentions: want, outputQueriesKeys: wantQK, logits: which, chunkSize, signal, onProgress, interventions: iv.arg, residual: rh });
         if (plan && iv.outputs) result.headOutputs = readHeadOutputs(scope, iv.outputs, plan);
+        if (rplan) Object.assign(result, readResidual(scope, rh, rplan));
         return result;
       }
       const pIds = scope.i32(x, `ids [${L}]`);
@@ -214,10 +232,11 @@ export class DecoderModel<C extends object = Record<string, unknown>> {
       const pAtt = want ? scope.alloc(4 * NL * H * L * L, `attentions ${fmtShape([NL, 1, H, L, L])}`) : 0;
       const pQ = wantQK ? scope.alloc(4 * NL * H * L * D, `queries ${fmtShape([NL, 1, H, L, D])}`) : 0;
       const pK = wantQK ? scope.alloc(4 * NL * Hkv * L * D, `keys ${fmtShape([NL, 1, Hkv, L, D])}`) : 0;
-      const err = h.forward(pIds, L, pLogits, pAtt, pQ, pK, which === 'last', iv.arg);
+      const err = h.forward(pIds, L, pLogits, pAtt, pQ, pK, which === 'last', iv.arg, rh);
       if (err) throw wasmError(fn, err);
       const result: ForwardResult = { logits: new Tensor(scope.read(pLogits, rows * V), [1, rows, V]) };
       if (plan && iv.outputs) result.headOutputs = readHeadOutputs(scope, iv.outputs, plan);
+      if (rplan) Object.assign(result, readResidual(scope, rh, rplan));
       if (want) {
         const per = H * L * L;
         result.attentions = [];
@@ -284,8 +303,9 @@ export class DecoderModel<C extends object = Record<string, unknown>> {
    */
   async *generate(prompt: string | ArrayLike<number>, options: GenerateOptions = {}): AsyncGenerator<GenerationStep, void, undefined> {
     const fn = 'model.generate';
-    const opts = checkOptions(fn, options, ['maxNewTokens', 'temperature', 'topK', 'seed', 'outputAttentions', 'headMask']);
+    const opts = checkOptions(fn, options, ['maxNewTokens', 'temperature', 'topK', 'seed', 'outputAttentions', 'headMask', 'steer']);
     const maxNew = optInt(fn, opts, 'maxNewTokens', 64, 1, this.#dims.positions);
+    const steer = parseSteer(fn, opts.steer, this.#dims.layers, this.#dims.d, null);
     const maskPlan = stackPlan(fn, opts, { headMask: 'headMask' }, false, { layers: this.#dims.layers, heads: this.#dims.heads, valueDim: this.#dims.headDim }, 1, 1);
     const temperature = opts.temperature === undefined ? 1 : opts.temperature;
     if (typeof temperature !== 'number' || !Number.isFinite(temperature) || temperature < 0) {
@@ -318,13 +338,15 @@ export class DecoderModel<C extends object = Record<string, unknown>> {
       const pIds = scope.i32(x, `ids [${L}]`);
       const pLogits = scope.alloc(4 * V, `logits [${V}]`);
       const iv = toWasm(scope, maskPlan).arg; // a head mask alone: the same for every step
+      // steering at every row: the same for every step
+      const rh = steer ? residualToWasm(scope, { layers: NL, d: this.#dims.d, T: 0, hidden: false, record: [], finalScale: false, patch: null, steer }) : NO_RESIDUAL;
       // prefill needs [NL, H, L, L]; each later step [NL, H, L + k]: the largest is the prefill's
       const attFloats = want ? NL * H * Math.max(L * L, L + maxNew) : 0;
       const pAtt = want ? scope.alloc(4 * attFloats, `attentions (${attFloats} floats)`) : 0;
       h.reset();
       let err = h.reserve(L + maxNew); // the caches' size for the whole generation, allocated once
       if (err) throw wasmError(fn, err);
-      err = h.prefill(pIds, L, pLogits, pAtt, 0, 0, false, iv);
+      err = h.prefill(pIds, L, pLogits, pAtt, 0, 0, false, iv, rh);
       if (err) throw wasmError(fn, err);
       // rows[l] = [H, Lk] from the buffer: the last query row of each layer and head
       const rows = (Lq: number, Lk: number): Tensor[] => {
@@ -352,7 +374,7 @@ export class DecoderModel<C extends object = Record<string, unknown>> {
         yield step;
         if (last || !this.#generation.holds(ticket)) break;  // done, or superseded (buffers freed)
         if (this.#tracked.released) throw new Error(`${fn}: the model was disposed during generation`);
-        err = this.#handle(fn).step(token, pLogits, pAtt, iv);
+        err = this.#handle(fn).step(token, pLogits, pAtt, iv, rh);
         if (err) throw wasmError(fn, err);
         if (want) attentions = rows(1, L + k + 1);
       }
@@ -360,6 +382,16 @@ export class DecoderModel<C extends object = Record<string, unknown>> {
       this.#generation.end(ticket);
       freeBuffers();
     }
+  }
+
+  /**
+   * @internal The binding (threads set), the module and the sizes, for the measures over the
+   * residual stream (web/lib/interpret/lens.ts, attribution.ts, patching.ts). Throws once disposed.
+   */
+  _wasm(fn: string): { m: QkvModule; handle: WasmDecoder; dims: Readonly<ModelDims>; lastError: () => string } {
+    const handle = this.#handle(fn);
+    const lastError = () => (this.architecture === 'gpt2' ? this.#mm.modelLastError() : this.#mm.llamaLastError?.() ?? '');
+    return { m: this.#m, handle, dims: this.#dims, lastError };
   }
 
   /** Where the model's bytes are: its weights, caches and buffers, and the wasm heap they are in. */

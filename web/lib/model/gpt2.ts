@@ -12,7 +12,7 @@ export class GPT2Model extends DecoderModel<GPT2Config> {
   /** @internal use {@link loadModel} */
   constructor(m: QkvModule, handle: WasmDecoder, config: GPT2Config, tokenizer: Tokenizer) {
     const dims = {
-      layers: config.n_layer, heads: config.n_head, kvHeads: config.n_head, headDim: config.n_embd / config.n_head,
+      layers: config.n_layer, heads: config.n_head, kvHeads: config.n_head, headDim: config.n_embd / config.n_head, d: config.n_embd,
       vocab: config.vocab_size, positions: config.n_positions, positionsKey: 'n_positions',
       windows: Object.freeze(new Array<number>(config.n_layer).fill(0)),
     };

@@ -20,6 +20,7 @@ export {
 export type { GPT2Config, ModelFiles, ModelSource } from './files.js';
 export type { GgufFile } from './gguf.js';
 export type { HeadMask, HeadPatch, Knockout } from './interventions.js';
+export type { ActivationPatch, SteeringVector } from './residual.js';
 export {
   ByteTokenizer, BpeTokenizer, HfTokenizer, type HfTokenizerFiles, bytesToUnicode, GPT2_PATTERN, tokenizerFromFiles, loadChatTemplateEngine,
   type Tokenizer, type TokenizerKind, type TokenizerFiles, type TokenizerFromFilesOptions, type EncodeOptions, type DecodeOptions,

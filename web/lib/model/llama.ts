@@ -90,7 +90,7 @@ export class LlamaModel extends DecoderModel<LlamaConfig> {
     const heads = c.num_attention_heads;
     const dims: ModelDims = {
       layers: c.num_hidden_layers, heads, kvHeads: c.num_key_value_heads ?? heads,
-      headDim: c.head_dim ?? c.hidden_size / heads, vocab: c.vocab_size,
+      headDim: c.head_dim ?? c.hidden_size / heads, d: c.hidden_size, vocab: c.vocab_size,
       positions: c.max_position_embeddings, positionsKey: 'max_position_embeddings',
       windows: Object.freeze(windowsOf(c)),
     };
