@@ -86,6 +86,8 @@ for (const [name, arch] of [['bert', 'bert'], ['distilbert', 'distilbert'], ['ro
 
     test('encoderLogitLens: top 5, KL(final || layer), target probability and rank as PyTorch\'s, every layer and position', async () => {
       const lens = await encoderLogitLens(model, m.ids, { target: m.target });
+      // the package's logitLens reads a masked-LM encoder through this lens
+      assert.deepEqual(await qkv.logitLens(model, m.ids, { target: m.target }), lens);
       assert.equal(lens.numLayers, NL);
       assert.equal(lens.positions, T);
       assert.equal(lens.layers.length, NL + 1);

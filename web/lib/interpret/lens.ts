@@ -7,11 +7,13 @@
 import { describe } from '../errors.js';
 import { optFunction, optSignal, nextTask } from '../model/cancel.js';
 import { DecoderModel } from '../model/decoder.js';
+import { EncoderModel } from '../model/encoder.js';
 import { NO_INTERVENTIONS } from '../model/interventions.js';
 import { NO_RESIDUAL } from '../model/residual.js';
 import { checkOptions, optInt } from '../validate.js';
 import { HeapScope, heapU8, wasmError } from '../wasm/heap.js';
 import { checkIds } from './decoder-ids.js';
+import { encoderLogitLens } from './lens-encoder.js';
 import type { LensCell, LensToken, LogitLensOptions, LogitLensResult } from './lens-types.js';
 
 export type { LensCell, LensToken, LogitLensOptions, LogitLensResult } from './lens-types.js';
@@ -21,17 +23,6 @@ type LensStatistics = (logits: number, R: number, T: number, V: number, k: numbe
   topIds: number, topP: number, kl: number, targetP: number, targetRank: number) => string;
 
 /**
- * The masked-LM encoders' lens (lens-encoder.ts, where the package has it): the MLM head on each
- * layer's hidden state. Loaded on first use, so the decoders' lens does not depend on it.
- */
-type EncoderLens = (model: unknown, ids: ArrayLike<number>, options?: LogitLensOptions) => Promise<LogitLensResult>;
-const ENCODER_LENS = './lens-encoder.js';
-async function encoderLens(): Promise<EncoderLens> {
-  const mod = (await import(/* @vite-ignore */ ENCODER_LENS)) as { encoderLogitLens: EncoderLens };
-  return mod.encoderLogitLens;
-}
-
-/**
  * The logit lens: `layers[l][t]` for l = 0..numLayers, position t. For l < numLayers the final
  * norm is recomputed on `blocks.{l}.hook_resid_pre` (its own statistics, the norm's weight and
  * bias) and unembedded; for l = numLayers the last block's output, which gives the model's own
@@ -39,10 +30,10 @@ async function encoderLens(): Promise<EncoderLens> {
  * and with a target its probability and rank (0 = the most probable). A masked-LM encoder
  * (BERT, DistilBERT, RoBERTa) is read through its MLM head on each layer's hidden state.
  */
-export async function logitLens(model: DecoderModel | object, ids: ArrayLike<number>, options: LogitLensOptions = {}): Promise<LogitLensResult> {
+export async function logitLens(model: DecoderModel | EncoderModel, ids: ArrayLike<number>, options: LogitLensOptions = {}): Promise<LogitLensResult> {
   const fn = 'logitLens';
   if (!(model instanceof DecoderModel)) {
-    if (model && typeof (model as { fillMask?: unknown }).fillMask === 'function') return (await encoderLens())(model, ids, options);
+    if (model instanceof EncoderModel) return encoderLogitLens(model, ids, options);
     throw new TypeError(`${fn}: model must be a loaded decoder (GPT-2, the Llama family) or a masked-LM encoder, got ${describe(model)}`);
   }
   const opts = checkOptions(fn, options, ['topK', 'target', 'signal', 'onProgress']);
