@@ -14,7 +14,7 @@ import { tables } from './bench-report/tables.mjs';
 import { source } from './bench-report/results.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const DOCS = ['README.md', 'docs/benchmarks.md'];
+const DOCS = ['README.md', 'docs/benchmarks.md', 'docs/residual.md', 'docs/gguf.md', 'docs/encoders.md'];
 const check = process.argv.includes('--check');
 
 // One table as Markdown: header, separator, rows, then the sources line (if the table has one).

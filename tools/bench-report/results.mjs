@@ -23,9 +23,9 @@ export function result(name) {
   const json = JSON.parse(readFileSync(join(RESULTS, name), 'utf8'));
   const m = json.machine ?? {};
   const cpu = String(m.cpu ?? json.cpu ?? '').replace(/\(R\)/g, '').replace(/ Processor$/, '');
-  const cores = m.cores ?? json.cores ?? json.cpus;
+  const cores = m.cores ?? m.cpus ?? json.cores ?? json.cpus;
   const host = HOSTS.find(([re]) => re.test(name))?.[1] ?? (cpu ? `${cores ? `${cores}-core ` : ''}${cpu}` : '');
-  const la = m.load_average ?? json.load ?? json.loadavg;
+  const la = m.load_average ?? m.loadavg ?? json.load ?? json.loadavg;
   const load = Array.isArray(la) ? [la[0]] : la && typeof la === 'object' ? [la.before?.[0], la.after?.[0]] : [];
   const r = { name, json, date: new Date(json.date), host, load: load.filter((x) => typeof x === 'number') };
   cache.set(name, r);

@@ -196,6 +196,42 @@ export const tables = {
       return { columns: ['model shape', 'file', 'loaded as', 'wasm heap MiB', 'peak RSS MiB', 'load s'], rows, files: [...gpt2, ...others] };
     },
   },
+  'gguf-load-peak': {
+    build() {
+      const r = result('gguf-load-peak-node.json');
+      const rows = r.json.rows.map((x) => [x.label, f0(x.fileMB), x.weights, x.dtype, f0(x.weightsMB), f0(x.wasmHeapMB), f0(x.peakRssAfterLoadMB), f0(x.peakRssMB)]);
+      return { columns: ['file', 'MiB', 'weights', 'held as', 'weights MiB', 'wasm heap MiB', 'peak RSS after load MiB', 'peak RSS MiB (+ a forward of 8)'], rows, files: [r] };
+    },
+  },
+  'residual-forward': {
+    build() {
+      const r = result('model-residual-node.json');
+      const spread = (x) => `${f2(x.ratio)}x (${f2(x.ratio_min)}-${f2(x.ratio_max)})`;
+      const rows = r.json.forward.rows.map((x) => [x.name, f0(x.ms), spread(x)]);
+      const l = r.json.lens;
+      rows.push([`lens: unembed [${l.rows}, d] -> [${l.rows}, V]`, f0(l.calls.find((c) => c.name.startsWith('unembed')).ms),
+        `${f1(l.unembed_gflops)} GFLOP/s = ${pct(l.fraction_of_gemm)} of the GEMM's ${f1(l.gemm_gflops)}`]);
+      rows.push(['logitLens, the whole call', f0(l.calls.find((c) => c.name.startsWith('logitLens')).ms), '']);
+      return { columns: [`GPT-2 small shape, ${r.json.forward.tokens} tokens, 1 thread`, 'ms (median)', 'against the plain forward (min-max over rounds)'], rows, files: [r] };
+    },
+  },
+  'residual-sweeps': {
+    build() {
+      const r = result('model-residual-node.json');
+      const w = r.json.sweeps;
+      const last = w.forward.find((x) => x.name.includes("'last'")).ms, all = w.forward.find((x) => x.name.includes("'all'")).ms;
+      const rows = w.runs.map((x) => [x.over, x.cells, f1(x.ms / 1000), f1(x.per_cell_ms), `${f2(x.x_forwards_last)}x`, `${f2(x.x_forwards_all)}x`, `<= ${f2(x.target)}x`]);
+      return { columns: [`sweep, ${w.tokens} tokens`, 'patched runs', 's', 'ms a run', `of as many forwards ('last', ${f0(last)} ms)`, `('all', ${f0(all)} ms)`, 'target'], rows, files: [r] };
+    },
+  },
+  'encoder-hidden-lens': {
+    build() {
+      const r = result('encoder-hidden-lens-node.json');
+      const rows = r.json.rows.map((x) => [x.tokens, f1(x.plain_ms), f1(x.hidden_states_ms), ratio(x.hidden_states_ms / x.plain_ms), f1(x.head_ms), f1(x.lens_ms),
+        ratio(x.lens_ms / x.plain_ms)]);
+      return { columns: ['tokens', 'forward', 'with outputHiddenStates', 'ratio', `head on ${r.json.rows[0].head_rows / r.json.rows[0].tokens} x T rows`, 'lens', 'lens / forward'], rows, files: [r] };
+    },
+  },
   'int8-accuracy': {
     build() {
       const r = result('model-int8-accuracy.json');
