@@ -14,7 +14,7 @@ import { asDecoder, checkIds } from './decoder-ids.js';
 export interface LogitAttributionOptions {
   /** The position read (default the last, T - 1). */
   position?: number;
-  /** [id]: that token's logit; [idA, idB]: the logit difference A - B. */
+  /** `[id]`: that token's logit; `[idA, idB]`: the logit difference A - B. */
   tokens: readonly number[] | ArrayLike<number>;
 }
 
@@ -22,12 +22,15 @@ export interface LogitAttributionOptions {
 export interface AttributionPart {
   /** 'embed', 'pos_embed', 'L{l}H{h}', 'L{l}.attn_bias', 'L{l}.mlp' or 'ln_final.bias'. */
   name: string;
+  /** What the part adds to the logit (or the logit difference), through the frozen final norm. */
   value: number;
 }
 
 /** What {@link logitAttribution} returns: the parts sum to `total`, the forward's logit (difference). */
 export interface LogitAttributionResult {
+  /** The forward's logit (or logit difference A - B) at the position. */
   total: number;
+  /** Every part of the final residual: the embeddings, then per layer its heads, attention bias and MLP, then the final norm's bias. */
   parts: AttributionPart[];
 }
 

@@ -24,7 +24,7 @@ export interface ActivationPatchingOptions {
   clean: ArrayLike<number>;
   /** The corrupted run's, of the same length. */
   corrupted: ArrayLike<number>;
-  /** [correctId, wrongId]: the metric is logit[correct] - logit[wrong] at the last position. */
+  /** `[correctId, wrongId]`: the metric is `logit[correct] - logit[wrong]` at the last position. */
   answer: readonly [number, number] | ArrayLike<number>;
   /**
    * 'heads' -> [layers, heads] (the head's output at every position), 'headPositions' ->
@@ -39,13 +39,15 @@ export interface ActivationPatchingOptions {
 
 /** What {@link activationPatching} returns. */
 export interface ActivationPatchingResult {
+  /** The sites swept, as asked. */
   over: PatchingOver;
   /** [layers, heads], [layers, heads, T] or [layers, T]. */
   shape: number[];
   /** Row-major over `shape`: 1 = the clean run's metric, 0 = the corrupted run's. */
   values: Float32Array;
-  /** m(clean) and m(corrupted), the normalisation's ends. */
+  /** m(clean): the metric `logit[correct] - logit[wrong]` of the clean run (the normalisation's 1). */
   cleanMetric: number;
+  /** m(corrupted): the same metric of the corrupted run (the normalisation's 0). */
   corruptedMetric: number;
 }
 

@@ -14,7 +14,7 @@ export interface SteeringVectorOptions {
   layer: number;
 }
 
-/** mean_t resid_pre[layer](A)[t] - mean_t resid_pre[layer](B)[t]: a Float32Array(d_model). */
+/** `mean_t resid_pre[layer](A)[t] - mean_t resid_pre[layer](B)[t]`: a `Float32Array(d_model)`. */
 export async function steeringVector(model: DecoderModel, idsA: ArrayLike<number>, idsB: ArrayLike<number>, options: SteeringVectorOptions): Promise<Float32Array> {
   const fn = 'steeringVector';
   const dec = asDecoder(fn, model);

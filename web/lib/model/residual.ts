@@ -33,6 +33,7 @@ export interface ActivationPatch {
 
 /** Adds `scale * vector` to `blocks.{layer}.hook_resid_pre` (activation addition, Turner et al. 2023). */
 export interface SteeringVector {
+  /** The block whose input (`blocks.{layer}.hook_resid_pre`) gets the vector. */
   layer: number;
   /** d_model numbers (a Float32Array, number[] or Tensor of d_model elements). */
   vector: Tensor | Float32Array | ArrayLike<number>;
