@@ -74,7 +74,7 @@ for (const c of CASES) {
       } catch {
         config = undefined;
       }
-      const reference = qkv.tokenizerFromFiles(config ? { tokenizerJson: jsonText, tokenizerConfig: config } : { tokenizerJson: jsonText });
+      const reference = await qkv.tokenizerFromFiles(config ? { tokenizerJson: jsonText, tokenizerConfig: config } : { tokenizerJson: jsonText });
       const { meta, vocab } = ggufTokenizerMeta(JSON.parse(jsonText), config, reference, c.kind, c.pre);
       const model = await qkv.loadModel({ gguf: tinyModelGguf(meta, vocab) });
       try {

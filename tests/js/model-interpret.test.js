@@ -57,7 +57,7 @@ test('headProbes: previous-token, sink, entropy and induction match the referenc
 
 test('headProbes: each head\'s ablation effect matches the reference (needs headMask in model.forward)', async (t) => {
   if (!(await hasHeadMask())) {
-    t.skip('model.forward has no headMask option in this build (the engine's masked forward)');
+    t.skip('model.forward has no headMask option in this build');
     return;
   }
   const r = await qkv.headProbes(model, { ids: P.ids, inductionTokens: [P.induction_tokens] });
