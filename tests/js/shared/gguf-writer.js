@@ -6,6 +6,8 @@
 // Q8_0, Q4_0, Q4_K, Q5_K, Q6_K. The quantizers are simple (not llama.cpp's searches) but write
 // valid blocks; dequantize() reads them back by the definitions, for the references.
 
+import { buildSafetensors } from '../model-helpers.js';
+
 const GGML = { F32: 0, F16: 1, Q4_0: 2, Q8_0: 8, Q4_K: 12, Q5_K: 13, Q6_K: 14, BF16: 30 };
 const BLOCK = { F32: [1, 4], F16: [1, 2], BF16: [1, 2], Q8_0: [32, 34], Q4_0: [32, 18], Q4_K: [256, 144], Q5_K: [256, 176], Q6_K: [256, 210] };
 export const TENSOR_TYPES = Object.keys(BLOCK);
@@ -427,27 +429,8 @@ export function checkpointToGguf(config, safetensors, type, extraMetadata = []) 
     }
     twin.push({ name: hf, shape: t.shape, data: back });
   }
-  return { gguf: writeGguf(meta, out), dequantized: f32Safetensors(twin) };
-}
-
-/** An F32 safetensors file of [{ name, shape, data }]. */
-export function f32Safetensors(tensors) {
-  const header = { __metadata__: { format: 'pt' } };
-  let off = 0;
-  for (const t of tensors) {
-    header[t.name] = { dtype: 'F32', shape: t.shape, data_offsets: [off, off + 4 * t.data.length] };
-    off += 4 * t.data.length;
-  }
-  let json = JSON.stringify(header);
-  while ((8 + json.length) % 8) json += ' ';
-  const h = new TextEncoder().encode(json);
-  const out = new Uint8Array(8 + h.length + off);
-  new DataView(out.buffer).setBigUint64(0, BigInt(h.length), true);
-  out.set(h, 8);
-  let at = 8 + h.length;
-  for (const t of tensors) {
-    out.set(new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength), at);
-    at += t.data.byteLength;
-  }
-  return out;
+  const dequantized = buildSafetensors(twin.map((t) => ({
+    name: t.name, dtype: 'F32', shape: t.shape, bytes: new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength),
+  })));
+  return { gguf: writeGguf(meta, out), dequantized };
 }
