@@ -6,6 +6,7 @@
 import * as qkv from 'qkv';
 import type { DecoderModel, GPT2Config, Tensor } from 'qkv';
 import type { MaskSpec } from './math';
+import { residualTools, type ResidualTools } from './api-residual';
 
 export { qkv };
 export type { GPT2Config };
@@ -128,6 +129,8 @@ export interface DemoModel {
   intervene(ids: number[], iv: Interventions, progress?: RunProgress): Promise<{ logits: Float32Array; attn: Float32Array[][][] }>;
   /** qkv's headProbes on this model (docs/interpret.md). */
   probe(options: qkv.HeadProbeOptions): Promise<qkv.HeadProbeResult>;
+  /** The residual-stream measures: lens, attribution, patching, steering (api-residual.ts). */
+  residual: ResidualTools;
   dispose(): void;
 }
 
@@ -439,6 +442,7 @@ function demoModel(m: DecoderModel, name: string, backend: string): DemoModel {
       return { logits, attn };
     },
     probe: (options) => qkv.headProbes(m, options),
+    residual: residualTools(m),
     dispose: () => m.dispose(),
   };
 }
