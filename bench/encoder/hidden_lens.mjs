@@ -9,12 +9,13 @@
 //
 // The machine's wasm mul+add peak (bench/matmul, 1 thread) is measured in the same run (unless
 // --no-limits). Writes bench/results/encoder-hidden-lens-node.json and prints a table.
-import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { randomSafetensors } from '../../tests/js/random-weights.js';
+import { machineLimits } from '../limits.mjs';
+import { bertModelShapes } from '../../tests/browser/encoder-checkpoint.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const DIST = process.env.QKV_DIST ? path.resolve(process.env.QKV_DIST) : path.join(ROOT, 'dist');
@@ -24,41 +25,15 @@ const ROUNDS = Number(arg('--rounds', 7));
 const LENGTHS = arg('--lengths', '16,64,128').split(',').map(Number);
 const C = { V: 30522, E: 384, L: 6, H: 12, I: 1536, P: 512 };
 
+// BertForMaskedLM's tensors: BertModel's (no pooler) under bert., then the MLM head
 function shapes() {
   const { V, E, L, I, P } = C;
-  const s = {
-    'bert.embeddings.word_embeddings.weight': [V, E], 'bert.embeddings.position_embeddings.weight': [P, E],
-    'bert.embeddings.token_type_embeddings.weight': [2, E], 'bert.embeddings.LayerNorm.weight': [E], 'bert.embeddings.LayerNorm.bias': [E],
-  };
-  for (let l = 0; l < L; l++) {
-    const p = `bert.encoder.layer.${l}.`;
-    for (const n of ['query', 'key', 'value']) Object.assign(s, { [`${p}attention.self.${n}.weight`]: [E, E], [`${p}attention.self.${n}.bias`]: [E] });
-    Object.assign(s, {
-      [`${p}attention.output.dense.weight`]: [E, E], [`${p}attention.output.dense.bias`]: [E],
-      [`${p}attention.output.LayerNorm.weight`]: [E], [`${p}attention.output.LayerNorm.bias`]: [E],
-      [`${p}intermediate.dense.weight`]: [I, E], [`${p}intermediate.dense.bias`]: [I],
-      [`${p}output.dense.weight`]: [E, I], [`${p}output.dense.bias`]: [E],
-      [`${p}output.LayerNorm.weight`]: [E], [`${p}output.LayerNorm.bias`]: [E],
-    });
-  }
+  const bert = bertModelShapes({ hidden_size: E, intermediate_size: I, vocab_size: V, max_position_embeddings: P, type_vocab_size: 2, num_hidden_layers: L });
+  const s = Object.fromEntries(Object.entries(bert).filter(([n]) => !n.startsWith('pooler.')).map(([n, shape]) => [`bert.${n}`, shape]));
   return Object.assign(s, {
     'cls.predictions.transform.dense.weight': [E, E], 'cls.predictions.transform.dense.bias': [E],
     'cls.predictions.transform.LayerNorm.weight': [E], 'cls.predictions.transform.LayerNorm.bias': [E], 'cls.predictions.bias': [V],
   });
-}
-
-/** This machine's wasm mul+add peak and read bandwidth, 1 thread (bench/matmul/bench_matmul.cpp). */
-function limits() {
-  if (args.includes('--no-limits')) return null;
-  try {
-    execFileSync('bash', [path.join(ROOT, 'bench/matmul/run.sh'), '--build-only'], { stdio: 'inherit' });
-    const r = spawnSync(process.execPath, [path.join(ROOT, 'build/bench-matmul/bench-simd.cjs'), '1', '-', 'limits'], { encoding: 'utf8' });
-    const line = r.stdout.split('\n').find((l) => l.startsWith('LIMITS '));
-    return line ? JSON.parse(line.slice(7)) : null;
-  } catch (e) {
-    process.stderr.write(`hidden_lens: no machine limits (${e.message})\n`);
-    return null;
-  }
 }
 
 const median = (a) => [...a].sort((x, y) => x - y)[a.length >> 1];
@@ -69,7 +44,8 @@ const time = async (f) => {
 };
 
 const loadBefore = os.loadavg();
-const machine = limits();
+// this machine's wasm mul+add peak and read bandwidth, 1 thread
+const machine = args.includes('--no-limits') ? null : machineLimits({ who: 'hidden_lens', required: false });
 const qkv = await import(pathToFileURL(path.join(DIST, 'index.js')).href);
 const { encoderLogitLens } = await import(pathToFileURL(path.join(DIST, 'interpret', 'lens-encoder.js')).href);
 qkv.env.variant = 'simd';

@@ -22,6 +22,7 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { BATCHES, LENGTHS, measure, ortRunner, wordsOf } from './minilm_common.js';
 import { printTable } from './minilm_table.js';
+import { machineLimits } from '../limits.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const args = process.argv.slice(2);
@@ -72,24 +73,12 @@ async function child(threads) {
   process.stdout.write('RESULT ' + JSON.stringify(result) + '\n', () => process.exit(0));   // ORT's workers would keep it alive
 }
 
-/** This machine's wasm mul+add peak and read bandwidth, 1 thread (bench/matmul/bench_matmul.cpp). */
-function limits() {
-  try {
-    execFileSync('bash', [path.join(ROOT, 'bench/matmul/run.sh'), '--build-only'], { stdio: 'inherit' });
-    const r = spawnSync(process.execPath, [path.join(ROOT, 'build/bench-matmul/bench-simd.cjs'), '1', '-', 'limits'], { encoding: 'utf8' });
-    const line = r.stdout.split('\n').find((l) => l.startsWith('LIMITS '));
-    return line ? JSON.parse(line.slice(7)) : null;
-  } catch (e) {
-    process.stderr.write(`minilm: no machine limits (${e.message})\n`);
-    return null;
-  }
-}
 
 function parent() {
   if (!existsSync(path.join(OUT_DIR, 'done'))) execFileSync('/usr/bin/python3', [path.join(ROOT, 'bench/encoder/make_minilm.py')], { stdio: 'inherit' });
   const t0 = performance.now();
   const loadBefore = os.loadavg();
-  const machine = limits();
+  const machine = machineLimits({ who: 'minilm', required: false });   // wasm mul+add peak and read bandwidth, 1 thread
   const runs = [];
   for (const t of nums('--threads', [1, 2])) {
     const r = spawnSync(process.execPath, [fileURLToPath(import.meta.url), '--child', String(t), ...args], {

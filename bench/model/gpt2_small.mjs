@@ -29,6 +29,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { ensureGpt2Q8 } from './ort_q8.mjs';
+import { machineLimits } from '../limits.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const args = process.argv.slice(2);
@@ -168,21 +169,14 @@ function prepare() {
       '--out', ONNX, '--last-logits'], { stdio: 'inherit' });
   }
   ensureGpt2Q8(ONNX, ONNX_Q8);
-  // this machine's read bandwidth and mul+add peak, in wasm (bench/matmul/)
-  execFileSync('bash', [path.join(ROOT, 'bench/matmul/run.sh'), '--build-only'], { stdio: 'inherit' });
-  return probeLimits(1);
+  // this machine's read bandwidth and mul+add peak, in wasm (bench/limits.mjs)
+  return machineLimits({ who: 'gpt2_small' });
 }
 
-// The read bandwidth and mul+add peak (bench/matmul/); threads > 1: also what that many threads
-// read at once (read_bandwidth_all_threads_gbs), which on a shared host moves from run to run
-// (40-61 GB/s within an hour on the Zen 5 of docs/benchmarks.md), so it is taken before and after the runs
-function probeLimits(threads) {
-  const build = threads > 1 ? 'bench-threads.cjs' : 'bench-simd.cjs';
-  const r = spawnSync(process.execPath, [path.join(ROOT, 'build/bench-matmul', build), String(threads), '-', 'limits'], { encoding: 'utf8' });
-  const line = r.stdout.split('\n').find((l) => l.startsWith('LIMITS '));
-  if (!line) throw new Error(`gpt2_small: the bandwidth measurement failed:\n${r.stdout}${r.stderr}`);
-  return JSON.parse(line.slice(7));
-}
+// threads > 1: also what that many threads read at once (read_bandwidth_all_threads_gbs), which on
+// a shared host moves from run to run (40-61 GB/s within an hour on the Zen 5 of docs/benchmarks.md),
+// so it is taken before and after the runs
+const probeLimits = (threads) => machineLimits({ who: 'gpt2_small', threads, build: false });
 
 function child(spec) {
   const t0 = performance.now();

@@ -30,6 +30,7 @@ import { existsSync, fstatSync, mkdirSync, openSync, readSync, writeSync, closeS
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { machineLimits } from '../limits.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const args = process.argv.slice(2);
@@ -243,22 +244,13 @@ async function childOrt(threads) {
 
 // ---- parent ----------------------------------------------------------------------------
 
-// this machine's wasm read bandwidth and mul+add peak, 1 thread (bench/matmul/, as gpt2_small.mjs)
-function machineLimits() {
-  execFileSync('bash', [path.join(ROOT, 'bench/matmul/run.sh'), '--build-only'], { stdio: 'inherit' });
-  const r = spawnSync(process.execPath, [path.join(ROOT, 'build/bench-matmul/bench-simd.cjs'), '1', '-', 'limits'], { encoding: 'utf8' });
-  const line = r.stdout.split('\n').find((l) => l.startsWith('LIMITS '));
-  if (!line) throw new Error(`llama_smol: the bandwidth measurement failed:\n${r.stdout}${r.stderr}`);
-  return JSON.parse(line.slice(7));
-}
-
 async function main() {
   writeCheckpoint();
   if (PEER && !existsSync(ONNX)) {
     execFileSync('/usr/bin/python3', [path.join(ROOT, 'bench', 'model', 'export_llama_onnx_kv.py'), '--model', DIR, '--out', ONNX],
       { stdio: 'inherit' });
   }
-  const limits = machineLimits();
+  const limits = machineLimits({ who: 'llama_smol' });   // wasm read bandwidth and mul+add peak, 1 thread
   const rows = [];
   for (const threads of THREADS) {
     for (const weights of [...WEIGHTS, ...(PEER ? ['ort'] : [])]) {

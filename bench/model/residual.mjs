@@ -23,6 +23,7 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 import { checkpoint } from './gpt2_small_memory.mjs';
+import { machineLimits } from '../limits.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const args = process.argv.slice(2);
@@ -87,6 +88,8 @@ async function main() {
     what: 'the residual stream: forward records, the logit lens, patching sweeps (bench/model/residual.mjs)',
     date: new Date().toISOString(),
     machine: { cpus: os.cpus().length, cpu: os.cpus()[0]?.model, node: process.version, loadavg: os.loadavg() },
+    // the wasm mul+add peak and read bandwidth, 1 thread, in the same run
+    limits: machineLimits({ who: 'residual', required: false }),
     model: { shape: 'GPT-2 small (random weights, N(0, 0.02))', layers: NL, heads: H, n_embd: E, vocab: V },
     threads: 1, variant: 'simd', clock: 'process CPU time', reps: REPS, before: BEFORE,
   };

@@ -12,20 +12,11 @@
 
 #include "model/gpt2.hpp"
 #include "model/interventions.hpp"
+#include "test_gpt2_fixture.hpp"
 #include "test_model_util.hpp"
 
 using namespace qkv;
 using namespace qkv::model_testing;
-
-namespace {
-
-GPT2 load_gpt2() {
-  const std::string dir = source_path("tests/data/interventions/gpt2");
-  const std::vector<uint8_t> st = read_bytes(dir + "/model.safetensors");
-  return GPT2::load(read_text(dir + "/config.json"), st.data(), st.size());
-}
-
-}  // namespace
 
 TEST_CASE("interventions: LayerHooks slices a chunk's rows of the knockout mask and ANDs a padding mask") {
   // one mask for every head, 3 rows x 3 keys; row 1 blocks key 0, row 2 blocks key 2
@@ -55,7 +46,7 @@ TEST_CASE("interventions: LayerHooks slices a chunk's rows of the knockout mask 
 }
 
 TEST_CASE("interventions: GPT-2 forward with a head scale, knockout through the session in chunks") {
-  const GPT2 model = load_gpt2();
+  const GPT2 model = load_interventions_gpt2();
   const GPT2Config& c = model.config();
   const int64_t NL = c.n_layer, H = c.n_head, D = c.head_dim(), V = c.vocab_size, L = 9;
   std::vector<int32_t> ids(L);

@@ -14,23 +14,14 @@
 #include "model/gpt2.hpp"
 #include "model/patching.hpp"
 #include "model/residual.hpp"
+#include "test_gpt2_fixture.hpp"
 #include "test_model_util.hpp"
 
 using namespace qkv;
 using namespace qkv::model_testing;
 
-namespace {
-
-GPT2 load_gpt2() {
-  const std::string dir = source_path("tests/data/interventions/gpt2");
-  const std::vector<uint8_t> st = read_bytes(dir + "/model.safetensors");
-  return GPT2::load(read_text(dir + "/config.json"), st.data(), st.size());
-}
-
-}  // namespace
-
 TEST_CASE("residual: records leave the forward as it was; a forward started at block l from resid_pre is the same") {
-  const GPT2 model = load_gpt2();
+  const GPT2 model = load_interventions_gpt2();
   const GPT2Config& c = model.config();
   const int64_t NL = c.n_layer, E = c.n_embd, V = c.vocab_size, L = 9;
   const std::vector<int32_t> ids{3, 14, 15, 92, 65, 35, 89, 79, 32};
@@ -89,7 +80,7 @@ TEST_CASE("residual: records leave the forward as it was; a forward started at b
 }
 
 TEST_CASE("residual: a KV cache truncated to t runs on from t; the sweep's unchanged cells give the corrupted metric") {
-  const GPT2 model = load_gpt2();
+  const GPT2 model = load_interventions_gpt2();
   const GPT2Config& c = model.config();
   const int64_t V = c.vocab_size, L = 8;
   const std::vector<int32_t> a{5, 17, 29, 41, 53, 65, 77, 89};
