@@ -88,8 +88,8 @@ export class AttributionPanel {
     const m = this.#model;
     if (!m || s.attr === undefined) return;
     const tok = (id: number | undefined) => (id !== undefined && id < m.dims.vocab ? id : undefined);
-    writeToken(this.#a, tok(s.attrA), (id) => this.#tok().show(id));
-    writeToken(this.#b, tok(s.attrB), (id) => this.#tok().show(id));
+    writeToken(this.#a, tok(s.attrA), this.#tok().text);
+    writeToken(this.#b, tok(s.attrB), this.#tok().text);
     this.#positions();
     this.#pos.value = s.attr < this.#pos.options.length - 1 ? String(s.attr) : '';
     this.#ran = { pos: s.attr, a: tok(s.attrA), b: tok(s.attrB) };

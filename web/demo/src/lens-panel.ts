@@ -124,7 +124,7 @@ export class LensPanel {
     const src = this.#source;
     if (!src || !s.lens) return;
     const target = s.lensTarget !== undefined && s.lensTarget < src.vocab ? s.lensTarget : undefined;
-    writeToken(this.#target, target, (id) => src.tok.show(id));
+    writeToken(this.#target, target, src.tok.text);
     this.#shown = true;
     this.#pos = s.lensPos;
     await this.run();

@@ -10,11 +10,17 @@ export interface TokenText {
   encode(text: string): number[];
   /** one token as the page shows it (showToken of its text) */
   show(id: number): string;
+  /** one token's text as a field holds it */
+  text(id: number): string;
 }
 
 /** The loaded model's tokens as the fields read them (a word without a prompt's special tokens) and show them. */
 export function modelTokens(m: DemoModel): TokenText {
-  return { encode: (text) => m.residual.encodeWord(text) ?? m.tokenizer.encode(text), show: (id) => showToken(m.tokenizer.tokenText(id)) };
+  return {
+    encode: (text) => m.residual.encodeWord(text) ?? m.tokenizer.encode(text),
+    show: (id) => showToken(m.tokenizer.tokenText(id)),
+    text: (id) => (m.hasTokenizer ? m.tokenizer.tokenText(id) : String(id)),
+  };
 }
 
 /** A token read from a field: its id, and a note when the text was more than one token. */
