@@ -3,7 +3,7 @@
 // own output), a column per token; each cell prints the lens's top token there, its probability
 // small under it, and with a target the target's probability and rank, shaded by the top token's
 // probability on the page's weight scale. One cell is in the tab order at a time (arrow keys,
-// Home / End move); hovering or focusing a cell writes its top 5 and KL to the output into the
+// Home / End move); hovering over or focusing a cell writes its top 5 and KL to the output into the
 // details line.
 import type { LogitLensResult } from 'qkv';
 import { el, fmt, inkOn, showToken, weightColor } from './ui';
@@ -77,11 +77,16 @@ export function renderLensGrid(box: HTMLElement, detail: HTMLElement, spec: Lens
   });
   const table = el('table', { class: 'lens-grid', role: 'grid', 'aria-label': 'logit lens: layers × positions' },
     el('thead', {}, head), el('tbody', {}, ...rows));
-  // hover describes a cell; leaving the grid describes the focused one again
-  let current = focus;
-  table.addEventListener('mouseover', (e) => {
+  // the pointer moving over a cell describes it (not the browser's own mouse events when the
+  // page moves under a still pointer: the keyboard's cell stays described); leaving the grid
+  // describes the focused cell again
+  let current = focus, at = '';
+  table.addEventListener('mousemove', (e) => {
     const td = (e.target as Element).closest<HTMLElement>('td.lens-cell');
-    if (td) describe({ layer: Number(td.dataset.layer), pos: Number(td.dataset.pos) });
+    const here = `${e.screenX},${e.screenY}`;
+    if (!td || here === at) return;
+    at = here;
+    describe({ layer: Number(td.dataset.layer), pos: Number(td.dataset.pos) });
   });
   table.addEventListener('mouseleave', () => describe(current));
   const move = (at: LensCellAt) => {
