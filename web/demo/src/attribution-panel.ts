@@ -27,6 +27,7 @@ const INTRO = 'The next token\'s logit is a sum of parts of the residual stream:
 
 /** The attribution panel: its markup (built in place of a slot), Run, the grid and the list, the URL fields. */
 export class AttributionPanel {
+  /** the panel's section (it replaced the slot) */
   readonly panel: HTMLElement;
   readonly #pos = el('select', { id: 'attr-pos' }) as HTMLSelectElement;
   readonly #a = el('input', { id: 'attr-a', type: 'text', spellcheck: 'false', autocomplete: 'off', placeholder: 'the top prediction' }) as HTMLInputElement;

@@ -42,6 +42,7 @@ export function sumDigits(sum: number, total: number): number {
 /** Blue (negative) through white to red (positive), symmetric: v in [-max, max]. */
 const diverging = (v: number, max: number): string => d3.interpolateRdBu(0.5 - (max > 0 ? v / max : 0) / 2);
 
+/** What the heads' grid draws: the attribution, the model's shape, what a click on a head does. */
 export interface AttributionDraw {
   result: LogitAttributionResult;
   layers: number;

@@ -30,6 +30,7 @@ export function encoderLensSource(m: qkv.EncoderModel, input: HTMLInputElement):
     lens: (ids, options) => qkv.logitLens(m, ids, options),
     tok: { encode: (text) => m.tokenizer.encode(text, { addSpecialTokens: false }), show: (id) => showToken(m.tokenizer.token(id)), text: (id) => m.tokenizer.token(id) },
     vocab: V,
+    reads: 'at',
     marked: (ids) => ids.flatMap((id, t) => (id === mask ? [t] : [])),
   };
 }

@@ -11,12 +11,15 @@ import { el, fmt, inkOn, showToken, weightColor } from './ui';
 /** A cell of the grid: the layer (row, 0 = the embeddings) and the position (column). */
 export interface LensCellAt { layer: number; pos: number }
 
+/** What the grid draws: the lens, the headings, the target, the focused cell. */
 export interface LensGridSpec {
   result: LogitLensResult;
   /** the input token at each position (the column headings), as the tokenizer shows it */
   columns: string[];
   /** the target followed at each position (its text), when the lens ran with one */
   target?: string[];
+  /** what a column's cells predict: the token after the column's token (a decoder) or at it (a masked LM) */
+  reads: 'after' | 'at';
   /** columns drawn marked (the encoders page's [MASK]) */
   marked?: ReadonlySet<number>;
   /** the cell in the tab order and described in the details line (null: the output row's last cell) */
@@ -44,7 +47,7 @@ export function lensDetail(spec: LensGridSpec, at: LensCellAt): string {
   const top = cell.top.map((t) => `${showToken(t.token)} ${fmt.p3(t.p)}`).join(' · ');
   const target = spec.target && cell.targetP !== undefined
     ? `; target ${spec.target[at.pos]} ${fmt.p3(cell.targetP)} (rank ${cell.targetRank! + 1})` : '';
-  return `${lensRowName(at.layer, result.numLayers)}, position ${at.pos} (after ${spec.columns[at.pos]}): ` +
+  return `${lensRowName(at.layer, result.numLayers)}, position ${at.pos} (${spec.reads} ${spec.columns[at.pos]}): ` +
     `top ${cell.top.length} ${top}${target}; KL to the output ${fmt.p3(cell.kl)} nats`;
 }
 

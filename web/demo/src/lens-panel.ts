@@ -22,6 +22,8 @@ export interface LensSource {
   tok: TokenText;
   /** the vocabulary's size (a link's target id is checked against it) */
   vocab: number;
+  /** what the cells of column t predict: the token after token t (a decoder) or at t (a masked LM) */
+  reads: 'after' | 'at';
   /** positions whose column is marked (the [MASK]) */
   marked?(ids: number[]): number[];
 }
@@ -55,6 +57,7 @@ export function demoLensSource(m: DemoModel): LensSource {
     lens: (ids, options) => m.residual.lens(ids, options),
     tok: modelTokens(m),
     vocab: m.dims.vocab,
+    reads: 'after',
   };
 }
 
@@ -66,6 +69,7 @@ export const LENS_INTRO = 'Each cell reads the residual stream at one layer (row
 
 /** The lens panel: its markup (built in place of a slot), Run, the grid, the URL fields. */
 export class LensPanel {
+  /** the panel's section (it replaced the slot) */
   readonly panel: HTMLElement;
   readonly #run = el('button', { id: 'lens-run', type: 'button', disabled: true }, 'Run the lens') as HTMLButtonElement;
   readonly #target = el('input', { id: 'lens-target', type: 'text', spellcheck: 'false', autocomplete: 'off', placeholder: 'the model\'s own prediction' }) as HTMLInputElement;
@@ -176,11 +180,11 @@ export class LensPanel {
     const marked = new Set(src.marked?.(ids) ?? []);
     const NL = result.numLayers;
     this.#legend.hidden = false;
-    this.#legend.textContent = `Rows: the embeddings, the input of each block, the model's output; column t: the prediction after token t. ` +
+    this.#legend.textContent = `Rows: the embeddings, the input of each block, the model's output; column t: the prediction ${src.reads === 'after' ? 'after' : 'at'} token t. ` +
       `Each cell: the top token, its probability (the shade), then the target's probability · its rank (#1 = the most probable). ` +
       `Target: ${typeof target === 'number' ? `${targets[0]} (id ${target}) at every position` : 'the model\'s own prediction at each position (the output row\'s top token)'}.`;
     renderLensGrid(this.#grid, this.#detail, {
-      result, columns, target: targets, marked,
+      result, columns, target: targets, marked, reads: src.reads,
       focus: this.#pos !== undefined ? { layer: NL, pos: this.#pos } : null,
       onFocus: (at: LensCellAt) => { if (at.pos !== this.#pos) { this.#pos = at.pos; this.host.changed(); } },
     });

@@ -60,7 +60,9 @@ export type Report = (done: number | null, total?: number) => void;
 
 /** A run's bar, caption and Cancel, shown once the run has taken SHOW_AFTER_MS. */
 export class PanelProgress {
+  /** a run shorter than this shows no bar (it would only flash) */
   static readonly SHOW_AFTER_MS = 300;
+  /** the bar, caption and Cancel (the panel places it) */
   readonly row: HTMLElement;
   readonly #bar = el('progress', { max: '1', 'aria-label': 'progress' }) as HTMLProgressElement;
   readonly #text = el('span', { class: 'small', 'aria-live': 'polite' });
