@@ -4,7 +4,7 @@
 //   logits there), "the other N parts" against the sum of the rest, the printed sum of all parts
 //   against the printed logit (the same digits) and the Node total; the heads grid's printed
 //   values against the heads' parts;
-// - "A rather than B" at a chosen position, both typed;
+// - "A rather than B" at a chosen position, both typed; B = A said in the panel;
 // - a click on a head's cell shows that head in the explorer's model view;
 // - the URL: attr, attrA, attrB written; a fresh page on that URL prints the same list;
 // - at 390 px nothing of the panel is wider than the page.
@@ -121,6 +121,12 @@ test('the list and the grid = logitAttribution in Node (the top prediction at th
   assert.match(shown.total[1], /^logit\(␣unto\) − logit\(␣the\) \(the forward's\)$/);
   const link = page.url();
   assert.match(link, new RegExp(`attr=9&attrA=${a}&attrB=${b}`));
+  // B the same token as A: the panel says why, nothing is drawn over the last result
+  await page.fill('#attr-b', 'unto');
+  await page.click('#attr-run');
+  await page.waitForSelector('#attribution-panel[data-state=error]');
+  assert.match(await page.textContent('#attr-msg'), /^The attribution failed: token B is token A \(␣unto\): a logit difference needs two tokens$/);
+  assert.deepEqual(await printed(page), shown);
   assert.deepEqual(page.problems, []);
   await page.close();
 

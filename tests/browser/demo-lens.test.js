@@ -6,7 +6,8 @@
 //   line of a hovered and of a focused cell (top 5, KL) against the same lens;
 // - the URL: lens=1, lensTarget and lensPos written, and a fresh page opened on that URL shows
 //   the same cells and the same focused cell;
-// - keyboard: arrow keys move the focused cell and its details;
+// - keyboard: arrow keys move the focused cell and its details; Cancel clicked in the same task
+//   as Run stops the run and says so;
 // - at 390 px a 64-token prompt's grid scrolls inside its box (the page does not);
 // - the encoders page's lens over the MLM head against logitLens(encoder) in Node, its [MASK]
 //   column marked, and lens=1 in its URL.
@@ -135,6 +136,11 @@ test('model page: the lens grid = logitLens in Node (own predictions, then a typ
   const link = page.url();
   assert.match(link, /lens=1/);
   const before = await page.$$eval('#lens-grid td.lens-cell', (tds) => tds.map((td) => td.textContent));
+  // Run and Cancel in one task: the run stops, the panel says so, the grid drawn before stays
+  await page.evaluate(() => { document.querySelector('#lens-run').click(); document.querySelector('#lens-panel .fwd button').click(); });
+  await page.waitForSelector('#lens-panel[data-state=cancelled]');
+  assert.match(await page.textContent('#lens-msg'), /^Cancelled: the lens was not computed\./);
+  assert.deepEqual(await page.$$eval('#lens-grid td.lens-cell', (tds) => tds.map((td) => td.textContent)), before);
   assert.deepEqual(page.problems, []);
   await page.close();
 

@@ -153,7 +153,7 @@ export class AttributionPanel {
       this.panel.dataset.state = 'done';
     } catch (e) {
       const why = stopReason(e);
-      if (why === 'replaced') return;
+      if (why === 'replaced' || m !== this.#model) return; // a newer run, or another model, draws
       this.panel.dataset.state = why ?? 'error';
       if (why === 'cancelled') message(this.#msg, 'Cancelled: the attribution was not computed. Run computes it again.', 'info');
       else message(this.#msg, `The attribution failed: ${(e as Error).message}`, 'error');

@@ -166,7 +166,7 @@ export class LensPanel {
       this.panel.dataset.state = 'done';
     } catch (e) {
       const why = stopReason(e);
-      if (why === 'replaced') return;
+      if (why === 'replaced' || src !== this.#source) return; // a newer run, or another model, draws
       this.panel.dataset.state = why ?? 'error';
       if (why === 'cancelled') message(this.#msg, 'Cancelled: the lens was not computed. Run computes it again.', 'info');
       else message(this.#msg, `The lens failed: ${(e as Error).message}`, 'error');
