@@ -131,6 +131,7 @@ export class AttributionPanel {
       b = readToken(this.#b, tok, 'Token B');
     } catch (e) {
       message(this.#msg, (e as Error).message, 'error');
+      this.panel.dataset.state = 'error';
       return;
     }
     message(this.#msg, '');

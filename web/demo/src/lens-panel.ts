@@ -144,6 +144,7 @@ export class LensPanel {
       picked = readToken(this.#target, src.tok, 'The target');
     } catch (e) {
       message(this.#msg, (e as Error).message, 'error');
+      this.panel.dataset.state = 'error';
       return;
     }
     message(this.#msg, '');
