@@ -3,8 +3,8 @@
 // it, every page loads with no console message, generating on the model page shows new text in
 // #output (its visible text, as a reader sees it) and draws the head view, the explorer's tests
 // (a removed head's before/after, Find heads' scatter, rollout, the view restored from the URL)
-// work, the Encoders page's tests (a link's removed head at the [MASK], Find heads) work, and the
-// benchmark page finishes a small run. Screenshots: build/artifacts/demo-<browser>/.
+// work, the Encoders page's tests (a link's removed head at the [MASK], Find heads) work, a link's
+// logit lens and attribution draw, and the benchmark page finishes a small run. Screenshots: build/artifacts/demo-<browser>/.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
@@ -107,6 +107,22 @@ test(`${BROWSER}: Encoders page: a link's removed head prints the [MASK]'s befor
   assert.match(await page.text('#caveat-head'), /^The probes' warning: layer \d head \d \((induction|previous token|next token|sink) \d\.\d\d\) changes the loss by [+−]\d\.\d{4} nats per masked token/);
   await page.screenshot(join(ART, 'encoders-explorer-tests-1280x800.png'));
   assert.deepEqual(page.problems, [], 'encoders page: console errors/warnings');
+  await page.close();
+});
+
+test(`${BROWSER}: model page: a link's logit lens and attribution draw their grids, the printed sum of the parts equals the printed logit`, async () => {
+  const page = await open('index.html#model=tiny-kjv-induction&prompt=And+the+LORD+spake+unto+Moses%2C+saying&lens=1&lensPos=3&attr=7');
+  await page.waitForSelector('#lens-panel[data-state=done] #lens-grid td', { timeout: 60_000 });
+  await page.waitForSelector('#attribution-panel[data-state=done] #attr-list', { timeout: 60_000 });
+  const tokens = Number(await page.evaluate(() => document.body.dataset.tokens));
+  assert.equal(await page.evaluate(() => document.querySelectorAll('#lens-grid td.lens-cell').length), 5 * tokens);
+  assert.match(await page.text('#lens-detail'), /^output, position 3 \(after .*\): top 5 .*; KL to the output 0\.000 nats$/);
+  assert.equal(await page.evaluate(() => document.querySelectorAll('#attr-grid button.attr-head').length), 16);
+  const [sum, logit] = await page.evaluate(() => ['.attr-sum', '.attr-total'].map((c) => document.querySelector(`#attr-list ${c} td:last-child`).textContent));
+  assert.match(sum, /^[+−]?\d+\.\d{3,}$/);
+  assert.equal(sum, logit);
+  await page.screenshot(join(ART, 'model-lens-attribution-1280x800.png'));
+  assert.deepEqual(page.problems, [], 'model page: console errors/warnings');
   await page.close();
 });
 

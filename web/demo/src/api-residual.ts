@@ -26,6 +26,11 @@ export interface ResidualTools {
     progress?: ResidualProgress): Promise<number[]>;
   /** The next-token logits at every position, `Float32Array(T * vocab)`. */
   logits(ids: number[], progress?: ResidualProgress): Promise<Float32Array>;
+  /**
+   * A word typed in a view's token field as token ids, without the special tokens a prompt gets
+   * (a Llama tokenizer's BOS); null for a checkpoint without a tokenizer.
+   */
+  encodeWord(text: string): number[] | null;
 }
 
 /** The residual-stream measures of one loaded decoder. */
@@ -50,5 +55,6 @@ export function residualTools(m: DecoderModel): ResidualTools {
       out.logits.dispose?.();
       return l;
     },
+    encodeWord: (text) => (m.tokenizer ? m.tokenizer.encode(text, { addSpecialTokens: false }) : null),
   };
 }

@@ -18,6 +18,8 @@ import { ENCODER_NAME, EncoderExplorer } from './encoder-explorer';
 import { parseState, type ViewState } from './url-state';
 import { startSimilarity, useSimilarityModel } from './similarity';
 import { wireEncoderSource } from './encoder-source';
+import { LensPanel } from './lens-panel';
+import { ENCODER_LENS_INTRO, encoderLensSource } from './encoder-lens';
 
 const BERT = './models/tiny-bert-kjv/';
 const BART = './models/tiny-numbers/';
@@ -34,6 +36,8 @@ let single = true;
 const ex = new EncoderExplorer({ model: () => bert, data: () => (single ? shownData : null), draw: () => draw() });
 /** a link's state, applied once the sentence it names has run */
 let restoring: ViewState | null = null;
+/** the logit lens over the MLM head, on the fill-mask sentence (its URL fields written with the panel's) */
+const lens = new LensPanel($('#enc-lens-panel'), { changed: () => draw(), input: $<HTMLInputElement>('#mask-text') }, ENCODER_LENS_INTRO);
 
 // ---------------------------------------------------------------- 1 · the encoder
 
@@ -78,7 +82,7 @@ async function analyse(): Promise<void> {
       headDim: Number(m.config.hidden_size ?? m.config.dim ?? 0) / m.heads, scale: 1, bidirectional: true,
     };
     single = !pair;
-    if (restoring) { const s = restoring; restoring = null; ex.restore(s); }
+    if (restoring) { const s = restoring; restoring = null; ex.restore(s); void lens.restore(s); }
     draw();
   } catch (e) {
     if (my === enc.seq) message(msg, (e as Error).message, 'error');
@@ -90,6 +94,7 @@ async function startEncoder(): Promise<void> {
     const m = await qkv.loadModel(BERT);
     if (!(m instanceof qkv.EncoderModel)) throw new Error(`${BERT} is not an encoder`);
     bert = m;
+    lens.setSource(encoderLensSource(m, $<HTMLInputElement>('#mask-text')));
     enc.heads = Array.from({ length: m.heads }, () => true);
     $('#enc-layer').replaceChildren(...Array.from({ length: m.layers }, (_v, l) => new Option(String(l), String(l))));
     $('#bert-info').textContent = `tiny-bert-kjv: ${m.architecture}, ${m.layers} layers × ${m.heads} heads, WordPiece vocab ${m.config.vocab_size}.`;
@@ -124,7 +129,7 @@ function draw(): void {
   const check = $('#enc-check'), L = data.tokens.length;
   check.textContent = `${L} tokens × ${m.heads} heads in layer ${enc.layer}: ${(above / (m.heads * L) * 100).toFixed(0)} % of each query's weight, on average, goes to keys after it (a GPT's would be 0 %).`;
   check.dataset.above = String(above);
-  ex.afterDraw({ prompt: $<HTMLInputElement>('#mask-text').value, layer: enc.layer });
+  ex.afterDraw({ prompt: $<HTMLInputElement>('#mask-text').value, layer: enc.layer, ...lens.state() });
 }
 
 /** A link's view (encoders.html#model=tiny-bert-kjv&prompt=...): the inputs now, the test once the sentence ran. */

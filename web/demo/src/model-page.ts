@@ -25,6 +25,8 @@ import { loadHub, wireCheckpointPanels } from './checkpoint-panels';
 import { showChat, wireChat, type ChatRun } from './chat';
 import { ExplorerTools } from './explorer-tools';
 import { modelName, modelUrl, parseState, type ViewState } from './url-state';
+import { LensPanel } from './lens-panel';
+import { AttributionPanel } from './attribution-panel';
 
 type Tab = 'head' | 'model' | 'neuron';
 
@@ -58,10 +60,12 @@ const pageHeadline = { title: $('#headline').textContent ?? '', lead: $('#lead')
 const headView = new HeadView($('#headview'), (q) => { st.query = q; st.neuronKey = -1; renderControls(); headView.update(viewState()); });
 const modelView = new ModelView($('#thumbs'), $('#heatmap'), (s) => { if (!tools.headClick(s)) { st.sel = s; st.layer = s.layer; render(); } });
 // test a head, find heads, raw / rollout / flow, the URL (explorer-tools.ts)
+const select = (layer: number, head: number) => { st.tab = 'model'; st.layer = layer; st.sel = { layer, head }; render(); };
 const tools = new ExplorerTools({
-  model: () => st.model, data: () => st.data, stats: () => st.stats, busy: () => st.generating, forward, render: () => render(),
-  select: (layer, head) => { st.tab = 'model'; st.layer = layer; st.sel = { layer, head }; render(); },
+  model: () => st.model, data: () => st.data, stats: () => st.stats, busy: () => st.generating, forward, render: () => render(), select,
 });
+// the "Follow a prediction" views (their URL fields written with the explorer's)
+const lens = new LensPanel($('#lens-panel'), { changed: () => scheduleRender() }), attr = new AttributionPanel($('#attribution-panel'), { select, changed: () => scheduleRender() });
 // rollout / flow: one fused map per layer
 const viewState = () => ({ layer: st.layer, heads: tools.fused ? [true] : st.heads, query: st.query });
 // what the views draw: st.data (or tools' maps), or with the word toggle on the same attention merged into words
@@ -143,7 +147,7 @@ function render(): void {
   if (st.tab === 'head') headView.render(d, viewState());
   else if (st.tab === 'model') modelView.render(d, v.stats, { layer: st.sel.layer, head: Math.min(st.sel.head, d.nHead - 1) });
   else renderNeuronView();
-  tools.afterRender(st.layer, { model: st.origin, prompt: $<HTMLTextAreaElement>('#prompt').value, tab: st.tab, layer: st.layer, head: st.sel.head, words: shown.words },
+  tools.afterRender(st.layer, { model: st.origin, prompt: $<HTMLTextAreaElement>('#prompt').value, tab: st.tab, layer: st.layer, head: st.sel.head, words: shown.words, ...lens.state(), ...attr.state() },
     (id) => st.model!.tokenizer.tokenText(id));
   const raw = st.data!; // the row check reads the model's own maps (a removed head's rows are 0)
   let err = rowError.get(raw); // 12 x 12 heads x 1000^2 weights: summed once per text, not on every click
@@ -212,7 +216,7 @@ async function useModel(model: DemoModel, origin: ModelOrigin): Promise<void> {
   st.epoch++;
   st.model = model;
   st.origin = origin.kind === 'site' ? modelName(origin.url) : origin.kind === 'hub' ? `hub:${$<HTMLInputElement>('#hub-url').value.trim()}` : undefined;
-  tools.reset();
+  tools.reset(); lens.setModel(model); attr.setModel(model);
   st.data = null;
   st.layer = 0; st.sel = { layer: 0, head: 0 }; st.query = -1; st.neuronKey = -1;
   st.heads = Array.from({ length: model.dims.heads }, () => true);
@@ -280,6 +284,7 @@ function restoreView(s: ViewState): void {
   st.sel = { layer: st.layer, head: s.head !== undefined && s.head < m.dims.heads ? s.head : 0 };
   if (s.words) { shown.words = true; $<HTMLInputElement>('#words').checked = true; $('#word-rule').hidden = false; }
   tools.restore(s);
+  void lens.restore(s); void attr.restore(s);
 }
 
 async function generate(chat?: ChatRun): Promise<number[]> {

@@ -6,6 +6,10 @@
 // model: a site model's folder name (web/models/), or hub:<what the Hub panel's box held> (an id
 // or a folder URL, loaded by that panel, with its progress and Cancel);
 // a dropped checkpoint cannot be named in a URL (the link then opens the default model).
+// The "Follow a prediction" views add theirs: lens=1 (the logit lens was run), lensTarget=<id>
+// (absent: the model's own prediction per position), lensPos=<position focused>, attr=<position
+// the attribution ran at>, attrA=<id>, attrB=<id> (absent: the top prediction, no B), e.g.
+//   index.html#model=tiny-kjv-induction&prompt=...&lens=1&lensPos=5&attr=13&attrA=430&attrB=324
 // The encoders page writes the same fields for its fill-mask panel (view = head or model, the
 // prompt is the sentence with [MASK]) and one more, target: the word whose masked-token loss the
 // test prints, e.g.
@@ -26,6 +30,18 @@ export interface ViewState {
   block?: Block[];
   /** the encoders page: the word that belongs at [MASK] */
   target?: string;
+  /** the logit lens was run (lens-panel.ts) */
+  lens?: boolean;
+  /** the lens's target token id (absent: the model's own prediction at each position) */
+  lensTarget?: number;
+  /** the lens's focused position */
+  lensPos?: number;
+  /** the direct logit attribution was run at this position (attribution-panel.ts) */
+  attr?: number;
+  /** the attribution's token A (absent: the model's top prediction) */
+  attrA?: number;
+  /** the attribution's token B ("A rather than B"; absent: the logit of A alone) */
+  attrB?: number;
 }
 
 const int = (s: string | null): number | undefined => (s !== null && /^\d+$/.test(s) ? Number(s) : undefined);
@@ -55,6 +71,12 @@ export function parseState(hash: string): ViewState {
     });
   }
   if (p.has('target')) s.target = p.get('target')!;
+  if (p.get('lens') === '1') s.lens = true;
+  s.lensTarget = int(p.get('lensTarget'));
+  s.lensPos = int(p.get('lensPos'));
+  s.attr = int(p.get('attr'));
+  s.attrA = int(p.get('attrA'));
+  s.attrB = int(p.get('attrB'));
   for (const k of Object.keys(s) as (keyof ViewState)[]) if (s[k] === undefined) delete s[k];
   return s;
 }
@@ -72,6 +94,12 @@ export function formatState(s: ViewState): string {
   if (s.remove?.length) p.set('remove', s.remove.map(([l, h]) => `${l}.${h}`).join(','));
   if (s.block?.length) p.set('block', s.block.map((b) => `${b.layer}.${b.head}:${b.q}-${b.k}`).join(','));
   if (s.target !== undefined) p.set('target', s.target);
+  if (s.lens) p.set('lens', '1');
+  if (s.lensTarget !== undefined) p.set('lensTarget', String(s.lensTarget));
+  if (s.lensPos !== undefined) p.set('lensPos', String(s.lensPos));
+  if (s.attr !== undefined) p.set('attr', String(s.attr));
+  if (s.attrA !== undefined) p.set('attrA', String(s.attrA));
+  if (s.attrB !== undefined) p.set('attrB', String(s.attrB));
   return p.toString();
 }
 
