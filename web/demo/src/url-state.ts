@@ -1,7 +1,7 @@
 // The explorer's view in the page's URL (after #), so that reloading restores it and a link
 // shared opens it: model, prompt, layer, head, view, map, words, and the test's removed heads
 // and blocked cells. Written with history.replaceState on every render (no history entries);
-// read once at start. Example:
+// read once at start. The guided example's step (guide-panel.ts) is `guide`. Example:
 //   index.html#model=tiny-kjv-bpe&prompt=In+the+beginning&view=model&layer=1&head=2&map=raw&remove=1.2,0.3&block=1.0:4-0
 // model: a site model's folder name (web/models/), or hub:<what the Hub panel's box held> (an id
 // or a folder URL, loaded by that panel, with its progress and Cancel);
@@ -26,6 +26,8 @@ export interface ViewState {
   block?: Block[];
   /** the encoders page: the word that belongs at [MASK] */
   target?: string;
+  /** the guided example: the step shown (1-4; the walk runs again on load) */
+  guide?: number;
 }
 
 const int = (s: string | null): number | undefined => (s !== null && /^\d+$/.test(s) ? Number(s) : undefined);
@@ -55,6 +57,7 @@ export function parseState(hash: string): ViewState {
     });
   }
   if (p.has('target')) s.target = p.get('target')!;
+  s.guide = int(p.get('guide'));
   for (const k of Object.keys(s) as (keyof ViewState)[]) if (s[k] === undefined) delete s[k];
   return s;
 }
@@ -72,6 +75,7 @@ export function formatState(s: ViewState): string {
   if (s.remove?.length) p.set('remove', s.remove.map(([l, h]) => `${l}.${h}`).join(','));
   if (s.block?.length) p.set('block', s.block.map((b) => `${b.layer}.${b.head}:${b.q}-${b.k}`).join(','));
   if (s.target !== undefined) p.set('target', s.target);
+  if (s.guide !== undefined) p.set('guide', String(s.guide));
   return p.toString();
 }
 
