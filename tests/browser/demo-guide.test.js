@@ -123,7 +123,7 @@ function assertFigures(got, want, T) {
   assert.equal(name(r[10], r[11]), name(Math.floor(most.k / model.dims.heads), most.k % model.dims.heads));
 }
 
-test('one click on a fresh page: the guide\'s printed heads and figures = qkv in Node on the same sequence; a step shows its view; reload restores it', async () => {
+test('one click on a fresh page: the guide\'s printed heads and figures = qkv in Node on the same sequence; a step shows its view; its link (a reload) restores it at 390 px', async () => {
   const page = await openPage(browser, url + 'index.html', { viewport: DESKTOP });
   await page.waitForSelector('body[data-ready=true]', { timeout: 60_000 });
   assert.equal(await page.inputValue('#model'), './models/tiny-kjv-bpe/', 'a fresh load has the default model');

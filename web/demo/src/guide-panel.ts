@@ -55,8 +55,10 @@ const signed = (x: number, d: number) => `${x >= 0 ? '+' : '−'}${Math.abs(x).t
 const rowLabel = (r: number, L: number) => (r === 0 ? 'the embeddings' : `after layer ${r - 1}${r === L ? ' (the output)' : ''}`);
 
 export class GuidePanel {
-  /** the step shown (0: none); kept while the walk a URL asked for runs */
+  /** the step shown (0: none) */
   private step = 0;
+  /** the step a URL asked for, while its walk runs (the URL keeps it meanwhile) */
+  private pending = 0;
   private seq: GuideSequence | null = null;
   private figures: GuideFigures | null = null;
   /** the model the figures are of */
@@ -99,13 +101,16 @@ export class GuidePanel {
 
   /** The URL's field: the step shown, while the guide's prompt is the page's. */
   state(): { guide?: number } {
-    const ours = this.abort !== null || (!!this.seq && $<HTMLTextAreaElement>('#prompt').value === this.seq.text && this.host.model() === this.of);
+    if (this.pending) return { guide: this.pending };
+    const ours = !!this.seq && $<HTMLTextAreaElement>('#prompt').value === this.seq.text && this.host.model() === this.of;
     return this.step > 0 && ours ? { guide: this.step } : {};
   }
 
   /** The URL's `guide=<step>`: runs the walk and shows that step. */
   async restore(s: ViewState & { guide?: number }): Promise<void> {
-    if (s.guide !== undefined && s.guide >= 1 && s.guide <= STEPS.length) await this.run(s.guide);
+    if (s.guide === undefined || s.guide < 1 || s.guide > STEPS.length) return;
+    this.pending = s.guide;
+    await this.run(s.guide);
   }
 
   /** Stops a running walk (its figures are not drawn). */
@@ -127,7 +132,6 @@ export class GuidePanel {
     const abort = (this.abort = new AbortController()), signal = abort.signal;
     const msg = $('#guide-msg', this.root), bar = $<HTMLProgressElement>('#guide-bar', this.root), text = $('#guide-text', this.root);
     const say = (f: number, what: string) => progress(bar, f, `${what}: ${Math.floor(100 * f)} %`, text);
-    this.step = step;
     this.root.dataset.guide = 'running';
     $('#guide-progress', this.root).hidden = false;
     $<HTMLButtonElement>('#guide-run', this.root).disabled = true;
@@ -152,7 +156,6 @@ export class GuidePanel {
       this.draw(m, seq, figures);
       this.root.dataset.guide = 'done';
     } catch (e) {
-      this.step = 0;
       if (signal.aborted) {
         this.root.dataset.guide = 'cancelled';
         if (this.abort === abort) message(msg, 'Cancelled: the guided example stopped. "Show me an induction head" starts it again.', 'info');
@@ -163,7 +166,7 @@ export class GuidePanel {
       return;
     } finally {
       if (this.abort === abort) {
-        this.abort = null;
+        this.abort = null; this.pending = 0;
         $('#guide-progress', this.root).hidden = true;
         $<HTMLButtonElement>('#guide-run', this.root).disabled = false;
       }
