@@ -39,6 +39,8 @@ export interface GuideHost {
   show(state: GuideViewState): Promise<void>;
   /** shows head (layer, head) in the explorer's model view */
   select(layer: number, head: number): void;
+  /** the page is generating (the guide waits for it to end: both use the model's KV cache) */
+  busy(): boolean;
   /** the page's forward pass (its Cancel stops the prompt's pass while the guide types it) */
   forward: ForwardProgress;
 }
@@ -129,6 +131,7 @@ export class GuidePanel {
   /** Loads the model if needed, types the prompt, computes every step's figures, then shows step `step`. */
   async run(step: number): Promise<void> {
     this.cancel();
+    if (this.host.busy()) { message($('#guide-msg', this.root), 'The page is generating: Stop it (or let it end), then start the guided example.', 'info'); return; }
     const abort = (this.abort = new AbortController()), signal = abort.signal;
     const msg = $('#guide-msg', this.root), bar = $<HTMLProgressElement>('#guide-bar', this.root), text = $('#guide-text', this.root);
     const say = (f: number, what: string) => progress(bar, f, `${what}: ${Math.floor(100 * f)} %`, text);

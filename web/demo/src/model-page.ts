@@ -64,7 +64,7 @@ const tools = new ExplorerTools({
   select: (layer, head) => { st.tab = 'model'; st.layer = layer; st.sel = { layer, head }; render(); },
 });
 // the guided example (guide-panel.ts): loads its model and types its prompt as a user does; show() applies a step's view fields
-const guide = new GuidePanel({ model: () => st.model, forward, select: (layer, head) => { st.tab = 'model'; st.layer = layer; st.sel = { layer, head }; render(); },
+const guide = new GuidePanel({ model: () => st.model, busy: () => st.generating, forward, select: (layer, head) => { st.tab = 'model'; st.layer = layer; st.sel = { layer, head }; render(); },
   loadModel: (name) => { $<HTMLSelectElement>('#model').value = modelUrl(name); return pickModel(modelUrl(name)); },
   setPrompt: (text) => { clearTimeout(promptTimer); $<HTMLTextAreaElement>('#prompt').value = text; return analysePrompt(); },
   show: async (s) => { tools.test.clear(); tools.restore(s); render(); } });
