@@ -7,7 +7,8 @@
 // value (logitAttribution), the patching sweep's hottest cell and every cell (activationPatching),
 // the second copy's loss and the last word's probability with and without the head (forward with
 // headMask). A step's button shows its view (the URL's guide and remove fields, Test a head's
-// panel); a reload restores the guide at that step; keyboard; Cancel; 390 px.
+// panel); a reload restores the guide at that step, also from a link that names only the step;
+// keyboard; Cancel; 390 px.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
@@ -196,6 +197,20 @@ test('Cancel stops the walk (clicked in the same task as the button); the button
   await page.click('#guide-run');
   await page.waitForSelector('#guide-panel[data-guide=done]', { timeout: 60_000 });
   assert.equal(await page.isHidden('#guide-msg'), true);
+  assert.deepEqual(page.problems, []);
+  await page.close();
+});
+
+test('a link with only #guide=2 loads the guide\'s model, types its prompt and shows step 2', async () => {
+  const page = await openPage(browser, url + 'index.html#guide=2', { viewport: DESKTOP });
+  await page.waitForSelector('#guide-panel[data-guide=done][data-step="2"]', { timeout: 60_000 });
+  assert.equal(await page.inputValue('#model'), './models/tiny-kjv-induction/');
+  assert.equal(await page.inputValue('#prompt'), await page.textContent('#guide-prompt'));
+  assert.equal(await page.getAttribute('#guide-steps > li[data-step="2"]', 'aria-current'), 'step');
+  // the explorer shows the head the attribution names
+  const [, l, h] = /, L(\d+)H(\d+) adds /.exec(await page.textContent('#guide-steps > li[data-step="2"] .guide-fig'));
+  await page.waitForFunction(([a, b]) => /[#&]guide=2(&|$)/.test(location.hash) && new RegExp(`[#&]layer=${a}&head=${b}(&|$)`).test(location.hash), [l, h]);
+  assert.equal(await page.getAttribute('#tab-model', 'aria-selected'), 'true');
   assert.deepEqual(page.problems, []);
   await page.close();
 });
