@@ -27,6 +27,7 @@ import { ExplorerTools } from './explorer-tools';
 import { modelName, modelUrl, parseState, type ViewState } from './url-state';
 import { LensPanel } from './lens-panel';
 import { AttributionPanel } from './attribution-panel';
+import { GuidePanel } from './guide-panel';
 
 type Tab = 'head' | 'model' | 'neuron';
 
@@ -66,6 +67,15 @@ const tools = new ExplorerTools({
 });
 // the "Follow a prediction" views (their URL fields written with the explorer's)
 const lens = new LensPanel($('#lens-panel'), { changed: () => scheduleRender() }), attr = new AttributionPanel($('#attribution-panel'), { select, changed: () => scheduleRender() });
+// the guided example (guide-panel.ts): loads its model and types its prompt as a user does; show() applies a step's view fields
+const guide = new GuidePanel({ model: () => st.model, busy: () => st.generating, forward, select,
+  loadModel: (name) => { $<HTMLSelectElement>('#model').value = modelUrl(name); return pickModel(modelUrl(name)); },
+  setPrompt: (text) => { clearTimeout(promptTimer); $<HTMLTextAreaElement>('#prompt').value = text; return analysePrompt(); },
+  show: async (s) => {
+    tools.test.clear(); tools.restore(s); render();
+    if (s.lens) await lens.restore(s);
+    if (s.attr !== undefined) await attr.restore(s);
+  } });
 // rollout / flow: one fused map per layer
 const viewState = () => ({ layer: st.layer, heads: tools.fused ? [true] : st.heads, query: st.query });
 // what the views draw: st.data (or tools' maps), or with the word toggle on the same attention merged into words
@@ -147,7 +157,7 @@ function render(): void {
   if (st.tab === 'head') headView.render(d, viewState());
   else if (st.tab === 'model') modelView.render(d, v.stats, { layer: st.sel.layer, head: Math.min(st.sel.head, d.nHead - 1) });
   else renderNeuronView();
-  tools.afterRender(st.layer, { model: st.origin, prompt: $<HTMLTextAreaElement>('#prompt').value, tab: st.tab, layer: st.layer, head: st.sel.head, words: shown.words, ...lens.state(), ...attr.state() },
+  tools.afterRender(st.layer, { model: st.origin, prompt: $<HTMLTextAreaElement>('#prompt').value, tab: st.tab, layer: st.layer, head: st.sel.head, words: shown.words, ...lens.state(), ...attr.state(), ...guide.state() },
     (id) => st.model!.tokenizer.tokenText(id));
   const raw = st.data!; // the row check reads the model's own maps (a removed head's rows are 0)
   let err = rowError.get(raw); // 12 x 12 heads x 1000^2 weights: summed once per text, not on every click
@@ -216,7 +226,7 @@ async function useModel(model: DemoModel, origin: ModelOrigin): Promise<void> {
   st.epoch++;
   st.model = model;
   st.origin = origin.kind === 'site' ? modelName(origin.url) : origin.kind === 'hub' ? `hub:${$<HTMLInputElement>('#hub-url').value.trim()}` : undefined;
-  tools.reset(); lens.setModel(model); attr.setModel(model);
+  tools.reset(); lens.setModel(model); attr.setModel(model); guide.setModel(model);
   st.data = null;
   st.layer = 0; st.sel = { layer: 0, head: 0 }; st.query = -1; st.neuronKey = -1;
   st.heads = Array.from({ length: model.dims.heads }, () => true);
@@ -284,7 +294,7 @@ function restoreView(s: ViewState): void {
   st.sel = { layer: st.layer, head: s.head !== undefined && s.head < m.dims.heads ? s.head : 0 };
   if (s.words) { shown.words = true; $<HTMLInputElement>('#words').checked = true; $('#word-rule').hidden = false; }
   tools.restore(s);
-  void lens.restore(s); void attr.restore(s);
+  void lens.restore(s); void attr.restore(s); void guide.restore(s);
 }
 
 async function generate(chat?: ChatRun): Promise<number[]> {

@@ -110,7 +110,8 @@ export class HeadTest {
   get mapsAfter(): boolean { return $<HTMLInputElement>('#maps-after').checked && !!this.current(); }
   get active(): boolean { return this.removed.size > 0 || this.blocked.length > 0; }
 
-  clear(): void { this.removed.clear(); this.blocked = []; this.result = null; }
+  /** Nothing removed or blocked, no result (a choice made again runs again). */
+  clear(): void { this.removed.clear(); this.blocked = []; this.result = null; this.tried = ''; }
 
   toggleHead(layer: number, head: number): void {
     const k = `${layer}.${head}`;

@@ -1,7 +1,7 @@
 // The explorer's view in the page's URL (after #), so that reloading restores it and a link
 // shared opens it: model, prompt, layer, head, view, map, words, and the test's removed heads
 // and blocked cells. Written with history.replaceState on every render (no history entries);
-// read once at start. Example:
+// read once at start. The guided example's step (guide-panel.ts) is `guide`. Example:
 //   index.html#model=tiny-kjv-bpe&prompt=In+the+beginning&view=model&layer=1&head=2&map=raw&remove=1.2,0.3&block=1.0:4-0
 // model: a site model's folder name (web/models/), or hub:<what the Hub panel's box held> (an id
 // or a folder URL, loaded by that panel, with its progress and Cancel);
@@ -42,6 +42,8 @@ export interface ViewState {
   attrA?: number;
   /** the attribution's token B ("A rather than B"; absent: the logit of A alone) */
   attrB?: number;
+  /** the guided example: the step shown (1-4; the walk runs again on load) */
+  guide?: number;
 }
 
 const int = (s: string | null): number | undefined => (s !== null && /^\d+$/.test(s) ? Number(s) : undefined);
@@ -77,6 +79,7 @@ export function parseState(hash: string): ViewState {
   s.attr = int(p.get('attr'));
   s.attrA = int(p.get('attrA'));
   s.attrB = int(p.get('attrB'));
+  s.guide = int(p.get('guide'));
   for (const k of Object.keys(s) as (keyof ViewState)[]) if (s[k] === undefined) delete s[k];
   return s;
 }
@@ -100,6 +103,7 @@ export function formatState(s: ViewState): string {
   if (s.attr !== undefined) p.set('attr', String(s.attr));
   if (s.attrA !== undefined) p.set('attrA', String(s.attrA));
   if (s.attrB !== undefined) p.set('attrB', String(s.attrB));
+  if (s.guide !== undefined) p.set('guide', String(s.guide));
   return p.toString();
 }
 
