@@ -34,6 +34,12 @@ def add_arguments(ap):
     ap.add_argument('--repeat-copies', type=int, default=2, help='most occurrences of a span (2: the span and one copy)')
     ap.add_argument('--induction-head', default=None, help='LAYER,HEAD: add an auxiliary loss that trains this head to '
                     'attend to the token after the previous occurrence on the repeated spans (attention_loss)')
+    ap.add_argument('--random-frac', type=float, default=0.0,
+                    help='share of training windows (besides --repeat-frac) rewritten from a random start to their end '
+                         'with a sequence of distinct tokens of the training text repeated (add_random_repeats)')
+    ap.add_argument('--head-dropout', type=float, default=0.0,
+                    help='in this share of training windows one head, drawn uniformly from all but --induction-head, is '
+                         'removed (its probabilities times 0, as headMask) (head_dropout_mask)')
     ap.add_argument('--induction-weight', type=float, default=1.0, help='weight of that loss')
     ap.add_argument('--prev-head', default=None, help='LAYER,HEAD: the same kind of loss training this head to attend '
                     'to the previous token, at every position of every window (the head an induction head reads)')
@@ -48,6 +54,16 @@ def record(args):
                     repeat_note='that share of training windows holds a span followed by up to repeat_copies - 1 '
                                 'copies: half random tokens (targets inside the first occurrence ignored), half the '
                                 "window's own text (tools/model/repeats.py)")
+    if args.random_frac:
+        info.update(random_frac=args.random_frac,
+                    random_note='that share of training windows holds, from a random start to its end, a sequence of '
+                                'repeat_len distinct tokens of the training text repeated; targets inside its first '
+                                'occurrence ignored (tools/model/repeats.py add_random_repeats)')
+    if args.head_dropout:
+        info.update(head_dropout=args.head_dropout,
+                    head_dropout_note='in that share of training windows one head other than induction_head is removed '
+                                      '(probabilities times 0, as headMask), so no other single head is load-bearing '
+                                      '(tools/model/repeats.py head_dropout_mask)')
     if args.induction_head:
         info.update(induction_head=[int(v) for v in args.induction_head.split(',')], induction_weight=args.induction_weight,
                     induction_note='an auxiliary loss, induction_weight x mean -log of the weight this head puts on the '
@@ -101,6 +117,39 @@ def add_repeats(x, y, frac, min_len, max_len, vocab, gen, max_copies=2):
         if random_span:                                                   # unpredictable targets: the span, the copy's first token
             y[b, max(0, s - 1):s + n] = IGNORE
     return spans
+
+
+def add_random_repeats(x, y, frac, min_len, max_len, pool, gen, skip=()):
+    """Rewrite a share `frac` of the windows x, y (not those in `skip`) in place: from a random
+    start s to the window's end, a sequence of n distinct tokens drawn from `pool` (a 1-D tensor of
+    token ids), repeated (at least twice). The classic induction test, as training data: only the
+    copies can be predicted, so the targets up to the first copy's first token are IGNORE. Returns
+    the spans as add_repeats does."""
+    B, T = x.shape
+    w = torch.cat([x, y[:, -1:]], dim=1)                                  # [B, T+1]
+    chosen = [b for b in torch.nonzero(torch.rand(B, generator=gen) < frac).flatten().tolist() if b not in skip]
+    spans = []
+    for b in chosen:
+        n = int(torch.randint(min_len, min(max_len, (T + 1) // 2) + 1, (1,), generator=gen))
+        s = int(torch.randint(0, T + 2 - 2 * n, (1,), generator=gen))
+        c = (T + 1 - s + n - 1) // n                                      # occurrences, the last one cut at the end
+        seq = pool[torch.randperm(len(pool), generator=gen)[:n]]
+        w[b, s:] = seq.repeat(c)[:T + 1 - s]
+        spans.append((b, s, n, c))
+        x[b], y[b] = w[b, :-1], w[b, 1:].clone()
+        y[b, max(0, s - 1):s + n] = IGNORE
+    return spans
+
+
+def head_dropout_mask(B, n_layer, n_head, frac, keep, gen):
+    """[n_layer, B, n_head] of ones, but in a share `frac` of the windows one head, drawn
+    uniformly from all heads except `keep` ((layer, head) or None), is 0."""
+    mask = torch.ones(n_layer, B, n_head)
+    heads = [(l, h) for l in range(n_layer) for h in range(n_head) if (l, h) != keep]
+    for b in torch.nonzero(torch.rand(B, generator=gen) < frac).flatten().tolist():
+        l, h = heads[int(torch.randint(0, len(heads), (1,), generator=gen))]
+        mask[l, b, h] = 0
+    return mask
 
 
 def induction_targets(spans, T):

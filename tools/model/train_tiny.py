@@ -372,6 +372,7 @@ def main():
         model.train()
         return nats / ntok, nats / nbytes
 
+    text_tokens = torch.tensor(sorted(set(train_ids)), dtype=torch.long)   # --random-frac draws its sequences from these
     present = sorted(set(val_ids))                    # the induction measure's tokens: those of the held-out text
     rep_seqs = repeats.repeated_sequences(present, 8, 32)
 
@@ -381,10 +382,21 @@ def main():
         """(loss, targets y) of one training batch: next-token loss, plus the induction-head loss if asked."""
         x, y = batch(train_t, torch.randint(0, len(train_t) - T - 1, (args.batch,), generator=gen))
         spans = []
-        if args.repeat_frac > 0:
+        if args.repeat_frac > 0 or args.random_frac > 0:
             x, y = x.clone(), y.clone()
+        if args.repeat_frac > 0:
             spans = repeats.add_repeats(x, y, args.repeat_frac, args.repeat_min, args.repeat_max, V, gen, args.repeat_copies)
+        if args.random_frac > 0:
+            spans += repeats.add_random_repeats(x, y, args.random_frac, args.repeat_min, args.repeat_max, text_tokens, gen,
+                                                skip={sp[0] for sp in spans})
+        if args.head_dropout > 0:
+            keep = tuple(map(int, args.induction_head.split(','))) if args.induction_head else None
+            mask = repeats.head_dropout_mask(len(x), args.n_layer, args.n_head, args.head_dropout, keep, gen)
+            for l, block in enumerate(model.h):
+                block.attn.head_mask = mask[l]
         logits, atts = model(x, output_attentions=True) if guided else (model(x), None)
+        for block in model.h:
+            block.attn.head_mask = None
         loss = F.cross_entropy(logits.reshape(-1, V), y.reshape(-1), ignore_index=repeats.IGNORE)
         aux = repeats.head_losses(args, atts, spans, len(x), T) if guided else 0
         return loss, loss + args.induction_weight * aux, y
