@@ -7,6 +7,10 @@ window a span of n tokens (n drawn in [min_len, max_len]) is followed by a copy 
 of the spans are tokens drawn uniformly from the vocabulary (only the copy can be predicted, so
 the targets inside the first copy and at the copy's first token are ignored), half are the
 window's own text (a passage said twice). The rest of the window stays text.
+`add_random_repeats` (--random-frac) makes a share of the other windows the measure's own test:
+from a random start to the window's end, a sequence of distinct tokens repeated, so that copying
+arbitrary tokens is what pays. `head_dropout_mask` (--head-dropout) removes one head other than
+the induction head in a share of the windows, so that no other single head is load-bearing.
 
 With --induction-head L,H, `attention_loss` adds an auxiliary term that trains that head's
 attention to the induction pattern on those spans: from each token of a later occurrence to the
@@ -141,6 +145,30 @@ def add_random_repeats(x, y, frac, min_len, max_len, pool, gen, skip=()):
     return spans
 
 
+def rewrite_batch(args, x, y, vocab, pool, gen):
+    """train_tiny.py's batch x, y with --repeat-frac's spans and --random-frac's sequences written
+    in (copies when either is asked); returns (x, y, spans)."""
+    spans = []
+    if args.repeat_frac > 0 or args.random_frac > 0:
+        x, y = x.clone(), y.clone()
+    if args.repeat_frac > 0:
+        spans = add_repeats(x, y, args.repeat_frac, args.repeat_min, args.repeat_max, vocab, gen, args.repeat_copies)
+    if args.random_frac > 0:
+        spans += add_random_repeats(x, y, args.random_frac, args.repeat_min, args.repeat_max, pool, gen,
+                                    skip={sp[0] for sp in spans})
+    return x, y, spans
+
+
+def set_head_dropout(model, args, B, gen):
+    """Set every layer's per-window head mask for a batch of B windows (--head-dropout), or clear
+    them (args None or no --head-dropout)."""
+    if args is None or not args.head_dropout:
+        _set_mask(model, None)
+        return
+    keep = tuple(map(int, args.induction_head.split(','))) if args.induction_head else None
+    _set_mask(model, head_dropout_mask(B, len(model.h), model.cfg['n_head'], args.head_dropout, keep, gen))
+
+
 def head_dropout_mask(B, n_layer, n_head, frac, keep, gen):
     """[n_layer, B, n_head] of ones, but in a share `frac` of the windows one head, drawn
     uniformly from all heads except `keep` ((layer, head) or None), is 0."""
@@ -182,7 +210,7 @@ def repeated_sequences(tokens, count, length, seed=0):
 
 
 def _set_mask(model, mask):
-    """mask [layers, heads] or None on every Attention."""
+    """mask [layers, heads] or [layers, B, heads] (per window), or None, on every Attention."""
     for i, block in enumerate(model.h):
         block.attn.head_mask = None if mask is None else mask[i]
 
