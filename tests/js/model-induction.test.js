@@ -1,12 +1,13 @@
-// web/models/tiny-kjv-induction: the tiny BPE GPT fine-tuned with repeated spans
-// (tools/model/train_tiny.py --init-from --repeat-frac) has an induction head, measured with
+// web/models/tiny-kjv-induction: the tiny BPE GPT fine-tuned with repeated spans and sequences
+// (tools/model/train_tiny.py --init-from --repeat-frac --random-frac --head-dropout) has an induction head, measured with
 // qkv itself on the committed weights (tools/interpret/induction.mjs, the measures of
 // tools/interpret/induction_ablation.mjs):
 // - its induction score (headProbes) is at least 0.5, against at most 0.1 for every head of the
 //   same architecture with random weights (train_tiny.py's initialisation);
 // - removing it (headMask) raises the loss on the second copy of repeated random token
 //   sequences by at least 0.5 nats per token, and removing any other single head raises it by less;
-// - the model copies: with every head the second copy costs well under the first;
+// - the model copies: with every head the second copy costs under 4 nats/token, 3 or more
+//   below the first;
 // - the held-out text costs at most 0.05 bits per byte more than with the model it started
 //   from (tiny-kjv-bpe, 1.621), and qkv's figure is the one the training script recorded.
 import assert from 'node:assert/strict';
@@ -64,10 +65,10 @@ test('removing any other single head raises the second-copy loss by less', () =>
   }
 });
 
-test('the model copies: the second copy costs at least 3 nats/token less than the first', async () => {
+test('the model copies: the second copy costs under 4 nats/token, at least 3 less than the first', async () => {
   assert.ok(table, 'the ablation table is known (previous test)');
   const first = await firstCopyLoss(qkv, model, firsts);
-  assert.ok(table.base <= first - 3, `first copy ${first}, second ${table.base} nats/token`);
+  assert.ok(table.base < 4 && table.base <= first - 3, `first copy ${first}, second ${table.base} nats/token`);
 });
 
 test('held-out bits per byte within 0.05 of tiny-kjv-bpe, as train_tiny.py recorded it', async () => {
