@@ -8,7 +8,7 @@
 //   repeated twice to make "A B C ... A B C ...".
 // - copyLoss(): the mean next-token loss (nats/token) on the second copy, predicted from its
 //   first token on (the second copy's first token follows the first copy's last and cannot be
-//   predicted), with an optional headMask.
+//   predicted), with an optional headMask; firstCopyLoss(): the same on the first copy.
 // - ablationTable(): that loss with every head, and its change with each single head removed.
 // - heldOutBitsPerByte(): train_tiny.heldout_bits_per_byte (eval_heldout.py) in qkv: windows of
 //   n_positions + 1 tokens overlapping by one, every token but the first predicted once; total
@@ -62,6 +62,17 @@ export async function copyLoss(qkv, model, firsts, headMask = undefined) {
     const V = logits.shape[2];
     // positions T..2T-1 (the second copy) predict its tokens 1..T-1
     total += qkv.nextTokenLoss(new qkv.Tensor(logits.data.slice(T * V), [1, T, V]), x);
+  }
+  return total / firsts.length;
+}
+
+/** Mean loss (nats/token) on the first copies of `firsts` (its tokens 1..T-1: nothing before predicts them). */
+export async function firstCopyLoss(qkv, model, firsts) {
+  let total = 0;
+  for (const x of firsts) {
+    const T = x.length;
+    const { logits } = await model.forward(x);
+    total += qkv.nextTokenLoss(new qkv.Tensor(logits.data.slice(0, T * logits.shape[2]), [1, T, logits.shape[2]]), x);
   }
   return total / firsts.length;
 }

@@ -14,7 +14,7 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 
-import { ROOT, ablationTable, heldOutBitsPerByte, heldOutText, randomControlFiles, repeatedFirsts } from './induction.mjs';
+import { ROOT, ablationTable, firstCopyLoss, heldOutBitsPerByte, heldOutText, randomControlFiles, repeatedFirsts } from './induction.mjs';
 
 const args = process.argv.slice(2);
 const arg = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback);
@@ -41,6 +41,7 @@ for (const [which, model] of [['trained', trained], ['random', control]]) {
   const probes = await qkv.headProbes(model, { inductionTokens: firsts, ids: windows, ablation: false });
   const table = await ablationTable(qkv, model, firsts);
   result[which] = {
+    first_copy_loss: await firstCopyLoss(qkv, model, firsts),
     second_copy_loss: table.base,
     heads: table.rows.map((r, k) => ({ ...r, induction: probes.scores[k].induction, previous_token: probes.scores[k].previousToken })),
   };
@@ -56,7 +57,7 @@ const t = result.trained;
 const best = t.heads.reduce((a, b) => (b.induction > a.induction ? b : a));
 const others = t.heads.filter((h) => h !== best);
 const nextDelta = Math.max(...others.map((h) => h.delta));
-console.log(`**${result.model}**: ${SEQUENCES} sequences of ${LENGTH} distinct tokens (of the ${present.length} in the held-out text, seed ${SEED}), each repeated; loss on the second copy (nats/token) with every head: trained ${f(t.second_copy_loss)}, random ${f(result.random.second_copy_loss)}. Held-out text: ${f(t.heldout_bits_per_byte, 4)} bits/byte.\n`);
+console.log(`**${result.model}**: ${SEQUENCES} sequences of ${LENGTH} distinct tokens (of the ${present.length} in the held-out text, seed ${SEED}), each repeated; loss (nats/token) on the first copy → the second copy with every head: trained ${f(t.first_copy_loss)} → ${f(t.second_copy_loss)}, random ${f(result.random.first_copy_loss)} → ${f(result.random.second_copy_loss)}. Held-out text: ${f(t.heldout_bits_per_byte, 4)} bits/byte.\n`);
 console.log(`Strongest induction head L${best.layer}H${best.head}: score ${f(best.induction)} (random weights: at most ${f(Math.max(...result.random.heads.map((h) => h.induction)))}); removing it raises the second-copy loss by ${f(best.delta)} nats/token, any other single head by at most ${f(nextDelta)}.\n`);
 console.log('| head | induction | prev-token | second-copy loss without it | Δloss | | induction | Δloss |');
 console.log('|---|---:|---:|---:|---:|---|---:|---:|');

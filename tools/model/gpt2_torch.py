@@ -34,7 +34,7 @@ class Attention(nn.Module):
         self.n_embd = cfg['n_embd']
         self.c_attn = Conv1D(3 * self.n_embd, self.n_embd)
         self.c_proj = Conv1D(self.n_embd, self.n_embd)
-        self.head_mask = None                             # [H] or None: scales each head's probabilities
+        self.head_mask = None                             # [H], [B, H] (per window) or None: scales each head's probabilities
         P = cfg['n_positions']
         self.register_buffer('causal', torch.tril(torch.ones(P, P, dtype=torch.bool)), persistent=False)
 
@@ -50,7 +50,7 @@ class Attention(nn.Module):
         scores = scores.masked_fill(~self.causal[:L, :L], float('-inf'))
         probs = torch.softmax(scores, dim=-1)             # [B, H, L, L]
         if self.head_mask is not None:                    # qkv's headMask: 0 removes a head
-            probs = probs * self.head_mask.view(1, H, 1, 1)
+            probs = probs * self.head_mask.view(-1, H, 1, 1)
         y = torch.matmul(probs, v).transpose(1, 2).reshape(B, L, E)
         return self.c_proj(y), (probs if want_probs else None)
 

@@ -7,6 +7,10 @@ window a span of n tokens (n drawn in [min_len, max_len]) is followed by a copy 
 of the spans are tokens drawn uniformly from the vocabulary (only the copy can be predicted, so
 the targets inside the first copy and at the copy's first token are ignored), half are the
 window's own text (a passage said twice). The rest of the window stays text.
+`add_random_repeats` (--random-frac) makes a share of the other windows the measure's own test:
+from a random start to the window's end, a sequence of distinct tokens repeated, so that copying
+arbitrary tokens is what pays. `head_dropout_mask` (--head-dropout) removes one head other than
+the induction head in a share of the windows, so that no other single head is load-bearing.
 
 With --induction-head L,H, `attention_loss` adds an auxiliary term that trains that head's
 attention to the induction pattern on those spans: from each token of a later occurrence to the
@@ -34,6 +38,12 @@ def add_arguments(ap):
     ap.add_argument('--repeat-copies', type=int, default=2, help='most occurrences of a span (2: the span and one copy)')
     ap.add_argument('--induction-head', default=None, help='LAYER,HEAD: add an auxiliary loss that trains this head to '
                     'attend to the token after the previous occurrence on the repeated spans (attention_loss)')
+    ap.add_argument('--random-frac', type=float, default=0.0,
+                    help='share of training windows (besides --repeat-frac) rewritten from a random start to their end '
+                         'with a sequence of distinct tokens of the training text repeated (add_random_repeats)')
+    ap.add_argument('--head-dropout', type=float, default=0.0,
+                    help='in this share of training windows one head, drawn uniformly from all but --induction-head, is '
+                         'removed (its probabilities times 0, as headMask) (head_dropout_mask)')
     ap.add_argument('--induction-weight', type=float, default=1.0, help='weight of that loss')
     ap.add_argument('--prev-head', default=None, help='LAYER,HEAD: the same kind of loss training this head to attend '
                     'to the previous token, at every position of every window (the head an induction head reads)')
@@ -48,6 +58,16 @@ def record(args):
                     repeat_note='that share of training windows holds a span followed by up to repeat_copies - 1 '
                                 'copies: half random tokens (targets inside the first occurrence ignored), half the '
                                 "window's own text (tools/model/repeats.py)")
+    if args.random_frac:
+        info.update(random_frac=args.random_frac,
+                    random_note='that share of training windows holds, from a random start to its end, a sequence of '
+                                'repeat_len distinct tokens of the training text repeated; targets inside its first '
+                                'occurrence ignored (tools/model/repeats.py add_random_repeats)')
+    if args.head_dropout:
+        info.update(head_dropout=args.head_dropout,
+                    head_dropout_note='in that share of training windows one head other than induction_head is removed '
+                                      '(probabilities times 0, as headMask), so no other single head is load-bearing '
+                                      '(tools/model/repeats.py head_dropout_mask)')
     if args.induction_head:
         info.update(induction_head=[int(v) for v in args.induction_head.split(',')], induction_weight=args.induction_weight,
                     induction_note='an auxiliary loss, induction_weight x mean -log of the weight this head puts on the '
@@ -103,6 +123,63 @@ def add_repeats(x, y, frac, min_len, max_len, vocab, gen, max_copies=2):
     return spans
 
 
+def add_random_repeats(x, y, frac, min_len, max_len, pool, gen, skip=()):
+    """Rewrite a share `frac` of the windows x, y (not those in `skip`) in place: from a random
+    start s to the window's end, a sequence of n distinct tokens drawn from `pool` (a 1-D tensor of
+    token ids), repeated (at least twice). The classic induction test, as training data: only the
+    copies can be predicted, so the targets up to the first copy's first token are IGNORE. Returns
+    the spans as add_repeats does."""
+    B, T = x.shape
+    w = torch.cat([x, y[:, -1:]], dim=1)                                  # [B, T+1]
+    chosen = [b for b in torch.nonzero(torch.rand(B, generator=gen) < frac).flatten().tolist() if b not in skip]
+    spans = []
+    for b in chosen:
+        n = int(torch.randint(min_len, min(max_len, (T + 1) // 2) + 1, (1,), generator=gen))
+        s = int(torch.randint(0, T + 2 - 2 * n, (1,), generator=gen))
+        c = (T + 1 - s + n - 1) // n                                      # occurrences, the last one cut at the end
+        seq = pool[torch.randperm(len(pool), generator=gen)[:n]]
+        w[b, s:] = seq.repeat(c)[:T + 1 - s]
+        spans.append((b, s, n, c))
+        x[b], y[b] = w[b, :-1], w[b, 1:].clone()
+        y[b, max(0, s - 1):s + n] = IGNORE
+    return spans
+
+
+def rewrite_batch(args, x, y, vocab, pool, gen):
+    """train_tiny.py's batch x, y with --repeat-frac's spans and --random-frac's sequences written
+    in (copies when either is asked); returns (x, y, spans)."""
+    spans = []
+    if args.repeat_frac > 0 or args.random_frac > 0:
+        x, y = x.clone(), y.clone()
+    if args.repeat_frac > 0:
+        spans = add_repeats(x, y, args.repeat_frac, args.repeat_min, args.repeat_max, vocab, gen, args.repeat_copies)
+    if args.random_frac > 0:
+        spans += add_random_repeats(x, y, args.random_frac, args.repeat_min, args.repeat_max, pool, gen,
+                                    skip={sp[0] for sp in spans})
+    return x, y, spans
+
+
+def set_head_dropout(model, args, B, gen):
+    """Set every layer's per-window head mask for a batch of B windows (--head-dropout), or clear
+    them (args None or no --head-dropout)."""
+    if args is None or not args.head_dropout:
+        _set_mask(model, None)
+        return
+    keep = tuple(map(int, args.induction_head.split(','))) if args.induction_head else None
+    _set_mask(model, head_dropout_mask(B, len(model.h), model.cfg['n_head'], args.head_dropout, keep, gen))
+
+
+def head_dropout_mask(B, n_layer, n_head, frac, keep, gen):
+    """[n_layer, B, n_head] of ones, but in a share `frac` of the windows one head, drawn
+    uniformly from all heads except `keep` ((layer, head) or None), is 0."""
+    mask = torch.ones(n_layer, B, n_head)
+    heads = [(l, h) for l in range(n_layer) for h in range(n_head) if (l, h) != keep]
+    for b in torch.nonzero(torch.rand(B, generator=gen) < frac).flatten().tolist():
+        l, h = heads[int(torch.randint(0, len(heads), (1,), generator=gen))]
+        mask[l, b, h] = 0
+    return mask
+
+
 def induction_targets(spans, T):
     """(windows, queries, keys): for every token p of a later occurrence of a span, the key an
     induction head attends to: p - n + 1, the token after p's previous occurrence."""
@@ -133,7 +210,7 @@ def repeated_sequences(tokens, count, length, seed=0):
 
 
 def _set_mask(model, mask):
-    """mask [layers, heads] or None on every Attention."""
+    """mask [layers, heads] or [layers, B, heads] (per window), or None, on every Attention."""
     for i, block in enumerate(model.h):
         block.attn.head_mask = None if mask is None else mask[i]
 

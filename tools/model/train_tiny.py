@@ -9,6 +9,10 @@ Runs with Debian's PyTorch (CPU) under /usr/bin/python3, on one thread:
         --steps 1600 --eval-every 200                             # web/models/tiny-kjv-bpe
     /usr/bin/python3 tools/model/train_tiny.py --init-from web/models/tiny-kjv-bpe --repeat-frac 0.5 ...  # see README
 
+Towards an induction head (web/models/tiny-kjv-induction), repeats.py's options: repeated spans
+(--repeat-*), repeated random sequences (--random-frac), an attention loss (--induction-head,
+--prev-head) and head dropout (--head-dropout); each option's help says what it does.
+
 With --bpe-vocab N it first learns a GPT-2 byte-level BPE of N tokens on the training text
 (bpe.py), trains on those tokens and writes vocab.json + merges.txt beside the weights. Losses
 are reported in bits per byte either way (nats over the predicted tokens / their bytes / ln 2).
@@ -372,6 +376,7 @@ def main():
         model.train()
         return nats / ntok, nats / nbytes
 
+    text_tokens = torch.tensor(sorted(set(train_ids)), dtype=torch.long)   # --random-frac draws its sequences from these
     present = sorted(set(val_ids))                    # the induction measure's tokens: those of the held-out text
     rep_seqs = repeats.repeated_sequences(present, 8, 32)
 
@@ -380,11 +385,10 @@ def main():
     def step_loss():
         """(loss, targets y) of one training batch: next-token loss, plus the induction-head loss if asked."""
         x, y = batch(train_t, torch.randint(0, len(train_t) - T - 1, (args.batch,), generator=gen))
-        spans = []
-        if args.repeat_frac > 0:
-            x, y = x.clone(), y.clone()
-            spans = repeats.add_repeats(x, y, args.repeat_frac, args.repeat_min, args.repeat_max, V, gen, args.repeat_copies)
+        x, y, spans = repeats.rewrite_batch(args, x, y, V, text_tokens, gen)   # repeated spans and sequences
+        repeats.set_head_dropout(model, args, len(x), gen)                     # --head-dropout (or none)
         logits, atts = model(x, output_attentions=True) if guided else (model(x), None)
+        repeats.set_head_dropout(model, None, 0, gen)
         loss = F.cross_entropy(logits.reshape(-1, V), y.reshape(-1), ignore_index=repeats.IGNORE)
         aux = repeats.head_losses(args, atts, spans, len(x), T) if guided else 0
         return loss, loss + args.induction_weight * aux, y
