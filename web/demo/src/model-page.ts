@@ -25,6 +25,8 @@ import { loadHub, wireCheckpointPanels } from './checkpoint-panels';
 import { showChat, wireChat, type ChatRun } from './chat';
 import { ExplorerTools } from './explorer-tools';
 import { modelName, modelUrl, parseState, type ViewState } from './url-state';
+import { PatchingPanel } from './patching-panel';
+import { SteeringPanel } from './steering-panel';
 
 type Tab = 'head' | 'model' | 'neuron';
 
@@ -62,6 +64,11 @@ const tools = new ExplorerTools({
   model: () => st.model, data: () => st.data, stats: () => st.stats, busy: () => st.generating, forward, render: () => render(),
   select: (layer, head) => { st.tab = 'model'; st.layer = layer; st.sel = { layer, head }; render(); },
 });
+// the Follow-a-prediction panels (their own modules); changed(): their URL fields
+const mech = { model: () => st.model, prompt: () => $<HTMLTextAreaElement>('#prompt').value, changed: () => render() };
+const patching = new PatchingPanel({ ...mech, select: (layer, head) => { st.tab = 'model'; st.layer = layer; st.sel = { layer, head }; render(); } });
+const steering = new SteeringPanel({ ...mech, settings: () => ({ maxNewTokens: Math.max(1, Math.min(1000, Math.floor(Number($<HTMLInputElement>('#max-new').value) || 20))),
+  temperature: Number($<HTMLInputElement>('#temperature').value), topK: Math.max(0, Math.floor(Number($<HTMLInputElement>('#top-k').value) || 0)), seed: Math.floor(Number($<HTMLInputElement>('#seed').value) || 0) }) });
 // rollout / flow: one fused map per layer
 const viewState = () => ({ layer: st.layer, heads: tools.fused ? [true] : st.heads, query: st.query });
 // what the views draw: st.data (or tools' maps), or with the word toggle on the same attention merged into words
@@ -143,7 +150,7 @@ function render(): void {
   if (st.tab === 'head') headView.render(d, viewState());
   else if (st.tab === 'model') modelView.render(d, v.stats, { layer: st.sel.layer, head: Math.min(st.sel.head, d.nHead - 1) });
   else renderNeuronView();
-  tools.afterRender(st.layer, { model: st.origin, prompt: $<HTMLTextAreaElement>('#prompt').value, tab: st.tab, layer: st.layer, head: st.sel.head, words: shown.words },
+  tools.afterRender(st.layer, { model: st.origin, prompt: $<HTMLTextAreaElement>('#prompt').value, tab: st.tab, layer: st.layer, head: st.sel.head, words: shown.words, ...patching.state(), ...steering.state() },
     (id) => st.model!.tokenizer.tokenText(id));
   const raw = st.data!; // the row check reads the model's own maps (a removed head's rows are 0)
   let err = rowError.get(raw); // 12 x 12 heads x 1000^2 weights: summed once per text, not on every click
@@ -212,7 +219,7 @@ async function useModel(model: DemoModel, origin: ModelOrigin): Promise<void> {
   st.epoch++;
   st.model = model;
   st.origin = origin.kind === 'site' ? modelName(origin.url) : origin.kind === 'hub' ? `hub:${$<HTMLInputElement>('#hub-url').value.trim()}` : undefined;
-  tools.reset();
+  tools.reset(); patching.setModel(model); steering.setModel(model);
   st.data = null;
   st.layer = 0; st.sel = { layer: 0, head: 0 }; st.query = -1; st.neuronKey = -1;
   st.heads = Array.from({ length: model.dims.heads }, () => true);
@@ -280,6 +287,7 @@ function restoreView(s: ViewState): void {
   st.sel = { layer: st.layer, head: s.head !== undefined && s.head < m.dims.heads ? s.head : 0 };
   if (s.words) { shown.words = true; $<HTMLInputElement>('#words').checked = true; $('#word-rule').hidden = false; }
   tools.restore(s);
+  void patching.restore(s).then(() => steering.restore(s));
 }
 
 async function generate(chat?: ChatRun): Promise<number[]> {

@@ -26,7 +26,27 @@ export interface ViewState {
   block?: Block[];
   /** the encoders page: the word that belongs at [MASK] */
   target?: string;
+  /** patching: the clean prompt (absent = the page's prompt) */
+  clean?: string;
+  /** patching: the corrupted prompt */
+  corrupt?: string;
+  /** patching: the sweep that was run and is shown */
+  sweep?: PatchSweep;
+  /** patching: [correctId, wrongId] (absent = each prompt's top prediction) */
+  answer?: [number, number];
+  /** steering: prompt A (the vector points from B to A) */
+  steerA?: string;
+  /** steering: prompt B */
+  steerB?: string;
+  /** steering: the layer whose resid_pre the vector is read at and added to (present: it was run) */
+  steerLayer?: number;
+  /** steering: the vector's scale */
+  steerScale?: number;
 }
+
+/** The patching panel's sweeps (qkv's activationPatching `over`). */
+export type PatchSweep = 'heads' | 'headPositions' | 'residPre';
+const SWEEPS: PatchSweep[] = ['heads', 'headPositions', 'residPre'];
 
 const int = (s: string | null): number | undefined => (s !== null && /^\d+$/.test(s) ? Number(s) : undefined);
 
@@ -55,6 +75,17 @@ export function parseState(hash: string): ViewState {
     });
   }
   if (p.has('target')) s.target = p.get('target')!;
+  if (p.has('clean')) s.clean = p.get('clean')!;
+  if (p.has('corrupt')) s.corrupt = p.get('corrupt')!;
+  const sweep = p.get('sweep') as PatchSweep;
+  if (SWEEPS.includes(sweep)) s.sweep = sweep;
+  const answer = (p.get('answer') ?? '').split(',');
+  if (answer.length === 2 && answer.every((x) => /^\d+$/.test(x))) s.answer = answer.map(Number) as [number, number];
+  if (p.has('steerA')) s.steerA = p.get('steerA')!;
+  if (p.has('steerB')) s.steerB = p.get('steerB')!;
+  s.steerLayer = int(p.get('steerLayer'));
+  const scale = Number(p.get('steerScale') ?? NaN);
+  if (p.get('steerScale') && Number.isFinite(scale)) s.steerScale = scale;
   for (const k of Object.keys(s) as (keyof ViewState)[]) if (s[k] === undefined) delete s[k];
   return s;
 }
@@ -72,6 +103,14 @@ export function formatState(s: ViewState): string {
   if (s.remove?.length) p.set('remove', s.remove.map(([l, h]) => `${l}.${h}`).join(','));
   if (s.block?.length) p.set('block', s.block.map((b) => `${b.layer}.${b.head}:${b.q}-${b.k}`).join(','));
   if (s.target !== undefined) p.set('target', s.target);
+  if (s.clean !== undefined) p.set('clean', s.clean);
+  if (s.corrupt !== undefined) p.set('corrupt', s.corrupt);
+  if (s.sweep) p.set('sweep', s.sweep);
+  if (s.answer) p.set('answer', s.answer.join(','));
+  if (s.steerA !== undefined) p.set('steerA', s.steerA);
+  if (s.steerB !== undefined) p.set('steerB', s.steerB);
+  if (s.steerLayer !== undefined) p.set('steerLayer', String(s.steerLayer));
+  if (s.steerScale !== undefined) p.set('steerScale', String(s.steerScale));
   return p.toString();
 }
 
