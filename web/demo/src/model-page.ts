@@ -65,7 +65,7 @@ const tools = new ExplorerTools({
   select: (layer, head) => { st.tab = 'model'; st.layer = layer; st.sel = { layer, head }; render(); },
 });
 // the Follow-a-prediction panels (their own modules); changed(): their URL fields
-const mech = { model: () => st.model, prompt: () => $<HTMLTextAreaElement>('#prompt').value, changed: () => render() };
+const mech = { model: () => st.model, prompt: () => $<HTMLTextAreaElement>('#prompt').value, busy: () => st.generating, changed: () => render() };
 const patching = new PatchingPanel({ ...mech, select: (layer, head) => { st.tab = 'model'; st.layer = layer; st.sel = { layer, head }; render(); } });
 const steering = new SteeringPanel({ ...mech, settings: () => ({ maxNewTokens: Math.max(1, Math.min(1000, Math.floor(Number($<HTMLInputElement>('#max-new').value) || 20))),
   temperature: Number($<HTMLInputElement>('#temperature').value), topK: Math.max(0, Math.floor(Number($<HTMLInputElement>('#top-k').value) || 0)), seed: Math.floor(Number($<HTMLInputElement>('#seed').value) || 0) }) });

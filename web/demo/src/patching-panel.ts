@@ -57,6 +57,8 @@ export class PatchingPanel {
   /** the sweep shown (for the URL) */
   #shown: PatchSweep | null = null;
   #topsTimer = 0;
+  /** the answer in the two fields (a field left as it shows keeps its id: a token's text alone may encode to another) */
+  #shownAnswer: [number, number] | null = null;
 
   constructor(private host: PatchingHost) {
     const area = (id: string, label: string, placeholder = '') => el('label', { class: 'field' }, el('span', {}, label),
@@ -174,7 +176,7 @@ export class PatchingPanel {
     this.#run.disabled = !pair || !!this.#running;
     clearTimeout(this.#topsTimer);
     if (this.#answer) { this.#showAnswer(this.#answer); return; }
-    if (!pair) { this.#correct.value = ''; this.#wrong.value = ''; $('#patch-answer', this.#panel).textContent = ''; return; }
+    if (!pair) { this.#correct.value = ''; this.#wrong.value = ''; this.#shownAnswer = null; $('#patch-answer', this.#panel).textContent = ''; return; }
     this.#topsTimer = window.setTimeout(() => void this.#defaults(pair.clean, pair.corrupt).then((a) => { if (!this.#answer) this.#showAnswer(a); }, () => {}), 200);
   }
 
@@ -190,6 +192,7 @@ export class PatchingPanel {
   /** The answer in the two fields and the line under them. */
   #showAnswer([c, w]: [number, number]): void {
     const tok = this.#model!.tokenizer;
+    this.#shownAnswer = [c, w];
     this.#correct.value = tok.tokenText(c);
     this.#wrong.value = tok.tokenText(w);
     const line = `correct '${tok.tokenText(c)}' (id ${c}), wrong '${tok.tokenText(w)}' (id ${w})` +
@@ -203,7 +206,8 @@ export class PatchingPanel {
   #answerTyped(): void {
     const m = this.#model;
     if (!m) return;
-    const parse = (s: string, what: string): number => {
+    const parse = (s: string, what: string, shown?: number): number => {
+      if (shown !== undefined && s === m.tokenizer.tokenText(shown)) return shown;
       const id = /^#(\d+)$/.exec(s.trim());
       if (id) {
         if (Number(id[1]) < m.dims.vocab) return Number(id[1]);
@@ -214,7 +218,7 @@ export class PatchingPanel {
       return ids[0];
     };
     try {
-      this.#answer = [parse(this.#correct.value, 'correct'), parse(this.#wrong.value, 'wrong')];
+      this.#answer = [parse(this.#correct.value, 'correct', this.#shownAnswer?.[0]), parse(this.#wrong.value, 'wrong', this.#shownAnswer?.[1])];
       this.#showAnswer(this.#answer);
       message($('#patch-msg', this.#panel), '');
       this.host.changed();

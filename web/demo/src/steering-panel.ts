@@ -15,6 +15,8 @@ export interface SteeringHost {
   prompt(): string;
   /** the page's Generate settings */
   settings(): { maxNewTokens: number; temperature: number; topK: number; seed: number };
+  /** the page is generating (its generation and this panel's share the model's KV cache) */
+  busy(): boolean;
   /** the panel's URL fields changed */
   changed(): void;
 }
@@ -109,6 +111,7 @@ export class SteeringPanel {
   async run(): Promise<void> {
     const m = this.#model, msg = $('#steer-msg', this.#panel);
     if (!m || this.#running) return;
+    if (this.host.busy()) { message(msg, 'The page is generating: Steer runs after it (both use the model\'s cache).', 'info'); return; }
     const layer = Number(this.#layer.value), scale = Number(this.#scale.value);
     const a = this.#a.value, b = this.#b.value;
     const o = this.host.settings();
@@ -144,7 +147,7 @@ export class SteeringPanel {
       let norm = 0;
       for (const x of vector) norm += x * x;
       $('#steer-vector', this.#panel).textContent = `‖vector‖ = ${fmt.p3(Math.sqrt(norm))} at layer ${layer} (resid_pre of A minus B, ` +
-        `${idsA.length} and ${idsB.length} tokens); ${o.maxNewTokens} tokens each, seed ${o.seed}, temperature ${o.temperature}, top-k ${o.topK}.`;
+        `${idsA.length} and ${idsB.length} tokens); ${plain.length} and ${steered.length} tokens, seed ${o.seed}, temperature ${o.temperature}, top-k ${o.topK}.`;
       $('#steer-with', this.#panel).textContent = `with ${scale} × vector at layer ${layer}`;
       $('#steer-plain', this.#panel).textContent = m.tokenizer.decode(plain);
       $('#steer-steered', this.#panel).textContent = m.tokenizer.decode(steered);

@@ -6,6 +6,9 @@
 // model: a site model's folder name (web/models/), or hub:<what the Hub panel's box held> (an id
 // or a folder URL, loaded by that panel, with its progress and Cancel);
 // a dropped checkpoint cannot be named in a URL (the link then opens the default model).
+// The Follow-a-prediction panels add theirs: patching (clean, corrupt, sweep, answer=<correct>,<wrong>)
+// and steering (steerA, steerB, steerLayer, steerScale), e.g.
+//   index.html#model=tiny-kjv-induction&prompt=...&corrupt=...&sweep=heads&answer=430,324&steerA=love&steerB=hate&steerLayer=2&steerScale=4
 // The encoders page writes the same fields for its fill-mask panel (view = head or model, the
 // prompt is the sentence with [MASK]) and one more, target: the word whose masked-token loss the
 // test prints, e.g.
