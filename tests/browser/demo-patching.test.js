@@ -59,9 +59,13 @@ async function open(h, viewport = DESKTOP, tokens = cleanIds.length) {
 const show = (t) => t.replace(/ /g, '␣').replace(/\n/g, '↵');
 const argmax = (x) => x.reduce((b, v, i) => (v > x[b] ? i : b), 0);
 /** Clicks Cancel as soon as the bar has moved (in the page: no round trip between seeing and clicking). */
-const cancelWhenMoving = (page, bar, cancel) => page.evaluate(([b, c]) => new Promise((ok) => {
-  const t = setInterval(() => { if (document.querySelector(b).value > 0) { clearInterval(t); document.querySelector(c).click(); ok(); } }, 1);
-}), [bar, cancel]);
+/** (It fails when the run ends before the bar moved.) */
+const cancelWhenMoving = (page, panel, bar, cancel) => page.evaluate(([p, b, c]) => new Promise((ok, fail) => {
+  const t = setInterval(() => {
+    if (document.querySelector(b).value > 0) { clearInterval(t); document.querySelector(c).click(); ok(); }
+    else if (document.querySelector(p).dataset.state !== 'running') { clearInterval(t); fail(new Error(`the run ended ${document.querySelector(p).dataset.state} before its bar moved`)); }
+  }, 1);
+}), [panel, bar, cancel]);
 async function top(ids) {
   const out = await model.forward(ids, { logits: 'last' });
   return argmax(Array.from(out.logits.data));
@@ -162,7 +166,7 @@ test('patching: different token counts are said (where they part) and Run is dis
   await page.fill('#patch-corrupt', long(corruptIds));
   await page.selectOption('#patch-sweep', 'headPositions');
   await page.click('#patch-run');
-  await cancelWhenMoving(page, '#patch-bar', '#patch-cancel');
+  await cancelWhenMoving(page, '#patching-panel', '#patch-bar', '#patch-cancel');
   await page.waitForSelector('#patching-panel[data-state=cancelled]', { timeout: 30_000 });
   assert.match(await page.textContent('#patch-msg'), /^Cancelled after \d+ of \d+ cells/);
   assert.equal(await page.isVisible('#patch-progress'), false);

@@ -50,9 +50,13 @@ async function expected(a, b, layer, scale, o) {
 }
 
 /** Clicks Cancel as soon as the bar has moved (in the page: no round trip between seeing and clicking). */
-const cancelWhenMoving = (page, bar, cancel) => page.evaluate(([b, c]) => new Promise((ok) => {
-  const t = setInterval(() => { if (document.querySelector(b).value > 0) { clearInterval(t); document.querySelector(c).click(); ok(); } }, 1);
-}), [bar, cancel]);
+/** (It fails when the run ends before the bar moved.) */
+const cancelWhenMoving = (page, panel, bar, cancel) => page.evaluate(([p, b, c]) => new Promise((ok, fail) => {
+  const t = setInterval(() => {
+    if (document.querySelector(b).value > 0) { clearInterval(t); document.querySelector(c).click(); ok(); }
+    else if (document.querySelector(p).dataset.state !== 'running') { clearInterval(t); fail(new Error(`the run ended ${document.querySelector(p).dataset.state} before its bar moved`)); }
+  }, 1);
+}), [panel, bar, cancel]);
 
 async function printed(page) {
   await page.waitForSelector('#steering-panel[data-state=done] #steer-result:not([hidden])', { timeout: 60_000 });
@@ -102,11 +106,11 @@ test('steering: the plain and steered texts = generate in Node without and with 
 
 test('steering: Cancel stops the generations and Steer works again; 390 px wide it fits the page and is keyboard reachable', async () => {
   const page = await open(hash({ prompt: PROMPT }), { width: 390, height: 844 });
-  await page.fill('#max-new', '200');
+  await page.fill('#max-new', '100');
   await page.click('#steer-run');
-  await cancelWhenMoving(page, '#steer-bar', '#steer-cancel');
+  await cancelWhenMoving(page, '#steering-panel', '#steer-bar', '#steer-cancel');
   await page.waitForSelector('#steering-panel[data-state=cancelled]', { timeout: 30_000 });
-  assert.match(await page.textContent('#steer-msg'), /^Cancelled after \d+ of 400 tokens/);
+  assert.match(await page.textContent('#steer-msg'), /^Cancelled after \d+ of 200 tokens/);
   assert.equal(await page.isVisible('#steer-progress'), false);
   // by keyboard: focus the scale, Tab to Steer, Enter
   await page.fill('#max-new', '30');
