@@ -1,6 +1,7 @@
 // The model page's Patching panel in headless Chromium, through the built page (build/demo):
 //   tiny   tiny-kjv-induction at 64 tokens (32 random words twice; the corrupted prompt with the
-//          first copy's words changed): each sweep (heads, heads x positions, residual stream x
+//          first copy's words changed; the answer: the first word (what induction predicts) against
+//          the corrupted prompt's first word): each sweep (heads, heads x positions, residual stream x
 //          positions), the Run button -> the bar shown, -> the first progress event, -> the first
 //          cells done, -> the map drawn (the frame after it is in the page)
 //   gpt2   a GPT-2-small-shaped checkpoint with random weights (bench/model/make_gpt2_small.mjs,
@@ -96,9 +97,10 @@ async function main() {
   const browser = await launch();
   const result = { what: 'the model page\'s Patching panel in headless Chromium: Run -> bar, first progress event, first cells done, map drawn (ms, wall clock in the page, median)', date: new Date().toISOString() };
   try {
-    const page = await openPage(browser, `${url}/index.html#${new URLSearchParams({ model: 'tiny-kjv-induction', prompt: clean, corrupt })}`, { viewport: { width: 1280, height: 1000 } });
+    const page = await openPage(browser, `${url}/index.html#${new URLSearchParams({ model: 'tiny-kjv-induction', prompt: clean, corrupt, answer: `${seq[0]},${other[0]}` })}`, { viewport: { width: 1280, height: 1000 } });
     await page.waitForSelector('body[data-ready=true]', { timeout: 120_000 });
-    await page.waitForFunction(() => /each prompt's top prediction/.test(document.querySelector('#patch-answer').textContent), null, { timeout: 60_000 });
+    await page.waitForFunction(() => /as you set them/.test(document.querySelector('#patch-answer').textContent), null, { timeout: 60_000 })
+      .catch(async (e) => { throw new Error(`patching bench: the panel's answer line is "${await page.textContent('#patch-answer')}"; its tokens line "${await page.textContent('#patch-tokens')}" (${e.message})`); });
     result.chromium = browser.version();
     result.engine = await page.textContent('#backend');
     result.tiny = [];

@@ -156,7 +156,9 @@ test('patching: different token counts are said (where they part) and Run is dis
   const q = (ids) => ids.map((id) => `'${model.tokenizer.decode([id])}'`).join(' ');
   const note = await page.textContent('#patch-tokens');
   assert.ok(note.startsWith(`clean has ${cleanIds.length} tokens, corrupted ${longer.length}: they part at token 0 (`), note);
-  assert.ok(note.includes(` vs ${q(longer.slice(0, longer.length - 10))})`), note); // the corrupted span ends where the common end starts
+  // the corrupted span ends where the common end (the second copy) starts: 11 tokens, the first 6 shown
+  const span = longer.slice(0, longer.length - 10);
+  assert.ok(note.includes(` vs ${q(span.slice(0, 6))} … and ${span.length - 6} more)`), note);
   assert.equal(await page.isDisabled('#patch-run'), true);
 
   // a long sweep: heads x positions over the model's whole context

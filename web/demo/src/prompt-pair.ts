@@ -5,9 +5,9 @@
 /** What {@link comparePrompts} found: `sweepable` when the lengths agree and some token differs. */
 export interface PromptPair { sweepable: boolean; text: string }
 
-/** The tokens of `ids` as quoted texts: 'Aar' 'on' (nothing: '(nothing)'). */
+/** The tokens of `ids` as quoted texts: 'Aar' 'on' (nothing: '(nothing)'; past 6 tokens: '… and 20 more'). */
 const quoted = (ids: number[], text: (id: number) => string): string =>
-  (ids.length ? ids.map((id) => `'${text(id)}'`).join(' ') : '(nothing)');
+  (ids.length ? ids.slice(0, 6).map((id) => `'${text(id)}'`).join(' ') + (ids.length > 6 ? ` … and ${ids.length - 6} more` : '') : '(nothing)');
 
 /**
  * Compares the clean and corrupted ids: their counts, the first token where they part, and the
