@@ -2,12 +2,14 @@
 //   tiny   tiny-kjv-induction at 64 tokens (32 random words twice; the corrupted prompt with the
 //          first copy's words changed; the answer: the first word (what induction predicts) against
 //          the corrupted prompt's first word): each sweep (heads, heads x positions, residual stream x
-//          positions), the Run button -> the bar shown, -> the first progress event, -> the first
-//          cells done, -> the map drawn (the frame after it is in the page)
+//          positions), the Run button -> the bar shown, -> the first progress the page can paint
+//          (the caption after the sweep's first wasm call, and how many cells it ran), -> the map
+//          drawn (the frame after it is in the page)
 //   gpt2   a GPT-2-small-shaped checkpoint with random weights (bench/model/make_gpt2_small.mjs,
 //          made in --dir on first use, ~725 MB, never in the repository), loaded by the page's
 //          model menu from a local server, the heads sweep at 16 tokens: the same marks, beside
-//          bench/results/model-residual-node.json's 'heads' sweep (Node, 1 thread, CPU time)
+//          bench/results/model-residual-node.json's 'heads' sweep (Node, 1 thread, CPU time) and
+//          the same sweep in Node in this run (simd, 1 thread: wall and CPU time, the same load)
 // Wall-clock times in the page (performance.now), the median over --reps runs (gpt2: --gpt2-reps),
 // with the machine (CPU, cores, load average before and after) in the JSON.
 //
@@ -42,8 +44,8 @@ function timeSweep(page, over) {
       const now = performance.now() - t0;
       if (marks.bar === undefined && !document.querySelector('#patch-progress').hidden) marks.bar = now;
       const m = /^Sweep: \d+ % \((\d+) of (\d+) cells\)/.exec(text.textContent);
-      if (m && marks.firstProgress === undefined) marks.firstProgress = now;
-      if (m && Number(m[1]) > 0 && marks.firstCells === undefined) { marks.firstCells = now; marks.cellsAtFirst = Number(m[1]); marks.cells = Number(m[2]); }
+      // the caption as the page can paint it: the first call's cells are done when it first yields
+      if (m && marks.firstProgress === undefined) { marks.firstProgress = now; marks.cellsAtFirst = Number(m[1]); marks.cells = Number(m[2]); }
       if (panel.dataset.state === 'done') {
         obs.disconnect();
         requestAnimationFrame(() => { marks.drawn = performance.now() - t0; ok(marks); });
@@ -66,7 +68,7 @@ async function sweeps(page, over, reps) {
   return {
     over, tokens: await page.evaluate(() => /Both have (\d+) tokens/.exec(document.querySelector('#patch-tokens').textContent)?.[1]).then(Number),
     cells: runs[0].cells, cells_at_first_progress: runs[0].cellsAtFirst,
-    ms_bar: pick('bar'), ms_first_progress: pick('firstProgress'), ms_first_cells: pick('firstCells'), ms_drawn: pick('drawn'),
+    ms_bar: pick('bar'), ms_first_progress: pick('firstProgress'), ms_drawn: pick('drawn'),
     ms_drawn_runs: runs.map((x) => x.drawn),
   };
 }
@@ -79,6 +81,22 @@ function words(tok, vocab, n, seed, avoid = []) {
   const out = [];
   while (out.length < n) { s = (s * 1103515245 + 12345) % 2147483648; const id = ok[s % ok.length]; if (!out.includes(id)) out.push(id); }
   return out;
+}
+
+/** The same heads sweep in Node on this machine now (simd, 1 thread): wall and CPU ms. */
+async function nodeHeads(text) {
+  qkv.env.variant = 'simd';
+  qkv.env.numThreads = 1;
+  const m = await qkv.loadModel(path.join(DIR, 'f32'));
+  try {
+    const o = { clean: m.tokenizer.encode(text), corrupted: m.tokenizer.encode(text.replace('fox', 'cow')), answer: [100, 200], over: 'heads' };
+    const t0 = performance.now(), c0 = process.cpuUsage();
+    await qkv.activationPatching(m, o);
+    const c = process.cpuUsage(c0);
+    return { variant: 'simd', threads: 1, tokens: o.clean.length, ms_wall: performance.now() - t0, ms_cpu: (c.user + c.system) / 1000 };
+  } finally {
+    m.dispose();
+  }
 }
 
 const machine = () => ({ cpu: os.cpus()[0]?.model, cores: os.cpus().length, loadavg: os.loadavg().map((x) => +x.toFixed(2)) });
@@ -120,6 +138,7 @@ async function main() {
       const node = JSON.parse(readFileSync(path.join(ROOT, 'bench/results/model-residual-node.json'), 'utf8'));
       const heads = node.sweeps.runs.find((r) => r.over === 'heads');
       result.gpt2.node_heads = { ms: heads.ms, cells: heads.cells, tokens: node.sweeps.tokens, clock: node.clock, threads: node.threads, variant: node.variant, machine: node.machine, date: node.date };
+      result.gpt2.node_same_run = await nodeHeads(text);
     }
     result.problems = page.problems;
   } finally {
@@ -128,13 +147,15 @@ async function main() {
   }
   result.machine = { ...machine(), loadavg_before: before.loadavg };
   console.log(`\nPatching panel in Chromium (${result.engine}; ${result.machine.cpu}, ${result.machine.cores} cores, load ${before.loadavg.join(' ')} -> ${result.machine.loadavg.join(' ')})`);
-  console.log('model            sweep           tokens  cells   bar ms  1st progress ms  1st cells ms  drawn ms');
-  const row = (name, r) => console.log(`${name.padEnd(16)} ${r.over.padEnd(15)} ${String(r.tokens).padStart(6)} ${String(r.cells).padStart(6)} ${r.ms_bar.toFixed(1).padStart(8)} ${r.ms_first_progress.toFixed(1).padStart(16)} ${r.ms_first_cells.toFixed(1).padStart(13)} ${r.ms_drawn.toFixed(1).padStart(9)}`);
+  console.log('model               sweep           tokens  cells   bar ms  1st progress ms (cells done)  drawn ms');
+  const row = (name, r) => console.log(`${name.padEnd(19)} ${r.over.padEnd(15)} ${String(r.tokens).padStart(6)} ${String(r.cells).padStart(6)} ${r.ms_bar.toFixed(1).padStart(8)} ${r.ms_first_progress.toFixed(1).padStart(16)} (${String(r.cells_at_first_progress).padStart(4)})       ${r.ms_drawn.toFixed(1).padStart(9)}`);
   for (const r of result.tiny) row('tiny-kjv-induction', r);
   if (result.gpt2) {
     row('GPT-2 small', result.gpt2);
     const n = result.gpt2.node_heads;
     console.log(`Node (model-residual-node.json, ${n.threads} thread, ${n.variant}, ${n.clock}): heads sweep at ${n.tokens} tokens ${n.ms.toFixed(0)} ms; page / Node ${(result.gpt2.ms_drawn / n.ms).toFixed(2)}`);
+    const s = result.gpt2.node_same_run;
+    console.log(`Node in this run (${s.threads} thread, ${s.variant}): ${s.ms_wall.toFixed(0)} ms wall, ${s.ms_cpu.toFixed(0)} ms CPU; page / Node wall ${(result.gpt2.ms_drawn / s.ms_wall).toFixed(2)}`);
   }
   writeFileSync(OUT, JSON.stringify(result, null, 2) + '\n');
   console.log(`wrote ${path.relative(ROOT, OUT)}`);
