@@ -197,8 +197,17 @@ test('patching at 390 px: the panel fits the page width (the map scrolls in its 
   await page.focus('#patch-sweep');
   await page.keyboard.press('Tab');
   assert.equal(await page.evaluate(() => document.activeElement.id), 'patch-run');
-  await page.locator('#patch-map td').first().focus();
+  await page.keyboard.press('Tab');
+  assert.equal(await page.evaluate(() => document.activeElement.dataset.index), '0', 'the map is the next tab stop');
   assert.match(await page.textContent('#patch-cell'), /^L0H0 at 0 /);
+  // the arrow keys move between the cells: right to position 1, down to head 1
+  await page.keyboard.press('ArrowRight');
+  await page.keyboard.press('ArrowDown');
+  assert.match(await page.textContent('#patch-cell'), /^L0H1 at 1 /);
+  // Enter opens that head in the model view
+  await page.keyboard.press('Enter');
+  await page.waitForSelector('#tab-model[aria-selected=true]');
+  assert.equal(await page.inputValue('#head'), '1');
   assert.deepEqual(page.problems, []);
   await page.close();
 });

@@ -1,6 +1,7 @@
 // The patching panel's heat map: one cell per value of an activationPatching sweep, as an HTML
-// table (rows and columns labelled, a cell focusable and its value shown on hover and on focus,
-// the table scrolling inside its own box on a narrow screen). The colour is diverging around 0:
+// table (rows and columns labelled, one tab stop and the arrow keys between the cells, a cell's
+// value shown on hover and on focus, the table scrolling inside its own box on a narrow screen).
+// The colour is diverging around 0:
 // blue where the patch restores the clean metric (1), white where it changes nothing (0), red
 // where it pushes the metric past the corrupted run's.
 import * as d3 from 'd3';
@@ -66,7 +67,7 @@ export function drawPatchMap(box: HTMLElement, r: ActivationPatchingResult, toke
       const index = i * cols + j;
       const c = cellAt(r, index);
       const name = cellName(c, tokens);
-      const td = el('td', { tabindex: '0', 'data-index': String(index), 'aria-label': `${name}: ${fmt.p(c.value)}`, title: `${name}: ${fmt.p(c.value)}` },
+      const td = el('td', { tabindex: index === 0 ? '0' : '-1', 'data-index': String(index), 'aria-label': `${name}: ${fmt.p(c.value)}`, title: `${name}: ${fmt.p(c.value)}` },
         numbers ? fmt.p(c.value) : '');
       td.style.background = color(c.value);
       td.style.color = ink(c.value);
@@ -91,6 +92,19 @@ export function drawPatchMap(box: HTMLElement, r: ActivationPatchingResult, toke
   table.addEventListener('mouseover', show);
   table.addEventListener('focusin', show);
   table.addEventListener('click', pick);
-  table.addEventListener('keydown', (e) => { if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); pick(e); } });
+  // one tab stop: the arrow keys move between the cells (the one focused keeps tabindex 0)
+  const cells = [...body.querySelectorAll<HTMLElement>('td[data-index]')];
+  const move: Record<string, [number, number]> = { ArrowLeft: [0, -1], ArrowRight: [0, 1], ArrowUp: [-1, 0], ArrowDown: [1, 0] };
+  table.addEventListener('keydown', (e) => {
+    if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); pick(e); return; }
+    const td = (e.target as HTMLElement).closest<HTMLElement>('td[data-index]'), d = move[e.key];
+    if (!td || !d) return;
+    const at = Number(td.dataset.index), i = Math.floor(at / cols) + d[0], j = (at % cols) + d[1];
+    if (i < 0 || i >= rows || j < 0 || j >= cols) return;
+    e.preventDefault();
+    td.tabIndex = -1;
+    cells[i * cols + j].tabIndex = 0;
+    cells[i * cols + j].focus();
+  });
   box.replaceChildren(table);
 }
