@@ -13,6 +13,7 @@ import { $, el, fmt, message, nextFrame, progress } from './ui';
 
 /** What the panel needs from the page. */
 export interface PatchingHost {
+  /** the loaded model (null while none is) */
   model(): DemoModel | null;
   /** the page's prompt as typed (the clean prompt until the reader edits it) */
   prompt(): string;
@@ -37,6 +38,10 @@ function argmax(x: Float32Array): number {
   return best;
 }
 
+/**
+ * The Patching panel in `#patching-panel`: `setModel` when a model is loaded, `state` for the
+ * URL, `restore` to apply a URL's (or the guided example's) fields, `run` for Run.
+ */
 export class PatchingPanel {
   readonly #panel: HTMLElement;
   readonly #clean: HTMLTextAreaElement;

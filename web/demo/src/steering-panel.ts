@@ -10,6 +10,7 @@ import { $, el, fmt, message, nextFrame, progress } from './ui';
 
 /** What the panel needs from the page. */
 export interface SteeringHost {
+  /** the loaded model (null while none is) */
   model(): DemoModel | null;
   /** the page's prompt as typed */
   prompt(): string;
@@ -26,6 +27,10 @@ export const STEER_DEFAULTS = { a: 'I love thee, and bless thee', b: 'I hate the
 
 const CANCELLED = new DOMException('The steering was cancelled', 'AbortError');
 
+/**
+ * The Steering panel in `#steering-panel`: `setModel` when a model is loaded, `state` for the
+ * URL, `restore` to apply a URL's (or the guided example's) fields, `run` for Steer.
+ */
 export class SteeringPanel {
   readonly #panel: HTMLElement;
   readonly #a: HTMLInputElement;
