@@ -42,9 +42,15 @@ export function residualTools(m: DecoderModel): ResidualTools {
     steeringVector: (a, b, layer) => qkv.steeringVector(m, a, b, { layer }),
     async generate(ids, o, progress = {}) {
       const out: number[] = [];
+      let yielded = performance.now();
       for await (const step of m.generate(ids, o)) {
         out.push(step.token);
         progress.onProgress?.(out.length, o.maxNewTokens);
+        // a task between steps about every 15 ms: the bar repaints and a Cancel click gets through
+        if (performance.now() - yielded > 15) {
+          await new Promise((ok) => setTimeout(ok, 0));
+          yielded = performance.now();
+        }
         progress.signal?.throwIfAborted();
       }
       return out;

@@ -13,20 +13,6 @@ import { GUIDE_MODEL, drawSequence, guideFigures, headName, type GuideFigures, t
 import type { ViewState } from './url-state';
 import { $, el, message, progress, showToken } from './ui';
 
-/** The other views' URL fields the guide sets (the lens, attribution and patching panels read them in their restore). */
-export interface GuideViewFields {
-  lens?: boolean;
-  lensPos?: number;
-  attr?: number;
-  attrA?: number;
-  clean?: string;
-  corrupt?: string;
-  sweep?: 'heads' | 'headPositions' | 'residPre';
-  answer?: [number, number];
-}
-/** A view as the guide asks the page to show it. */
-export type GuideViewState = ViewState & GuideViewFields;
-
 /** What the guide needs of the page. */
 export interface GuideHost {
   /** the loaded model (null while none is) */
@@ -36,7 +22,7 @@ export interface GuideHost {
   /** puts `text` in the prompt box and runs it (the explorer shows it) */
   setPrompt(text: string): Promise<void>;
   /** applies a view's URL fields: the panels' restore, Test a head's `remove` (absent: nothing removed) */
-  show(state: GuideViewState): Promise<void>;
+  show(state: ViewState): Promise<void>;
   /** shows head (layer, head) in the explorer's model view */
   select(layer: number, head: number): void;
   /** the page is generating (the guide waits for it to end: both use the model's KV cache) */
@@ -188,7 +174,7 @@ export class GuidePanel {
       if (k + 1 === n) li.setAttribute('aria-current', 'step'); else li.removeAttribute('aria-current');
     });
     const last = seq.ids.length - 1, attrHead = f.attribution.heads[0];
-    const views: [GuideViewState, HeadRef][] = [
+    const views: [ViewState, HeadRef][] = [
       [{ lens: true, lensPos: last }, f.patching.hottest],
       [{ attr: last, attrA: f.attribution.token }, attrHead],
       [{ clean: seq.text, corrupt: seq.corruptedText, sweep: 'heads', answer: f.patching.answer }, f.patching.hottest],

@@ -28,6 +28,8 @@ import { modelName, modelUrl, parseState, type ViewState } from './url-state';
 import { LensPanel } from './lens-panel';
 import { AttributionPanel } from './attribution-panel';
 import { GuidePanel } from './guide-panel';
+import { PatchingPanel } from './patching-panel';
+import { SteeringPanel } from './steering-panel';
 
 type Tab = 'head' | 'model' | 'neuron';
 
@@ -65,8 +67,12 @@ const select = (layer: number, head: number) => { st.tab = 'model'; st.layer = l
 const tools = new ExplorerTools({
   model: () => st.model, data: () => st.data, stats: () => st.stats, busy: () => st.generating, forward, render: () => render(), select,
 });
-// the "Follow a prediction" views (their URL fields written with the explorer's)
-const lens = new LensPanel($('#lens-panel'), { changed: () => scheduleRender() }), attr = new AttributionPanel($('#attribution-panel'), { select, changed: () => scheduleRender() });
+// the "Follow a prediction" panels (their own modules; their URL fields written with the explorer's)
+const mech = { model: () => st.model, prompt: () => $<HTMLTextAreaElement>('#prompt').value, busy: () => st.generating, changed: () => scheduleRender() };
+const lens = new LensPanel($('#lens-panel'), mech), attr = new AttributionPanel($('#attribution-panel'), { ...mech, select });
+const patching = new PatchingPanel({ ...mech, select });
+const steering = new SteeringPanel({ ...mech, settings: () => ({ maxNewTokens: Math.max(1, Math.min(1000, Math.floor(Number($<HTMLInputElement>('#max-new').value) || 20))),
+  temperature: Number($<HTMLInputElement>('#temperature').value), topK: Math.max(0, Math.floor(Number($<HTMLInputElement>('#top-k').value) || 0)), seed: Math.floor(Number($<HTMLInputElement>('#seed').value) || 0) }) });
 // the guided example (guide-panel.ts): loads its model and types its prompt as a user does; show() applies a step's view fields
 const guide = new GuidePanel({ model: () => st.model, busy: () => st.generating, forward, select,
   loadModel: (name) => { $<HTMLSelectElement>('#model').value = modelUrl(name); return pickModel(modelUrl(name)); },
@@ -75,6 +81,7 @@ const guide = new GuidePanel({ model: () => st.model, busy: () => st.generating,
     tools.test.clear(); tools.restore(s); render();
     if (s.lens) await lens.restore(s);
     if (s.attr !== undefined) await attr.restore(s);
+    if (s.sweep) await patching.restore(s);
   } });
 // rollout / flow: one fused map per layer
 const viewState = () => ({ layer: st.layer, heads: tools.fused ? [true] : st.heads, query: st.query });
@@ -157,7 +164,8 @@ function render(): void {
   if (st.tab === 'head') headView.render(d, viewState());
   else if (st.tab === 'model') modelView.render(d, v.stats, { layer: st.sel.layer, head: Math.min(st.sel.head, d.nHead - 1) });
   else renderNeuronView();
-  tools.afterRender(st.layer, { model: st.origin, prompt: $<HTMLTextAreaElement>('#prompt').value, tab: st.tab, layer: st.layer, head: st.sel.head, words: shown.words, ...lens.state(), ...attr.state(), ...guide.state() },
+  tools.afterRender(st.layer, { model: st.origin, prompt: $<HTMLTextAreaElement>('#prompt').value, tab: st.tab, layer: st.layer, head: st.sel.head, words: shown.words,
+    ...lens.state(), ...attr.state(), ...patching.state(), ...steering.state(), ...guide.state() },
     (id) => st.model!.tokenizer.tokenText(id));
   const raw = st.data!; // the row check reads the model's own maps (a removed head's rows are 0)
   let err = rowError.get(raw); // 12 x 12 heads x 1000^2 weights: summed once per text, not on every click
@@ -226,7 +234,7 @@ async function useModel(model: DemoModel, origin: ModelOrigin): Promise<void> {
   st.epoch++;
   st.model = model;
   st.origin = origin.kind === 'site' ? modelName(origin.url) : origin.kind === 'hub' ? `hub:${$<HTMLInputElement>('#hub-url').value.trim()}` : undefined;
-  tools.reset(); lens.setModel(model); attr.setModel(model); guide.setModel(model);
+  tools.reset(); lens.setModel(model); attr.setModel(model); patching.setModel(model); steering.setModel(model); guide.setModel(model);
   st.data = null;
   st.layer = 0; st.sel = { layer: 0, head: 0 }; st.query = -1; st.neuronKey = -1;
   st.heads = Array.from({ length: model.dims.heads }, () => true);
@@ -295,6 +303,7 @@ function restoreView(s: ViewState): void {
   if (s.words) { shown.words = true; $<HTMLInputElement>('#words').checked = true; $('#word-rule').hidden = false; }
   tools.restore(s);
   void lens.restore(s); void attr.restore(s); void guide.restore(s);
+  void patching.restore(s).then(() => steering.restore(s));
 }
 
 async function generate(chat?: ChatRun): Promise<number[]> {

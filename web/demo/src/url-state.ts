@@ -10,6 +10,9 @@
 // (absent: the model's own prediction per position), lensPos=<position focused>, attr=<position
 // the attribution ran at>, attrA=<id>, attrB=<id> (absent: the top prediction, no B), e.g.
 //   index.html#model=tiny-kjv-induction&prompt=...&lens=1&lensPos=5&attr=13&attrA=430&attrB=324
+// The Follow-a-prediction panels add theirs: patching (clean, corrupt, sweep, answer=<correct>,<wrong>)
+// and steering (steerA, steerB, steerLayer, steerScale), e.g.
+//   index.html#model=tiny-kjv-induction&prompt=...&corrupt=...&sweep=heads&answer=430,324&steerA=love&steerB=hate&steerLayer=2&steerScale=4
 // The encoders page writes the same fields for its fill-mask panel (view = head or model, the
 // prompt is the sentence with [MASK]) and one more, target: the word whose masked-token loss the
 // test prints, e.g.
@@ -44,7 +47,27 @@ export interface ViewState {
   attrB?: number;
   /** the guided example: the step shown (1-4; the walk runs again on load) */
   guide?: number;
+  /** patching: the clean prompt (absent = the page's prompt) */
+  clean?: string;
+  /** patching: the corrupted prompt */
+  corrupt?: string;
+  /** patching: the sweep that was run and is shown */
+  sweep?: PatchSweep;
+  /** patching: [correctId, wrongId] (absent = each prompt's top prediction) */
+  answer?: [number, number];
+  /** steering: prompt A (the vector points from B to A) */
+  steerA?: string;
+  /** steering: prompt B */
+  steerB?: string;
+  /** steering: the layer whose resid_pre the vector is read at and added to (present: it was run) */
+  steerLayer?: number;
+  /** steering: the vector's scale */
+  steerScale?: number;
 }
+
+/** The patching panel's sweeps (qkv's activationPatching `over`). */
+export type PatchSweep = 'heads' | 'headPositions' | 'residPre';
+const SWEEPS: PatchSweep[] = ['heads', 'headPositions', 'residPre'];
 
 const int = (s: string | null): number | undefined => (s !== null && /^\d+$/.test(s) ? Number(s) : undefined);
 
@@ -80,6 +103,17 @@ export function parseState(hash: string): ViewState {
   s.attrA = int(p.get('attrA'));
   s.attrB = int(p.get('attrB'));
   s.guide = int(p.get('guide'));
+  if (p.has('clean')) s.clean = p.get('clean')!;
+  if (p.has('corrupt')) s.corrupt = p.get('corrupt')!;
+  const sweep = p.get('sweep') as PatchSweep;
+  if (SWEEPS.includes(sweep)) s.sweep = sweep;
+  const answer = (p.get('answer') ?? '').split(',');
+  if (answer.length === 2 && answer.every((x) => /^\d+$/.test(x))) s.answer = answer.map(Number) as [number, number];
+  if (p.has('steerA')) s.steerA = p.get('steerA')!;
+  if (p.has('steerB')) s.steerB = p.get('steerB')!;
+  s.steerLayer = int(p.get('steerLayer'));
+  const scale = Number(p.get('steerScale') ?? NaN);
+  if (p.get('steerScale') && Number.isFinite(scale)) s.steerScale = scale;
   for (const k of Object.keys(s) as (keyof ViewState)[]) if (s[k] === undefined) delete s[k];
   return s;
 }
@@ -104,6 +138,14 @@ export function formatState(s: ViewState): string {
   if (s.attrA !== undefined) p.set('attrA', String(s.attrA));
   if (s.attrB !== undefined) p.set('attrB', String(s.attrB));
   if (s.guide !== undefined) p.set('guide', String(s.guide));
+  if (s.clean !== undefined) p.set('clean', s.clean);
+  if (s.corrupt !== undefined) p.set('corrupt', s.corrupt);
+  if (s.sweep) p.set('sweep', s.sweep);
+  if (s.answer) p.set('answer', s.answer.join(','));
+  if (s.steerA !== undefined) p.set('steerA', s.steerA);
+  if (s.steerB !== undefined) p.set('steerB', s.steerB);
+  if (s.steerLayer !== undefined) p.set('steerLayer', String(s.steerLayer));
+  if (s.steerScale !== undefined) p.set('steerScale', String(s.steerScale));
   return p.toString();
 }
 

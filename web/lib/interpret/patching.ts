@@ -16,6 +16,9 @@ import { asDecoder, checkIds } from './decoder-ids.js';
 /** What a sweep patches: each value's cell. */
 export type PatchingOver = 'heads' | 'headPositions' | 'residPre' | 'attnOut' | 'mlpOut';
 
+/** About how long one wasm call of a sweep runs before the event loop is let in (ms). */
+const CALL_MS = 50;
+
 const KINDS: Record<PatchingOver, number> = { heads: 0, headPositions: 1, residPre: 2, attnOut: 3, mlpOut: 4 };
 
 /** Options of {@link activationPatching}. */
@@ -93,13 +96,18 @@ export async function activationPatching(model: DecoderModel, options: Activatio
       throw new Error(`${fn}: the clean and corrupted runs give the same metric logit[${correct}] - logit[${wrong}] = ${mClean}: nothing to normalise by`);
     }
     const pOut = scope.alloc(4 * cells, `values [${shape.join(', ')}]`);
-    // a call runs one layer's heads (or layers) at a time: a few forwards' work between yields
-    const batch = Math.max(1, over === 'heads' || over === 'headPositions' ? H : NL);
+    // the first call runs one cell, so progress shows within one patched run whatever the
+    // model's size; each later call as many cells as the calls so far say fit in CALL_MS (at
+    // most 4 times the last call's), the event loop let in between
+    let batch = 1;
     onProgress?.(0, cells);
-    for (let begin = 0; begin < cells; begin += batch) {
-      const end = Math.min(cells, begin + batch);
+    for (let begin = 0, end = 0; begin < cells; begin = end) {
+      end = Math.min(cells, begin + batch);
+      const t0 = performance.now();
       const err = dec._wasm(fn) && sweep.run(KINDS[over], begin, end, pOut);
       if (err) throw wasmError(fn, err);
+      const perCell = Math.max(performance.now() - t0, 0.01) / (end - begin);
+      batch = Math.max(1, Math.min(4 * (end - begin), Math.floor(CALL_MS / perCell)));
       onProgress?.(end, cells);
       if (end < cells) {
         await nextTask();
