@@ -6,8 +6,7 @@
 //                 vocab 151936, q / k norms, tied
 // Weights uniform with std 0.02 (a xorshift stream, seeded per tensor), norms 1. The tokenizer is
 // a byte-level BPE (`tokenizer.ggml.model` gpt2) of the model's vocabulary size that both qkv and
-// llama.cpp read: 3 control tokens, GPT-2's 256 byte characters, then two- and three-character
-// tokens, each with the merge that makes it. Not the real vocabularies (not on this machine); the
+// llama.cpp read (tokenizer() says how it is built). Not the real vocabularies (not on this machine); the
 // benchmark feeds token ids, so only the sizes matter.
 //
 //   node bench/gguf/make_checkpoints.mjs [--out build/bench-gguf] [--models smollm2-135m,qwen3-0.6b] [--types Q8_0,Q4_0]
@@ -44,17 +43,25 @@ function byteChars() {
   return out;
 }
 
-/** tokenizer.ggml.* for a byte-level BPE of `vocab` tokens (see the file's comment). */
+/**
+ * tokenizer.ggml.* for a byte-level BPE of `vocab` tokens: the control tokens, the 256 byte
+ * characters, then tokens of two and three printable ASCII characters, each with the merge that
+ * makes it. Every token but the single bytes 0x80..0xff decodes to valid UTF-8 on its own;
+ * those are typed unused (5), so llama.cpp renders them as nothing and its server's JSON answer
+ * (which rejects invalid UTF-8) holds whatever a random model generates.
+ */
 function tokenizer(m) {
   const chars = byteChars();
+  const ascii = chars.slice(33, 127);  // '!'..'~' map to themselves
   const tokens = [...m.special, ...chars], merges = [];
-  for (let a = 0; a < 256 && tokens.length < m.vocab; a++) {
-    for (let b = 0; b < 256 && tokens.length < m.vocab; b++) tokens.push(chars[a] + chars[b]), merges.push(`${chars[a]} ${chars[b]}`);
+  for (const a of ascii) for (const b of ascii) if (tokens.length < m.vocab) tokens.push(a + b), merges.push(`${a} ${b}`);
+  const pairs = tokens.length;
+  for (let i = m.special.length + 256; i < pairs && tokens.length < m.vocab; i++) {
+    for (const c of ascii) if (tokens.length < m.vocab) tokens.push(tokens[i] + c), merges.push(`${tokens[i]} ${c}`);
   }
-  for (let i = m.special.length + 256; tokens.length < m.vocab; i++) {
-    for (let c = 0; c < 256 && tokens.length < m.vocab; c++) tokens.push(tokens[i] + chars[c]), merges.push(`${tokens[i]} ${chars[c]}`);
-  }
-  const types = tokens.map((_, i) => (i < m.special.length ? 3 : 1));
+  if (tokens.length < m.vocab) throw new Error(`make_checkpoints: a vocabulary of ${m.vocab} needs more than three characters a token`);
+  const S = m.special.length;
+  const types = tokens.map((_, i) => (i < S ? 3 : i >= S + 0x80 && i < S + 256 ? 5 : 1));
   return [
     ['tokenizer.ggml.model', 'string', 'gpt2'], ['tokenizer.ggml.pre', 'string', m.pre],
     ['tokenizer.ggml.tokens', ['array', 'string'], tokens], ['tokenizer.ggml.token_type', ['array', 'i32'], types],

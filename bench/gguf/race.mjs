@@ -3,7 +3,7 @@
 // Qwen3-0.6B-shaped, random weights, Q8_0 and Q4_0). One command:
 //
 //   node bench/gguf/race.mjs [--models smollm2-135m,qwen3-0.6b] [--types Q8_0,Q4_0] [--threads 1,2]
-//        [--runtimes qkv,wllama] [--reps 3] [--prompt 8] [--tokens 64] [--prefill 128] [--out gguf-race-chromium]
+//        [--runtimes qkv,wllama-2.3] [--reps 3] [--prompt 8] [--tokens 64] [--prefill 128] [--out gguf-race-chromium]
 //
 // --runtimes names pages: qkv (qkv_page.js: its fastest build, relaxed SIMD where Chromium has
 // it) and wllama, wllama-compat, wllama-2.3 (wllama_page.js: wllama's three builds). A local
@@ -29,7 +29,7 @@ const list = (name, fallback) => arg(name, fallback).split(',');
 const MODEL_NAMES = list('--models', 'smollm2-135m,qwen3-0.6b');
 const TYPES = list('--types', 'Q8_0,Q4_0');
 const THREADS = list('--threads', '1,2').map(Number);
-const RUNTIMES = list('--runtimes', 'qkv,wllama');
+const RUNTIMES = list('--runtimes', 'qkv,wllama-2.3');
 const REPS = Number(arg('--reps', 3));
 const PROMPT = Number(arg('--prompt', 8)), TOKENS = Number(arg('--tokens', 64)), PREFILL = Number(arg('--prefill', 128));
 const OUT = arg('--out', 'gguf-race-chromium');
@@ -59,9 +59,10 @@ async function runOne(origin, spec) {
     const page = spec.runtime === 'qkv' ? 'qkv.html' : 'wllama.html';
     const q = new URLSearchParams({
       build: spec.runtime, file: `/gguf/${spec.model}-${spec.type}.gguf`, vocab: MODELS[spec.model].vocab, threads: spec.threads,
-      reps: REPS, prompt: PROMPT, tokens: TOKENS, prefill: PREFILL,
+      reps: REPS, prompt: PROMPT, tokens: TOKENS, prefill: PREFILL, ...(process.env.RACE_DEBUG ? { debug: 1 } : {}),
     });
     const p = await openPage(browser, `${origin}/bench/gguf/${page}?${q}`);
+    if (process.env.RACE_DEBUG) p.on('console', (m) => console.error(`    [page] ${m.type()}: ${m.text()}`));
     await p.waitForFunction(() => window.__race !== undefined, null, { timeout: 0, polling: 500 });
     const r = await p.evaluate(() => window.__race);
     if (r.error) throw new Error(`race: ${JSON.stringify(spec)}: ${r.error}`);
@@ -88,6 +89,7 @@ try {
     for (const type of TYPES) {
       for (const threads of THREADS) {
         for (const runtime of RUNTIMES) {
+          console.error(`  ${model} ${type} ${threads}t ${runtime} ...`);
           const r = await runOne(server.url, { model, type, threads, runtime });
           console.error(`  ${model} ${type} ${threads}t ${runtime} (${r.build}): decode ${r.decode_tps.median.toFixed(1)} tok/s, prefill ${r.prefill_tps.median.toFixed(0)} tok/s, load ${r.load_average.map((x) => x.toFixed(1)).join('->')} (${r.run_s.toFixed(0)} s)`);
           runs.push(r);

@@ -9,7 +9,8 @@
 //   wllama.html?build=wllama&file=/gguf/<name>.gguf&threads=1&reps=3&prompt=8&tokens=64&prefill=128
 // Result: window.__race = { runtime, build, threads, load_ms, prefill: [ms], decode: [{ steps, ms }] } or { error }.
 // The same measures as qkv_page.js, each on llama.cpp's own clock where it has one:
-//  - prefill: `prefill` token ids in one batch. 3.x: a completion of max_tokens 1 with
+//  - prefill: `prefill` tokens in one batch (3.x takes text only: as many digits, one token
+//    each; 2.3: token ids as qkv's page gives them). 3.x: a completion of max_tokens 1 with
 //    cache_prompt false, the server's timings.prompt_ms (the batch's decode and the first
 //    token's sampling); 2.3: decode(ids) timed around the call.
 //  - decode: greedy (temperature 0, top_k 1) after a `prompt`-token prompt, `tokens` new tokens,
@@ -23,11 +24,12 @@ const build = p.get('build');
 const threads = Number(p.get('threads'));
 const REPS = Number(p.get('reps')), PROMPT = Number(p.get('prompt')), TOKENS = Number(p.get('tokens')), PREFILL = Number(p.get('prefill'));
 const abs = (u) => new URL(u, location.href).href;
-const quiet = { debug() {}, log() {}, info() {}, warn: console.warn, error: console.error };
+const DEBUG = p.has('debug');
+const quiet = DEBUG ? console : { debug() {}, log() {}, info() {}, warn: console.warn, error: console.error };
 
 async function v3(blob, V, compat) {
   const { Wllama } = await import('/node_modules/@wllama/wllama/esm/index.js');
-  const w = new Wllama({ default: abs('/node_modules/@wllama/wllama/esm/wasm/wllama.wasm') }, { suppressNativeLog: true, logger: quiet });
+  const w = new Wllama({ default: abs('/node_modules/@wllama/wllama/esm/wasm/wllama.wasm') }, { suppressNativeLog: !DEBUG, logger: quiet });
   if (compat) {
     const worker = await (await fetch('/node_modules/@wllama/wllama-compat/wasm/wllama.js')).text();
     w.getWorkerResources = () => ({ wasmPath: abs('/node_modules/@wllama/wllama-compat/wasm/wllama.wasm'), jsPath: { code: worker }, compat: true, noWebGPU: true });
@@ -35,20 +37,23 @@ async function v3(blob, V, compat) {
   const t0 = performance.now();
   await w.loadModel([blob], { n_threads: threads, n_ctx: 512, n_batch: 512, n_ubatch: 512, n_gpu_layers: 0, n_parallel: 1 });
   const out = { load_ms: performance.now() - t0, multithread: w.isMultithread(), nThreads: w.getNumThreads(), prefill: [], decode: [], prefill_wall: [], decode_wall: [] };
-  const complete = (prompt, max_tokens) => w.createCompletion({
-    prompt, max_tokens, temperature: 0, top_k: 1, ignore_eos: true, cache_prompt: false,
+  // 3.x takes a prompt as text only: n digits are n tokens (both pre-tokenizers split digits one by one)
+  const digits = (n, seed) => idsOf(n, 10, seed).map((id) => id % 10).join('');
+  const complete = (n, seed, max_tokens) => w.createCompletion({
+    prompt: digits(n, seed), max_tokens, temperature: 0, top_k: 1, ignore_eos: true, cache_prompt: false,
   });
-  await complete(idsOf(32, V, 99), 2);  // warm-up
+  await complete(32, 99, 2);  // warm-up
   for (let r = 0; r < REPS; r++) {
     const a = performance.now();
-    const res = await complete(idsOf(PREFILL, V, r), 1);
+    const res = await complete(PREFILL, r, 1);
     out.prefill_wall.push(performance.now() - a);
     if (res.timings.prompt_n !== PREFILL) throw new Error(`wllama: prompt_n ${res.timings.prompt_n}, not ${PREFILL}`);
     out.prefill.push(res.timings.prompt_ms);
   }
   for (let r = 0; r < REPS; r++) {
     const a = performance.now();
-    const res = await complete(idsOf(PROMPT, V, r), TOKENS);
+    const res = await complete(PROMPT, r, TOKENS);
+    if (res.timings.prompt_n !== PROMPT) throw new Error(`wllama: prompt_n ${res.timings.prompt_n}, not ${PROMPT}`);
     out.decode_wall.push(performance.now() - a);
     out.decode.push({ steps: res.timings.predicted_n - 1, ms: res.timings.predicted_ms });
   }
@@ -60,7 +65,7 @@ async function v2(blob, V) {
   const { Wllama } = await import('/node_modules/wllama-2.3/esm/index.js');
   const base = '/node_modules/wllama-2.3/esm/';
   const w = new Wllama({ 'single-thread/wllama.wasm': abs(`${base}single-thread/wllama.wasm`), 'multi-thread/wllama.wasm': abs(`${base}multi-thread/wllama.wasm`) },
-    { suppressNativeLog: true, logger: quiet });
+    { suppressNativeLog: !DEBUG, logger: quiet });
   const t0 = performance.now();
   await w.loadModel([blob], { n_threads: threads, n_ctx: 512, n_batch: 512 });
   const out = { load_ms: performance.now() - t0, multithread: w.isMultithread(), nThreads: w.getNumThreads(), prefill: [], decode: [] };
