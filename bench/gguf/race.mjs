@@ -3,7 +3,7 @@
 // Qwen3-0.6B-shaped, random weights, Q8_0 and Q4_0). One command:
 //
 //   node bench/gguf/race.mjs [--models smollm2-135m,qwen3-0.6b] [--types Q8_0,Q4_0] [--threads 1,2]
-//        [--runtimes qkv,wllama-2.3] [--reps 3] [--prompt 8] [--tokens 64] [--prefill 128] [--out gguf-race-chromium]
+//        [--runtimes qkv,wllama-2.3] [--reps 3] [--prompt 8] [--tokens 64] [--prefill 128] [--budget-s 20] [--out gguf-race-chromium]
 //
 // --runtimes names pages: qkv (qkv_page.js: its fastest build, relaxed SIMD where Chromium has
 // it) and wllama, wllama-compat, wllama-2.3 (wllama_page.js: wllama's three builds). A local
@@ -11,13 +11,15 @@
 // (model, type, threads, runtime) runs in a browser of its own, which loads the file, warms up,
 // then times `reps` prefills of `prefill` tokens and `reps` greedy decodes of `tokens` tokens
 // after a `prompt`-token prompt (the pages' comments say how each runtime is timed). Figures are
-// tokens/s on wall time: the median of the reps and their spread (min..max). Beside them, in
+// tokens/s, 1 thread on the renderer's CPU time (all its threads, /proc schedstat, read at marks
+// around every timed region: the machine is shared, as in gpt2_small_browser.mjs), 2 threads on
+// wall time (both clocks in the JSON): the median of the reps and their spread (min..max). Beside them, in
 // the same run: the machine's wasm read bandwidth and f32x4 mul+add peak (bench/matmul/,
 // LIMITS: 1 thread; 2 threads' bandwidth before and after the runs), the load average around
 // every browser, and the decode bound the bandwidth sets (bandwidth / the file's bytes).
 // Prints a table; writes bench/results/<out>.json.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdirSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { ROOT, launch, openPage, serve } from '../../tests/browser/harness.js';
@@ -33,6 +35,7 @@ const RUNTIMES = list('--runtimes', 'qkv,wllama-2.3');
 const REPS = Number(arg('--reps', 3));
 const PROMPT = Number(arg('--prompt', 8)), TOKENS = Number(arg('--tokens', 64)), PREFILL = Number(arg('--prefill', 128));
 const OUT = arg('--out', 'gguf-race-chromium');
+const BUDGET_S = Number(arg('--budget-s', 20));  // a decode stops after the step that passes it (a loaded machine)
 const DIR = path.join(ROOT, 'build', 'bench-gguf');
 
 /** LIMITS of bench/matmul's wasm programs (Node): 1 thread, or `threads` reading at once. */
@@ -44,22 +47,59 @@ function limits(threads) {
   return JSON.parse(line.slice(7));
 }
 
+// ---- CPU time: the renderer's threads, read from /proc around every timed region ---------------
+
+const FLAG = '--qkv-gguf-race';
+/** The renderer processes of the browser launched with FLAG (its command line carries it). */
+function ourRenderers() {
+  const pids = [];
+  for (const pid of readdirSync('/proc').filter((x) => /^\d+$/.test(x))) {
+    try {
+      if (!readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('--type=renderer')) continue;
+      for (let q = pid; q && q !== '0' && q !== '1'; q = readFileSync(`/proc/${q}/stat`, 'utf8').split(') ')[1].split(' ')[1]) {
+        if (readFileSync(`/proc/${q}/cmdline`, 'utf8').includes(FLAG)) { pids.push(pid); break; }
+      }
+    } catch { /* gone */ }
+  }
+  return pids;
+}
+/** CPU ms of all threads of the browser's renderers (schedstat: the page, its workers, wasm threads). */
+function rendererCpuMs() {
+  let ms = 0;
+  for (const pid of ourRenderers()) {
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      try { ms += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]) / 1e6; } catch { /* ended */ }
+    }
+  }
+  return ms;
+}
+let marks = [];  // GET /mark: the renderers' CPU ms, by the index the page gets back
+const mark = () => { marks.push(rendererCpuMs()); return marks.length - 1; };
+
 const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
-/** tokens/s per rep from [ms] (n tokens each) or [{ steps, ms }]: median, min, max and the reps. */
-function rate(reps, n) {
-  const tps = reps.map((r) => (typeof r === 'number' ? (1000 * n) / r : (1000 * r.steps) / r.ms));
-  return { median: median(tps), min: Math.min(...tps), max: Math.max(...tps), reps: tps };
+/**
+ * tokens/s per rep of regions { wall, from, to[, steps] } (`n` tokens each, or `steps`), on the
+ * CPU time between the marks with 1 thread and on wall time with more (clock: which); median,
+ * min, max and the reps.
+ */
+function rate(regions, n, threads) {
+  const clock = threads > 1 || regions.some((r) => r.from === undefined) ? 'wall' : 'cpu';
+  const ms = (r) => (clock === 'cpu' ? marks[r.to] - marks[r.from] : r.wall);
+  const tps = regions.map((r) => (1000 * (r.steps ?? n)) / ms(r));
+  const wall = regions.map((r) => (1000 * (r.steps ?? n)) / r.wall);
+  return { clock, median: median(tps), min: Math.min(...tps), max: Math.max(...tps), reps: tps, wall_median: median(wall) };
 }
 
 async function runOne(origin, spec) {
+  marks = [];
   const load = os.loadavg()[0];
-  const browser = await launch(['--js-flags=--expose-gc']);
+  const browser = await launch(['--renderer-process-limit=1', FLAG]);
   const t0 = performance.now();
   try {
     const page = spec.runtime === 'qkv' ? 'qkv.html' : 'wllama.html';
     const q = new URLSearchParams({
       build: spec.runtime, file: `/gguf/${spec.model}-${spec.type}.gguf`, vocab: MODELS[spec.model].vocab, threads: spec.threads,
-      reps: REPS, prompt: PROMPT, tokens: TOKENS, prefill: PREFILL, ...(process.env.RACE_DEBUG ? { debug: 1 } : {}),
+      reps: REPS, prompt: PROMPT, tokens: TOKENS, prefill: PREFILL, budget: BUDGET_S * 1000, ...(process.env.RACE_DEBUG ? { debug: 1 } : {}),
     });
     const p = await openPage(browser, `${origin}/bench/gguf/${page}?${q}`);
     if (process.env.RACE_DEBUG) p.on('console', (m) => console.error(`    [page] ${m.type()}: ${m.text()}`));
@@ -69,7 +109,8 @@ async function runOne(origin, spec) {
     return {
       ...spec, ...r, page_problems: p.problems.length ? p.problems.slice(0, 10) : undefined, browser: browser.version(),
       load_average: [load, os.loadavg()[0]], run_s: (performance.now() - t0) / 1000,
-      prefill_tps: rate(r.prefill, PREFILL), decode_tps: rate(r.decode),
+      prefill_tps: rate(r.prefill, PREFILL, spec.threads), decode_tps: rate(r.decode, 0, spec.threads),
+      marks_cpu_ms: marks,
     };
   } finally {
     await browser.close();
@@ -79,20 +120,21 @@ async function runOne(origin, spec) {
 const t0 = performance.now();
 for (const m of MODEL_NAMES) for (const t of TYPES) makeCheckpoint(DIR, m, t);
 execFileSync('bash', [path.join(ROOT, 'bench/matmul/run.sh'), '--build-only'], { stdio: 'inherit' });
-const machine = { cpu: os.cpus()[0]?.model, cores: os.availableParallelism?.() ?? os.cpus().length, load_average_before: os.loadavg() };
+const machine = { cpu: os.cpus()[0]?.model, cores: os.availableParallelism?.() ?? os.cpus().length, load_average: { before: os.loadavg() } };
 const limits1 = limits(1);
 const twoThreads = THREADS.some((t) => t > 1) ? [limits(2).read_bandwidth_all_threads_gbs] : [];
-const server = await serve({ mounts: { '/gguf/': DIR } });
+const server = await serve({ mounts: { '/gguf/': DIR }, dynamic: { '/mark': mark } });
 const runs = [];
 try {
-  for (const model of MODEL_NAMES) {
-    for (const type of TYPES) {
-      for (const threads of THREADS) {
+  for (const threads of THREADS) {
+    for (const model of MODEL_NAMES) {
+      for (const type of TYPES) {
         for (const runtime of RUNTIMES) {
           console.error(`  ${model} ${type} ${threads}t ${runtime} ...`);
           const r = await runOne(server.url, { model, type, threads, runtime });
           console.error(`  ${model} ${type} ${threads}t ${runtime} (${r.build}): decode ${r.decode_tps.median.toFixed(1)} tok/s, prefill ${r.prefill_tps.median.toFixed(0)} tok/s, load ${r.load_average.map((x) => x.toFixed(1)).join('->')} (${r.run_s.toFixed(0)} s)`);
           runs.push(r);
+          writeFileSync(path.join(ROOT, 'bench', 'results', `${OUT}.partial.json`), JSON.stringify(runs) + '\n');
         }
       }
     }
@@ -101,7 +143,7 @@ try {
   await server.close();
 }
 if (twoThreads.length) twoThreads.push(limits(2).read_bandwidth_all_threads_gbs);
-machine.load_average_after = os.loadavg();
+machine.load_average.after = os.loadavg();
 const files = Object.fromEntries(MODEL_NAMES.flatMap((m) => TYPES.map((t) => [`${m}-${t}`, statSync(path.join(DIR, `${m}-${t}.gguf`)).size])));
 // decode reads every weight once a token: the bandwidth bounds it at bandwidth / file bytes
 for (const r of runs) {
@@ -117,14 +159,16 @@ const out = {
   models: Object.fromEntries(MODEL_NAMES.map((m) => [m, MODELS[m]])),
   file_bytes: files,
   method: `one browser per (model, type, threads, runtime), the GGUF fetched from a local COOP/COEP server; a warm-up, then ${REPS} prefills of ${PREFILL} token ids ` +
-    `and ${REPS} greedy decodes of ${TOKENS} tokens after ${PROMPT} (tokens/s over the ${TOKENS - 1} steps after the prompt's token); wall time; median and min..max of the reps`,
-  reps: REPS, prompt: PROMPT, tokens: TOKENS, prefill: PREFILL,
+    `and ${REPS} greedy decodes of ${TOKENS} tokens after ${PROMPT} (tokens/s over the ${TOKENS - 1} steps after the prompt's token); 1 thread: the renderer's CPU time ` +
+    '(all its threads, /proc schedstat), 2 threads: wall time (runs[].*_tps.clock; wall_median beside); median and min..max of the reps',
+  reps: REPS, prompt: PROMPT, tokens: TOKENS, prefill: PREFILL, decode_budget_s: BUDGET_S,
   runs,
   total_s: (performance.now() - t0) / 1000,
 };
 mkdirSync(path.join(ROOT, 'bench', 'results'), { recursive: true });
 const file = path.join(ROOT, 'bench', 'results', `${OUT}.json`);
 writeFileSync(file, JSON.stringify(out, null, 2) + '\n');
+rmSync(path.join(ROOT, 'bench', 'results', `${OUT}.partial.json`), { force: true });
 
 const f = (x, d = 1) => x.toFixed(d);
 const cell = (s, d) => `${f(s.median, d)} (${f(s.min, d)}..${f(s.max, d)})`;

@@ -7,7 +7,8 @@
 //   build=wllama-2.3     @wllama/wllama 2.3.7 (npm alias wllama-2.3): 32-bit memory, wllama's own
 //                        low-level bindings (decode / samplingSample / samplingAccept).
 //   wllama.html?build=wllama&file=/gguf/<name>.gguf&threads=1&reps=3&prompt=8&tokens=64&prefill=128
-// Result: window.__race = { runtime, build, threads, load_ms, prefill: [ms], decode: [{ steps, ms }] } or { error }.
+// Result: window.__race = { runtime, build, threads, load_ms, prefill: [region], decode: [{ steps, ...region }] } or { error }
+// (regions as qkv_page.js's; 3.x's hold the server's wall ms only).
 // The same measures as qkv_page.js, each on llama.cpp's own clock where it has one:
 //  - prefill: `prefill` tokens in one batch (3.x takes text only: as many digits, one token
 //    each; 2.3: token ids as qkv's page gives them). 3.x: a completion of max_tokens 1 with
@@ -17,12 +18,13 @@
 //    the end-of-text token ignored. 3.x: timings.predicted_ms, which runs from the first token
 //    (the prompt's) to the last: predicted_n - 1 steps; 2.3: the same span timed in the page
 //    (decode of one token, sample, accept per step).
-import { idsOf } from './ids.js';
+import { idsOf, mark, span } from './common.js';
 
 const p = new URLSearchParams(location.search);
 const build = p.get('build');
 const threads = Number(p.get('threads'));
 const REPS = Number(p.get('reps')), PROMPT = Number(p.get('prompt')), TOKENS = Number(p.get('tokens')), PREFILL = Number(p.get('prefill'));
+const BUDGET = Number(p.get('budget'));  // ms a 2.3 decode may take (as qkv_page.js's)
 const abs = (u) => new URL(u, location.href).href;
 const DEBUG = p.has('debug');
 const quiet = DEBUG ? console : { debug() {}, log() {}, info() {}, warn: console.warn, error: console.error };
@@ -48,14 +50,14 @@ async function v3(blob, V, compat) {
     const res = await complete(PREFILL, r, 1);
     out.prefill_wall.push(performance.now() - a);
     if (res.timings.prompt_n !== PREFILL) throw new Error(`wllama: prompt_n ${res.timings.prompt_n}, not ${PREFILL}`);
-    out.prefill.push(res.timings.prompt_ms);
+    out.prefill.push({ wall: res.timings.prompt_ms });
   }
   for (let r = 0; r < REPS; r++) {
     const a = performance.now();
     const res = await complete(PROMPT, r, TOKENS);
     if (res.timings.prompt_n !== PROMPT) throw new Error(`wllama: prompt_n ${res.timings.prompt_n}, not ${PROMPT}`);
     out.decode_wall.push(performance.now() - a);
-    out.decode.push({ steps: res.timings.predicted_n - 1, ms: res.timings.predicted_ms });
+    out.decode.push({ steps: res.timings.predicted_n - 1, wall: res.timings.predicted_ms });
   }
   await w.exit();
   return out;
@@ -73,9 +75,9 @@ async function v2(blob, V) {
   await w.decode(idsOf(32, V, 99), {});  // warm-up
   for (let r = 0; r < REPS; r++) {
     await w.kvClear();
-    const a = performance.now();
+    const a = await mark();
     await w.decode(idsOf(PREFILL, V, r), {});
-    out.prefill.push(performance.now() - a);
+    out.prefill.push(span(a, await mark()));
   }
   for (let r = 0; r < REPS; r++) {
     await w.kvClear();
@@ -83,13 +85,15 @@ async function v2(blob, V) {
     await w.decode(idsOf(PROMPT, V, r), {});
     let { token } = await w.samplingSample();
     await w.samplingAccept([token]);
-    const a = performance.now();
+    const a = await mark();
+    let steps = 0;
     for (let i = 1; i < TOKENS; i++) {
       await w.decode([token], {});
       ({ token } = await w.samplingSample());
       await w.samplingAccept([token]);
+      if (++steps && performance.now() - a.wall > BUDGET) break;
     }
-    out.decode.push({ steps: TOKENS - 1, ms: performance.now() - a });
+    out.decode.push({ steps, ...span(a, await mark()) });
   }
   await w.exit();
   return out;
