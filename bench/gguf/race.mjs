@@ -134,7 +134,7 @@ try {
           const r = await runOne(server.url, { model, type, threads, runtime });
           console.error(`  ${model} ${type} ${threads}t ${runtime} (${r.build}): decode ${r.decode_tps.median.toFixed(1)} tok/s, prefill ${r.prefill_tps.median.toFixed(0)} tok/s, load ${r.load_average.map((x) => x.toFixed(1)).join('->')} (${r.run_s.toFixed(0)} s)`);
           runs.push(r);
-          writeFileSync(path.join(ROOT, 'bench', 'results', `${OUT}.partial.json`), JSON.stringify(runs) + '\n');
+          writeFileSync(path.join(DIR, `${OUT}.partial.json`), JSON.stringify(runs) + '\n');
         }
       }
     }
@@ -168,7 +168,7 @@ const out = {
 mkdirSync(path.join(ROOT, 'bench', 'results'), { recursive: true });
 const file = path.join(ROOT, 'bench', 'results', `${OUT}.json`);
 writeFileSync(file, JSON.stringify(out, null, 2) + '\n');
-rmSync(path.join(ROOT, 'bench', 'results', `${OUT}.partial.json`), { force: true });
+rmSync(path.join(DIR, `${OUT}.partial.json`), { force: true });
 
 const f = (x, d = 1) => x.toFixed(d);
 const cell = (s, d) => `${f(s.median, d)} (${f(s.min, d)}..${f(s.max, d)})`;
