@@ -34,7 +34,7 @@ const THREADS = list('--threads', '1,2').map(Number);
 const RUNTIMES = list('--runtimes', 'qkv,wllama-2.3');
 const REPS = Number(arg('--reps', 3));
 const PROMPT = Number(arg('--prompt', 8)), TOKENS = Number(arg('--tokens', 64)), PREFILL = Number(arg('--prefill', 128));
-const OUT = arg('--out', 'gguf-race-chromium');
+const OUT = arg('--out', 'gguf-race-chromium');  // bench/results/<out>.json (a machine in the name: tools/bench-report/results.mjs)
 const BUDGET_S = Number(arg('--budget-s', 20));  // a decode stops after the step that passes it (a loaded machine)
 const DIR = path.join(ROOT, 'build', 'bench-gguf');
 
