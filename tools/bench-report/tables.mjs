@@ -54,7 +54,7 @@ const raceRows = (r) => {
 };
 /** "median (min-max)" of a race figure. */
 const spread = (s, fmt) => `${fmt(s.median)} (${range([s.min, s.max], fmt)})`;
-const raceLimits = (r) => `wasm read bandwidth ${f1(r.json.limits.read_bandwidth_gbs)} GB/s (1 thread; ${r.json.limits.read_bandwidth_2_threads_gbs.map(f1).join(', ')} ` +
+const raceLimits = (r) => `load ${range(r.json.runs.flatMap((x) => x.load_average), f1)} around the runs; wasm read bandwidth ${f1(r.json.limits.read_bandwidth_gbs)} GB/s (1 thread; ${r.json.limits.read_bandwidth_2_threads_gbs.map(f1).join(', ')} ` +
   `with 2), f32x4 mul+add peak ${f1(r.json.limits.mul_add_peak_gflops)} GFLOP/s (1 thread); ${r.json.browser}`;
 
 export const tables = {
@@ -251,8 +251,8 @@ export const tables = {
   'gguf-wllama-builds': {
     build() {
       const r = newest(/^gguf-wllama-builds-chromium/);
-      const rows = r.json.runs.map((x) => [x.build, x.multithread ? 'yes' : 'no', f1(x.decode_tps.median), f0(x.prefill_tps.median)]);
-      return { columns: [`wllama build (${r.json.runs[0].model} ${r.json.runs[0].type}, 1 thread)`, 'threads build', `decode tok/s (${r.json.tokens} tokens)`, `prefill ${r.json.prefill} tok/s`], rows, files: [r] };
+      const rows = r.json.runs.map((x) => [x.runtime === 'qkv' ? `qkv (${x.build})` : x.build, x.multithread ? 'yes' : 'no', f1(x.decode_tps.median), f0(x.prefill_tps.median)]);
+      return { columns: [`build (${r.json.runs[0].model} ${r.json.runs[0].type}, 1 thread)`, 'threads build', `decode tok/s (${r.json.tokens} tokens)`, `prefill ${r.json.prefill} tok/s`], rows, files: [r] };
     },
   },
   'residual-forward': {
