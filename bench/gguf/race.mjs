@@ -3,7 +3,7 @@
 // Qwen3-0.6B-shaped, random weights, Q8_0 and Q4_0). One command:
 //
 //   node bench/gguf/race.mjs [--models smollm2-135m,qwen3-0.6b] [--types Q8_0,Q4_0] [--threads 1,2]
-//        [--runtimes qkv,wllama-2.3] [--reps 3] [--prompt 8] [--tokens 64] [--prefill 128] [--budget-s 20] [--out gguf-race-chromium]
+//        [--runtimes qkv,wllama-2.3] [--reps 3] [--prompt 8] [--tokens 32] [--prefill 128] [--budget-s 20] [--out gguf-race-chromium]
 //
 // --runtimes names pages: qkv (qkv_page.js: its fastest build, relaxed SIMD where Chromium has
 // it) and wllama, wllama-compat, wllama-2.3 (wllama_page.js: wllama's three builds). A local
@@ -33,7 +33,7 @@ const TYPES = list('--types', 'Q8_0,Q4_0');
 const THREADS = list('--threads', '1,2').map(Number);
 const RUNTIMES = list('--runtimes', 'qkv,wllama-2.3');
 const REPS = Number(arg('--reps', 3));
-const PROMPT = Number(arg('--prompt', 8)), TOKENS = Number(arg('--tokens', 64)), PREFILL = Number(arg('--prefill', 128));
+const PROMPT = Number(arg('--prompt', 8)), TOKENS = Number(arg('--tokens', 32)), PREFILL = Number(arg('--prefill', 128));
 const OUT = arg('--out', 'gguf-race-chromium');  // bench/results/<out>.json (a machine in the name: tools/bench-report/results.mjs)
 const BUDGET_S = Number(arg('--budget-s', 20));  // a decode stops after the step that passes it (a loaded machine)
 const DIR = path.join(ROOT, 'build', 'bench-gguf');
@@ -78,13 +78,14 @@ const mark = () => { marks.push(rendererCpuMs()); return marks.length - 1; };
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 /**
- * tokens/s per rep of regions { wall, from, to[, steps] } (`n` tokens each, or `steps`), on the
+ * tokens/s per rep of regions { wall, from, to[, steps][, minus: a region to subtract] } (`n` tokens each, or `steps`), on the
  * CPU time between the marks with 1 thread and on wall time with more (clock: which); median,
  * min, max and the reps.
  */
 function rate(regions, n, threads) {
   const clock = threads > 1 || regions.some((r) => r.from === undefined) ? 'wall' : 'cpu';
-  const ms = (r) => (clock === 'cpu' ? marks[r.to] - marks[r.from] : r.wall);
+  const cpu = (r) => marks[r.to] - marks[r.from] - (r.minus ? cpu(r.minus) : 0);
+  const ms = (r) => (clock === 'cpu' ? cpu(r) : r.wall);
   const tps = regions.map((r) => (1000 * (r.steps ?? n)) / ms(r));
   const wall = regions.map((r) => (1000 * (r.steps ?? n)) / r.wall);
   return { clock, median: median(tps), min: Math.min(...tps), max: Math.max(...tps), reps: tps, wall_median: median(wall) };

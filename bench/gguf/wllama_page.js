@@ -8,7 +8,8 @@
 //                        low-level bindings (decode / samplingSample / samplingAccept).
 //   wllama.html?build=wllama&file=/gguf/<name>.gguf&threads=1&reps=3&prompt=8&tokens=64&prefill=128
 // Result: window.__race = { runtime, build, threads, load_ms, prefill: [region], decode: [{ steps, ...region }] } or { error }
-// (regions as qkv_page.js's; 3.x's hold the server's wall ms only).
+// (regions as qkv_page.js's; 3.x's wall ms are its server's timings, and a decode's CPU time is
+// its completion's less that of the same prompt completed with one token: `minus`).
 // The same measures as qkv_page.js, each on llama.cpp's own clock where it has one:
 //  - prefill: `prefill` tokens in one batch (3.x takes text only: as many digits, one token
 //    each; 2.3: token ids as qkv's page gives them). 3.x: a completion of max_tokens 1 with
@@ -38,7 +39,7 @@ async function v3(blob, V, compat) {
   }
   const t0 = performance.now();
   await w.loadModel([blob], { n_threads: threads, n_ctx: 512, n_batch: 512, n_ubatch: 512, n_gpu_layers: 0, n_parallel: 1 });
-  const out = { load_ms: performance.now() - t0, multithread: w.isMultithread(), nThreads: w.getNumThreads(), prefill: [], decode: [], prefill_wall: [], decode_wall: [] };
+  const out = { load_ms: performance.now() - t0, multithread: w.isMultithread(), nThreads: w.getNumThreads(), prefill: [], decode: [] };
   // 3.x takes a prompt as text only: n digits are n tokens (both pre-tokenizers split digits one by one)
   const digits = (n, seed) => idsOf(n, 10, seed).map((id) => id % 10).join('');
   const complete = (n, seed, max_tokens) => w.createCompletion({
@@ -46,18 +47,19 @@ async function v3(blob, V, compat) {
   });
   await complete(32, 99, 2);  // warm-up
   for (let r = 0; r < REPS; r++) {
-    const a = performance.now();
+    const a = await mark();
     const res = await complete(PREFILL, r, 1);
-    out.prefill_wall.push(performance.now() - a);
     if (res.timings.prompt_n !== PREFILL) throw new Error(`wllama: prompt_n ${res.timings.prompt_n}, not ${PREFILL}`);
-    out.prefill.push({ wall: res.timings.prompt_ms });
+    out.prefill.push({ ...span(a, await mark()), wall: res.timings.prompt_ms });
   }
   for (let r = 0; r < REPS; r++) {
-    const a = performance.now();
+    // CPU time: the completion less the same prompt's completion of one token (minus)
+    const a = await mark();
+    await complete(PROMPT, r, 1);
+    const b = await mark();
     const res = await complete(PROMPT, r, TOKENS);
     if (res.timings.prompt_n !== PROMPT) throw new Error(`wllama: prompt_n ${res.timings.prompt_n}, not ${PROMPT}`);
-    out.decode_wall.push(performance.now() - a);
-    out.decode.push({ steps: res.timings.predicted_n - 1, wall: res.timings.predicted_ms });
+    out.decode.push({ steps: res.timings.predicted_n - 1, ...span(b, await mark()), minus: span(a, b), wall: res.timings.predicted_ms });
   }
   await w.exit();
   return out;

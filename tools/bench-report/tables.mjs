@@ -40,8 +40,9 @@ const int8Series = () => series(/^model-gpt2-small-node-(zen5-)?(int8-vs-q8-)?20
 
 // bench/gguf/race.mjs: qkv against llama.cpp's wasm (wllama) on the same GGUF files.
 const ggufRace = () => newest(/^gguf-race-chromium/);
+const WLLAMA_BUILDS = { 'wllama': 'wllama 3.13', 'wllama-compat': 'wllama-compat 3.13', 'wllama-2.3': 'wllama 2.3.7' };
 // the race's rows in the README's headline (1 thread)
-const HEADLINE_RACE = ['SmolLM2-135M Q8_0', 'Qwen3-0.6B Q4_0'];
+const HEADLINE_RACE = ['SmolLM2-135M Q8_0', 'Qwen3-0.6B Q8_0'];
 const raceBuild = (r) => r.json.runs.find((x) => x.runtime === 'wllama').build;
 /** Per (model, file, threads): the qkv run and the wllama run. */
 const raceRows = (r) => {
@@ -54,8 +55,16 @@ const raceRows = (r) => {
 };
 /** "median (min-max)" of a race figure. */
 const spread = (s, fmt) => `${fmt(s.median)} (${range([s.min, s.max], fmt)})`;
-const raceLimits = (r) => `load ${range(r.json.runs.flatMap((x) => x.load_average), f1)} around the runs; wasm read bandwidth ${f1(r.json.limits.read_bandwidth_gbs)} GB/s (1 thread; ${r.json.limits.read_bandwidth_2_threads_gbs.map(f1).join(', ')} ` +
-  `with 2), f32x4 mul+add peak ${f1(r.json.limits.mul_add_peak_gflops)} GFLOP/s (1 thread); ${r.json.browser}`;
+const raceLimits = (r) => `load ${range(r.json.runs.flatMap((x) => x.load_average), f1)} around the runs; wasm read bandwidth ${f1(r.json.limits.read_bandwidth_gbs)} GB/s (1 thread` +
+  `${r.json.limits.read_bandwidth_2_threads_gbs.length ? `; ${r.json.limits.read_bandwidth_2_threads_gbs.map(f1).join(', ')} with 2` : ''}), f32x4 mul+add peak ${f1(r.json.limits.mul_add_peak_gflops)} GFLOP/s (1 thread); ${r.json.browser}`;
+
+/** The race table of one result file: per (model, file, threads) qkv, wllama and their ratio. */
+function raceTable(r) {
+  const rows = raceRows(r).map(({ m, t, th, q, w }) => [m, t, `${th} (${q.decode_tps.clock})`, spread(q.decode_tps, f1), spread(w.decode_tps, f1), ratio(q.decode_tps.median / w.decode_tps.median),
+    spread(q.prefill_tps, f0), spread(w.prefill_tps, f0), ratio(q.prefill_tps.median / w.prefill_tps.median), f0(q.decode_bound_tps)]);
+  return { columns: ['model shape', 'file', 'threads (clock)', 'qkv decode tok/s', `${raceBuild(r)} decode`, 'qkv / llama.cpp', `qkv prefill ${r.json.prefill} tok/s`,
+    `${raceBuild(r)} prefill`, 'qkv / llama.cpp', 'decode bound tok/s'], rows, files: [r] };
+}
 
 export const tables = {
   'headline': {
@@ -64,7 +73,7 @@ export const tables = {
       const gpt2 = results(/^model-gpt2-small-node-zen5/).filter(isZen5Full).pop();
       const smol = newest(/^llama-smol-node-zen5/);
       const int8 = int8Series().filter((s) => s[0].host.includes('Zen 5')).pop();
-      const race = ggufRace();
+      const race = newest(/^gguf-race-wllama3-chromium/);
       const attn = (L, causal) => ({
         q: chromium.json.rows.find((x) => x.impl === 'qkv-simd' && x.L === L && x.causal === causal).gflops,
         o: chromium.json.rows.find((x) => x.impl === 'onnxruntime-web' && x.threads === 1 && x.L === L && x.causal === causal).gflops,
@@ -93,7 +102,7 @@ export const tables = {
     caption: (files) => {
       const at = (fs) => `${[...new Set(fs.map((f) => f.host))].join(', ')}, ${when(fs).replace(/ \d\d:\d\d(-\d\d:\d\d)? UTC/, '')}`;
       return `*Attention rows: ${at(files.slice(0, 2))}; model rows: ${at(files.slice(2))}. Peer: onnxruntime-web 1.30 (ORT); GGUF rows: ` +
-        `llama.cpp (${raceBuild(files.at(-1)).replace('-', ' ')}); same inputs, same run.*`;
+        `llama.cpp (${WLLAMA_BUILDS[raceBuild(files.at(-1))]}); same inputs, same run.*`;
     },
   },
   'attention-native': {
@@ -225,16 +234,9 @@ export const tables = {
       return { columns: ['file', 'MiB', 'weights', 'held as', 'weights MiB', 'wasm heap MiB', 'peak RSS after load MiB', 'peak RSS MiB (+ a forward of 8)'], rows, files: [r] };
     },
   },
-  'gguf-race': {
-    build() {
-      const r = ggufRace();
-      const rows = raceRows(r).map(({ m, t, th, q, w }) => [m, t, `${th} (${q.decode_tps.clock})`, spread(q.decode_tps, f1), spread(w.decode_tps, f1), ratio(q.decode_tps.median / w.decode_tps.median),
-        spread(q.prefill_tps, f0), spread(w.prefill_tps, f0), ratio(q.prefill_tps.median / w.prefill_tps.median), f0(q.decode_bound_tps)]);
-      return { columns: ['model shape', 'file', 'threads (clock)', 'qkv decode tok/s', `${raceBuild(r)} decode`, 'qkv / llama.cpp', `qkv prefill ${r.json.prefill} tok/s`,
-        `${raceBuild(r)} prefill`, 'qkv / llama.cpp', 'decode bound tok/s'], rows, files: [r] };
-    },
-    caption: (files) => `<sub>${source(files)}; ${raceLimits(files[0])}</sub>`,
-  },
+  // qkv against wllama's fastest build (3.x), 1 thread; the same against 2.3.7 with 1 and 2 threads
+  'gguf-race': { build: () => raceTable(newest(/^gguf-race-wllama3-chromium/)), caption: (files) => `<sub>${source(files)}; ${raceLimits(files[0])}</sub>` },
+  'gguf-race-wllama23': { build: () => raceTable(ggufRace()), caption: (files) => `<sub>${source(files)}; ${raceLimits(files[0])}</sub>` },
   'gguf-race-threads': {
     build() {
       const r = ggufRace();
@@ -251,8 +253,10 @@ export const tables = {
   'gguf-wllama-builds': {
     build() {
       const r = newest(/^gguf-wllama-builds-chromium/);
-      const rows = r.json.runs.map((x) => [x.runtime === 'qkv' ? `qkv (${x.build})` : x.build, x.multithread ? 'yes' : 'no', f1(x.decode_tps.median), f0(x.prefill_tps.median)]);
-      return { columns: [`build (${r.json.runs[0].model} ${r.json.runs[0].type}, 1 thread)`, 'threads build', `decode tok/s (${r.json.tokens} tokens)`, `prefill ${r.json.prefill} tok/s`], rows, files: [r] };
+      // on wall time for every build (3.x's figures are its server's timings, wall clock)
+      const w = (t, fmt) => fmt(t.wall_median);
+      const rows = r.json.runs.map((x) => [x.runtime === 'qkv' ? `qkv (${x.build})` : x.build, w(x.decode_tps, f1), w(x.prefill_tps, f0)]);
+      return { columns: [`build (${r.json.runs[0].model} ${r.json.runs[0].type}, 1 thread)`, `decode tok/s, wall, median of ${r.json.reps} (${r.json.tokens} tokens)`, `prefill ${r.json.prefill} tok/s, wall`], rows, files: [r] };
     },
   },
   'residual-forward': {
