@@ -4,7 +4,7 @@
 // and the JSON's `date` decide); a series (one command repeated, files -r1, -r2, ...) is shown
 // whole. Add a table here and a marker `<!-- bench:report NAME --><!-- /bench:report -->` where
 // it goes (README.md or docs/benchmarks.md).
-import { bold, f0, f1, f2, median, newest, pct, range, ratio, result, results, series, when } from './results.mjs';
+import { bold, f0, f1, f2, median, newest, pct, range, ratio, result, results, series, source, when } from './results.mjs';
 
 const ATTENTION_COLUMNS = ['L', 'causal', 'scalar', 'SIMD 1t', 'of limit', 'SIMD 2t', '2t/1t', 'relaxed 1t', 'ORT 1t', 'ORT 2t', 'SIMD / ORT 1t'];
 
@@ -38,6 +38,34 @@ const int8Runs = (r) => {
 const int8Series = () => series(/^model-gpt2-small-node-(zen5-)?(int8-vs-q8-)?2026\d{4}T\d\d-(int8-)?r\d+\.json$/)
   .map((s) => s.filter(int8Runs)).filter((s) => s.length >= 4);
 
+// bench/gguf/race.mjs: qkv against llama.cpp's wasm (wllama) on the same GGUF files.
+const ggufRace = () => newest(/^gguf-race-chromium/);
+const WLLAMA_BUILDS = { 'wllama': 'wllama 3.13', 'wllama-compat': 'wllama-compat 3.13', 'wllama-2.3': 'wllama 2.3.7' };
+// the race's rows in the README's headline (1 thread)
+const HEADLINE_RACE = ['SmolLM2-135M Q8_0', 'Qwen3-0.6B Q8_0'];
+const raceBuild = (r) => r.json.runs.find((x) => x.runtime === 'wllama').build;
+/** Per (model, file, threads): the qkv run and the wllama run. */
+const raceRows = (r) => {
+  const out = [];
+  for (const q of r.json.runs.filter((x) => x.runtime === 'qkv')) {
+    const w = r.json.runs.find((x) => x.runtime === 'wllama' && x.model === q.model && x.type === q.type && x.threads === q.threads);
+    if (w) out.push({ m: { 'smollm2-135m': 'SmolLM2-135M', 'qwen3-0.6b': 'Qwen3-0.6B' }[q.model] ?? q.model, t: q.type, th: q.threads, q, w });
+  }
+  return out;
+};
+/** "median (min-max)" of a race figure. */
+const spread = (s, fmt) => `${fmt(s.median)} (${range([s.min, s.max], fmt)})`;
+const raceLimits = (r) => `load ${range(r.json.runs.flatMap((x) => x.load_average), f1)} around the runs; wasm read bandwidth ${f1(r.json.limits.read_bandwidth_gbs)} GB/s (1 thread` +
+  `${r.json.limits.read_bandwidth_2_threads_gbs.length ? `; ${r.json.limits.read_bandwidth_2_threads_gbs.map(f1).join(', ')} with 2` : ''}), f32x4 mul+add peak ${f1(r.json.limits.mul_add_peak_gflops)} GFLOP/s (1 thread); ${r.json.browser}`;
+
+/** The race table of one result file: per (model, file, threads) qkv, wllama and their ratio. */
+function raceTable(r) {
+  const rows = raceRows(r).map(({ m, t, th, q, w }) => [m, t, `${th} (${q.decode_tps.clock})`, spread(q.decode_tps, f1), spread(w.decode_tps, f1), ratio(q.decode_tps.median / w.decode_tps.median),
+    spread(q.prefill_tps, f0), spread(w.prefill_tps, f0), ratio(q.prefill_tps.median / w.prefill_tps.median), f0(q.decode_bound_tps)]);
+  return { columns: ['model shape', 'file', 'threads (clock)', 'qkv decode tok/s', `${raceBuild(r)} decode`, 'qkv / llama.cpp', `qkv prefill ${r.json.prefill} tok/s`,
+    `${raceBuild(r)} prefill`, 'qkv / llama.cpp', 'decode bound tok/s'], rows, files: [r] };
+}
+
 export const tables = {
   'headline': {
     build() {
@@ -45,6 +73,7 @@ export const tables = {
       const gpt2 = results(/^model-gpt2-small-node-zen5/).filter(isZen5Full).pop();
       const smol = newest(/^llama-smol-node-zen5/);
       const int8 = int8Series().filter((s) => s[0].host.includes('Zen 5')).pop();
+      const race = newest(/^gguf-race-wllama3-chromium/);
       const attn = (L, causal) => ({
         q: chromium.json.rows.find((x) => x.impl === 'qkv-simd' && x.L === L && x.causal === causal).gflops,
         o: chromium.json.rows.find((x) => x.impl === 'onnxruntime-web' && x.threads === 1 && x.L === L && x.causal === causal).gflops,
@@ -64,14 +93,16 @@ export const tables = {
         [`GPT-2 small int8 prefill 128 tokens, Node (median of ${i8.length} runs)`, `${f0(median(i8.map((x) => x.q.prefill_ms[128])))} ms`,
           `ORT q8 ${f0(median(i8.map((x) => x.o.prefill_ms[128])))} ms`, ratio(median(i8.map((x) => x.at(128))))],
         ['SmolLM2-135M F32 decode, Node', `${f1(smolRow('auto').decodeTokSCpu)} tok/s`, `ORT ${f1(smolRow('onnxruntime-web').decodeTokSCpu)}`, ratio(smolRow('auto').decodeTokSCpu / smolRow('onnxruntime-web').decodeTokSCpu)],
+        ...raceRows(race).filter((x) => x.th === 1 && HEADLINE_RACE.includes(`${x.m} ${x.t}`)).map(({ m, t, q, w }) =>
+          [`${m} ${t} decode, Chromium`, `${f1(q.decode_tps.median)} tok/s`, `llama.cpp ${f1(w.decode_tps.median)}`, ratio(q.decode_tps.median / w.decode_tps.median)]),
       ];
-      const files = [chromium, relaxed, gpt2, smol, ...int8];
+      const files = [chromium, relaxed, gpt2, smol, ...int8, race];
       return { columns: ['what (1 thread)', 'qkv', 'peer', 'qkv / peer'], rows, files };
     },
     caption: (files) => {
       const at = (fs) => `${[...new Set(fs.map((f) => f.host))].join(', ')}, ${when(fs).replace(/ \d\d:\d\d(-\d\d:\d\d)? UTC/, '')}`;
-      return `*Attention rows: ${at(files.slice(0, 2))}; model rows: ${at(files.slice(2))}. Peer: onnxruntime-web 1.30 (ORT), ` +
-        'same inputs, same run. Generated by `npm run bench:report` from bench/results/.*';
+      return `*Attention rows: ${at(files.slice(0, 2))}; model rows: ${at(files.slice(2))}. Peer: onnxruntime-web 1.30 (ORT); GGUF rows: ` +
+        `llama.cpp (${WLLAMA_BUILDS[raceBuild(files.at(-1))]}); same inputs, same run.*`;
     },
   },
   'attention-native': {
@@ -201,6 +232,31 @@ export const tables = {
       const r = result('gguf-load-peak-node.json');
       const rows = r.json.rows.map((x) => [x.label, f0(x.fileMB), x.weights, x.dtype, f0(x.weightsMB), f0(x.wasmHeapMB), f0(x.peakRssAfterLoadMB), f0(x.peakRssMB)]);
       return { columns: ['file', 'MiB', 'weights', 'held as', 'weights MiB', 'wasm heap MiB', 'peak RSS after load MiB', 'peak RSS MiB (+ a forward of 8)'], rows, files: [r] };
+    },
+  },
+  // qkv against wllama's fastest build (3.x), 1 thread; the same against 2.3.7 with 1 and 2 threads
+  'gguf-race': { build: () => raceTable(newest(/^gguf-race-wllama3-chromium/)), caption: (files) => `<sub>${source(files)}; ${raceLimits(files[0])}</sub>` },
+  'gguf-race-wllama23': { build: () => raceTable(ggufRace()), caption: (files) => `<sub>${source(files)}; ${raceLimits(files[0])}</sub>` },
+  'gguf-race-threads': {
+    build() {
+      const r = ggufRace();
+      const by = new Map();
+      for (const x of raceRows(r)) by.set(`${x.m} ${x.t}`, [...(by.get(`${x.m} ${x.t}`) ?? []), x]);
+      // both thread counts on wall time (the race table's 1-thread figures are CPU time)
+      const rows = [...by.values()].filter((g) => g.length === 2).flatMap(([a, b]) => ['q', 'w'].map((k) => [a.m, a.t, k === 'q' ? `qkv (${a[k].build}, ${b[k].build})` : raceBuild(r),
+        f1(a[k].decode_tps.wall_median), f1(b[k].decode_tps.wall_median), ratio(b[k].decode_tps.wall_median / a[k].decode_tps.wall_median),
+        ratio(b[k].prefill_tps.wall_median / a[k].prefill_tps.wall_median)]));
+      return { columns: ['model shape', 'file', 'runtime', 'decode 1t tok/s (wall)', 'decode 2t tok/s (wall)', 'decode 2t / 1t', 'prefill 2t / 1t'], rows, files: [r] };
+    },
+    caption: (files) => `<sub>${source(files)}; ${raceLimits(files[0])}</sub>`,
+  },
+  'gguf-wllama-builds': {
+    build() {
+      const r = newest(/^gguf-wllama-builds-chromium/);
+      // on wall time for every build (3.x's figures are its server's timings, wall clock)
+      const w = (t, fmt) => fmt(t.wall_median);
+      const rows = r.json.runs.map((x) => [x.runtime === 'qkv' ? `qkv (${x.build})` : x.build, w(x.decode_tps, f1), w(x.prefill_tps, f0)]);
+      return { columns: [`build (${r.json.runs[0].model} ${r.json.runs[0].type}, 1 thread)`, `decode tok/s, wall, median of ${r.json.reps} (${r.json.tokens} tokens)`, `prefill ${r.json.prefill} tok/s, wall`], rows, files: [r] };
     },
   },
   'residual-forward': {

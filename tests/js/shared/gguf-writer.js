@@ -245,12 +245,21 @@ class Bytes {
   }
 }
 
+/** The bytes of a tensor of `type` and dims `ne` (ggml order). */
+export function tensorByteLength(type, ne) {
+  const [be, bb] = BLOCK[type];
+  const n = ne.reduce((a, b) => a * b, 1);
+  if (ne[0] % be) throw new Error(`tensorByteLength: rows of ${ne[0]} are not whole ${type} blocks`);
+  return (n / be) * bb;
+}
+
 /**
- * A GGUF file: metadata [[key, type, value]] (type 'u32', 'f32', 'string', ..., or
- * ['array', elementType] with an array value), tensors [{ name, type, ne (ggml order: ne[0] the
- * row), bytes }]. Version 3, alignment 32.
+ * A GGUF file, passed to `write(Uint8Array)` part by part in order: metadata [[key, type, value]]
+ * (type 'u32', 'f32', 'string', ..., or ['array', elementType] with an array value), tensors
+ * [{ name, type, ne (ggml order: ne[0] the row), bytes }], `bytes` a Uint8Array or a function
+ * that makes it when the tensor is written (so a large file is never held whole). Version 3.
  */
-export function writeGguf(metadata, tensors, alignment = 32) {
+export function streamGguf(metadata, tensors, write, alignment = 32) {
   const b = new Bytes();
   b.push(new TextEncoder().encode('GGUF'));
   b.num('u32', 3);
@@ -268,23 +277,31 @@ export function writeGguf(metadata, tensors, alignment = 32) {
       type === 'string' ? b.str(value) : b.num(type, value);
     }
   }
+  const size = (t) => (typeof t.bytes === 'function' ? tensorByteLength(t.type, t.ne) : t.bytes.byteLength);
   let offset = 0;
-  const offsets = [];
   for (const t of tensors) {
     b.str(t.name);
     b.num('u32', t.ne.length);
     for (const d of t.ne) b.num('u64', d);
     b.num('u32', GGML[t.type]);
     b.num('u64', offset);
-    offsets.push(offset);
-    offset += Math.ceil(t.bytes.byteLength / alignment) * alignment;
+    offset += Math.ceil(size(t) / alignment) * alignment;
   }
-  const pad = (n) => (alignment - (n % alignment)) % alignment;
-  b.push(new Uint8Array(pad(b.length)));
+  const pad = (n) => new Uint8Array((alignment - (n % alignment)) % alignment);
+  b.push(pad(b.length));
+  write(b.join());
   for (const t of tensors) {
-    b.push(t.bytes);
-    b.push(new Uint8Array(pad(t.bytes.byteLength)));
+    const bytes = typeof t.bytes === 'function' ? t.bytes() : t.bytes;
+    if (bytes.byteLength !== size(t)) throw new Error(`streamGguf: ${t.name} made ${bytes.byteLength} bytes, not ${size(t)}`);
+    write(bytes);
+    write(pad(bytes.byteLength));
   }
+}
+
+/** A GGUF file (streamGguf's arguments) as one Uint8Array. Version 3, alignment 32. */
+export function writeGguf(metadata, tensors, alignment = 32) {
+  const b = new Bytes();
+  streamGguf(metadata, tensors, (u8) => b.push(u8), alignment);
   return b.join();
 }
 
