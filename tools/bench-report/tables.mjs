@@ -44,6 +44,15 @@ const WLLAMA_BUILDS = { 'wllama': 'wllama 3.13', 'wllama-compat': 'wllama-compat
 // the race's rows in the README's headline (1 thread)
 const HEADLINE_RACE = ['SmolLM2-135M Q8_0', 'Qwen3-0.6B Q8_0'];
 const raceBuild = (r) => r.json.runs.find((x) => x.runtime === 'wllama').build;
+/** Each runtime's decode and prefill with 2 threads against 1, both on wall time, from one race file. */
+function threadsTable(r) {
+  const by = new Map();
+  for (const x of raceRows(r)) by.set(`${x.m} ${x.t}`, [...(by.get(`${x.m} ${x.t}`) ?? []), x]);
+  const rows = [...by.values()].filter((g) => g.length === 2).flatMap(([a, b]) => ['q', 'w'].map((k) => [a.m, a.t, k === 'q' ? `qkv (${a[k].build}, ${b[k].build})` : raceBuild(r),
+    f1(a[k].decode_tps.wall_median), f1(b[k].decode_tps.wall_median), ratio(b[k].decode_tps.wall_median / a[k].decode_tps.wall_median),
+    ratio(b[k].prefill_tps.wall_median / a[k].prefill_tps.wall_median)]));
+  return { columns: ['model shape', 'file', 'runtime', 'decode 1t tok/s (wall)', 'decode 2t tok/s (wall)', 'decode 2t / 1t', 'prefill 2t / 1t'], rows, files: [r] };
+}
 /** Per (model, file, threads): the qkv run and the wllama run. */
 const raceRows = (r) => {
   const out = [];
@@ -237,19 +246,9 @@ export const tables = {
   // qkv against wllama's fastest build (3.x), 1 thread; the same against 2.3.7 with 1 and 2 threads
   'gguf-race': { build: () => raceTable(newest(/^gguf-race-wllama3-chromium/)), caption: (files) => `<sub>${source(files)}; ${raceLimits(files[0])}</sub>` },
   'gguf-race-wllama23': { build: () => raceTable(ggufRace()), caption: (files) => `<sub>${source(files)}; ${raceLimits(files[0])}</sub>` },
-  'gguf-race-threads': {
-    build() {
-      const r = ggufRace();
-      const by = new Map();
-      for (const x of raceRows(r)) by.set(`${x.m} ${x.t}`, [...(by.get(`${x.m} ${x.t}`) ?? []), x]);
-      // both thread counts on wall time (the race table's 1-thread figures are CPU time)
-      const rows = [...by.values()].filter((g) => g.length === 2).flatMap(([a, b]) => ['q', 'w'].map((k) => [a.m, a.t, k === 'q' ? `qkv (${a[k].build}, ${b[k].build})` : raceBuild(r),
-        f1(a[k].decode_tps.wall_median), f1(b[k].decode_tps.wall_median), ratio(b[k].decode_tps.wall_median / a[k].decode_tps.wall_median),
-        ratio(b[k].prefill_tps.wall_median / a[k].prefill_tps.wall_median)]));
-      return { columns: ['model shape', 'file', 'runtime', 'decode 1t tok/s (wall)', 'decode 2t tok/s (wall)', 'decode 2t / 1t', 'prefill 2t / 1t'], rows, files: [r] };
-    },
-    caption: (files) => `<sub>${source(files)}; ${raceLimits(files[0])}</sub>`,
-  },
+  'gguf-race-threads': { build: () => threadsTable(ggufRace()), caption: (files) => `<sub>${source(files)}; ${raceLimits(files[0])}</sub>` },
+  // the same on a quiet machine (load about 2), llama.cpp as wllama 3.13, the Q8_0 files
+  'gguf-threads-quiet': { build: () => threadsTable(newest(/^gguf-threads-quiet-chromium/)), caption: (files) => `<sub>${source(files)}; ${raceLimits(files[0])}</sub>` },
   'gguf-wllama-builds': {
     build() {
       const r = newest(/^gguf-wllama-builds-chromium/);
