@@ -40,6 +40,7 @@ const STEPS = [
 ];
 
 const signed = (x: number, d: number) => `${x >= 0 ? '+' : '−'}${Math.abs(x).toFixed(d)}`;
+const ordinal = (n: number) => `${n}${n % 10 === 1 && n % 100 !== 11 ? 'st' : n % 10 === 2 && n % 100 !== 12 ? 'nd' : n % 10 === 3 && n % 100 !== 13 ? 'rd' : 'th'}`;
 const rowLabel = (r: number, L: number) => (r === 0 ? 'the embeddings' : `after layer ${r - 1}${r === L ? ' (the output)' : ''}`);
 
 export class GuidePanel {
@@ -197,9 +198,12 @@ export class GuidePanel {
     const same = (a: HeadRef, b: HeadRef) => a.layer === b.layer && a.head === b.head;
 
     // what the figures say together: the head named, and where the measures disagree
+    const hotRank = at.heads.findIndex((h) => same(h, hot));
     const verdict = [same(attrHead, hot)
       ? `The attribution and the patching pick the same head: ${headName(hot)}.`
-      : `The measures disagree: the attribution's top head is ${headName(attrHead)}, the patching's ${headName(hot)}; step 4 removes the patching's.`];
+      : `The patching picks ${headName(hot)}; the attribution ranks ${headName(attrHead)} first (${signed(attrHead.value, 2)})` +
+        `${hotRank > 0 ? ` and ${headName(hot)} ${ordinal(hotRank + 1)} (${signed(at.heads[hotRank].value, 2)})` : ''}: ` +
+        'direct attribution counts only what a head writes straight into the logit, not what it changes through the later layers. Step 4 removes the patching\'s head.'];
     if (lens.rise - 1 !== hot.layer) verdict.push(`The lens's largest rise is in layer ${lens.rise - 1}, not in ${headName(hot)}'s layer ${hot.layer}.`);
     if (!same(top, hot)) verdict.push(`Removing ${headName(top)} raises the second copy's loss most (${signed(top.delta, 3)} nats/token), more than ${headName(hot)}.`);
     $('#guide-verdict', this.root).textContent = verdict.join(' ');
