@@ -19,11 +19,12 @@
 // every browser, and the decode bound the bandwidth sets (bandwidth / the file's bytes).
 // Prints a table; writes bench/results/<out>.json.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { ROOT, launch, openPage, serve } from '../../tests/browser/harness.js';
 import { MODELS, makeCheckpoint } from './make_checkpoints.mjs';
+import { ourRenderers, processCpuMs } from '../renderers.mjs';
 
 const args = process.argv.slice(2);
 const arg = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback);
@@ -50,29 +51,8 @@ function limits(threads) {
 // ---- CPU time: the renderer's threads, read from /proc around every timed region ---------------
 
 const FLAG = '--qkv-gguf-race';
-/** The renderer processes of the browser launched with FLAG (its command line carries it). */
-function ourRenderers() {
-  const pids = [];
-  for (const pid of readdirSync('/proc').filter((x) => /^\d+$/.test(x))) {
-    try {
-      if (!readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('--type=renderer')) continue;
-      for (let q = pid; q && q !== '0' && q !== '1'; q = readFileSync(`/proc/${q}/stat`, 'utf8').split(') ')[1].split(' ')[1]) {
-        if (readFileSync(`/proc/${q}/cmdline`, 'utf8').includes(FLAG)) { pids.push(pid); break; }
-      }
-    } catch { /* gone */ }
-  }
-  return pids;
-}
 /** CPU ms of all threads of the browser's renderers (schedstat: the page, its workers, wasm threads). */
-function rendererCpuMs() {
-  let ms = 0;
-  for (const pid of ourRenderers()) {
-    for (const tid of readdirSync(`/proc/${pid}/task`)) {
-      try { ms += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]) / 1e6; } catch { /* ended */ }
-    }
-  }
-  return ms;
-}
+const rendererCpuMs = () => ourRenderers(FLAG).reduce((ms, pid) => { try { return ms + processCpuMs(pid); } catch { return ms; } }, 0);
 let marks = [];  // GET /mark: the renderers' CPU ms, by the index the page gets back
 const mark = () => { marks.push(rendererCpuMs()); return marks.length - 1; };
 

@@ -25,13 +25,14 @@
 // Each figure is the best of --reps runs (noise only slows). Writes
 // bench/results/model-gpt2-small-chromium.json (-blob.json for --source blob) and prints a table.
 import { execFileSync } from 'node:child_process';
-import { createReadStream, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createReadStream, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ROOT, launch, launchWithProfile, openPage } from '../../tests/browser/harness.js';
+import { ourRenderers, processCpuMs } from '../renderers.mjs';
 
 const args = process.argv.slice(2);
 const arg = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback);
@@ -51,28 +52,9 @@ const FLAG = '--qkv-gpt2-small-bench';
 
 // ---- the renderer, read from /proc ---------------------------------------------------------
 
-/** The renderer processes of the browser launched with FLAG (its command line carries it). */
-function ourRenderers() {
-  const pids = [];
-  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
-    try {
-      if (!readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('--type=renderer')) continue;
-      for (let q = pid; q && q !== '0' && q !== '1'; q = readFileSync(`/proc/${q}/stat`, 'utf8').split(') ')[1].split(' ')[1]) {
-        if (readFileSync(`/proc/${q}/cmdline`, 'utf8').includes(FLAG)) { pids.push(pid); break; }
-      }
-    } catch { /* gone */ }
-  }
-  return pids;
-}
-
 /** A process's CPU time over all its threads (ms, schedstat) and its RSS and peak RSS (MB). */
 function reading(pid) {
-  let cpuMs = 0;
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      cpuMs += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]) / 1e6;
-    } catch { /* the thread ended */ }
-  }
+  const cpuMs = processCpuMs(pid);
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kB = (key) => Number(new RegExp(`^${key}:\\s+(\\d+)`, 'm').exec(status)?.[1] ?? NaN);
   return { cpuMs, rssMB: kB('VmRSS') / 1024, peakRssMB: kB('VmHWM') / 1024 };
@@ -88,7 +70,7 @@ async function handle(req, res) {
   const url = new URL(req.url, 'http://x');
   if (url.pathname === '/mark') {
     const now = {};
-    for (const pid of ourRenderers()) {
+    for (const pid of ourRenderers(FLAG)) {
       try { now[pid] = reading(pid); } catch { /* it ended */ }
     }
     marks.push(now);
