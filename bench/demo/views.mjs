@@ -30,6 +30,8 @@ const TEXT = 'In the beginning God created the heaven and the earth. And the ear
 const VIEWS = [
   { view: 'lens', panel: '#lens-panel', button: '#lens-run' },
   { view: 'attribution', panel: '#attribution-panel', button: '#attr-run' },
+  // the page's Generate settings: 20 new tokens, generated plain and steered
+  { view: 'steering', panel: '#steering-panel', button: '#steer-run' },
 ];
 
 /** A prompt of exactly `n` tokens of the model's tokenizer (a prefix of TEXT, decoded and checked). */
