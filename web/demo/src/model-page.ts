@@ -71,8 +71,10 @@ const tools = new ExplorerTools({
 const mech = { model: () => st.model, prompt: () => $<HTMLTextAreaElement>('#prompt').value, busy: () => st.generating, changed: () => scheduleRender() };
 const lens = new LensPanel($('#lens-panel'), mech), attr = new AttributionPanel($('#attribution-panel'), { ...mech, select });
 const patching = new PatchingPanel({ ...mech, select });
-const steering = new SteeringPanel({ ...mech, settings: () => ({ maxNewTokens: Math.max(1, Math.min(1000, Math.floor(Number($<HTMLInputElement>('#max-new').value) || 20))),
-  temperature: Number($<HTMLInputElement>('#temperature').value), topK: Math.max(0, Math.floor(Number($<HTMLInputElement>('#top-k').value) || 0)), seed: Math.floor(Number($<HTMLInputElement>('#seed').value) || 0) }) });
+/** The Generate controls as read: new tokens (1-1000), temperature, top-k, seed. */
+const genSettings = () => ({ maxNewTokens: Math.max(1, Math.min(1000, Math.floor(Number($<HTMLInputElement>('#max-new').value) || 20))),
+  temperature: Number($<HTMLInputElement>('#temperature').value), topK: Math.max(0, Math.floor(Number($<HTMLInputElement>('#top-k').value) || 0)), seed: Math.floor(Number($<HTMLInputElement>('#seed').value) || 0) });
+const steering = new SteeringPanel({ ...mech, settings: genSettings });
 // the guided example (guide-panel.ts): loads its model and types its prompt as a user does; show() applies a step's view fields
 const guide = new GuidePanel({ model: () => st.model, busy: () => st.generating, forward, select,
   loadModel: (name) => { $<HTMLSelectElement>('#model').value = modelUrl(name); return pickModel(modelUrl(name)); },
@@ -315,9 +317,7 @@ async function generate(chat?: ChatRun): Promise<number[]> {
   st.epoch++;
   const msg = $('#gen-msg');
   message(msg, '');
-  const maxNew = Math.max(1, Math.min(1000, Math.floor(Number($<HTMLInputElement>('#max-new').value) || 20)));
-  const temperature = Number($<HTMLInputElement>('#temperature').value);
-  const topK = Math.max(0, Math.floor(Number($<HTMLInputElement>('#top-k').value) || 0));
+  const { maxNewTokens: maxNew, temperature, topK, seed } = genSettings();
   let ids: number[];
   try {
     ids = chat ? chat.ids.slice() : m.tokenizer.encode($<HTMLTextAreaElement>('#prompt').value);
@@ -350,7 +350,6 @@ async function generate(chat?: ChatRun): Promise<number[]> {
     const t0 = performance.now();
     // model time = time spent waiting for the next step; the rest is this page drawing
     let modelMs = 0, asked = t0, yielded = t0;
-    const seed = Math.floor(Number($<HTMLInputElement>('#seed').value) || 0);
     for await (const step of m.generate(ids, { maxNewTokens: maxNew, temperature, topK, seed })) {
       modelMs += performance.now() - asked;
       const q = step.position - 1; // the query whose row this is
