@@ -14,7 +14,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import * as qkv from 'qkv';
-import { ROOT, launch, openPage } from './harness.js';
+import { ROOT, cancelWhenMoving, launch, openPage } from './harness.js';
 import { serveDemo } from '../../tools/serve-demo.mjs';
 
 const MODEL = 'tiny-kjv-induction';
@@ -58,14 +58,6 @@ async function open(h, viewport = DESKTOP, tokens = cleanIds.length) {
 }
 const show = (t) => t.replace(/ /g, '␣').replace(/\n/g, '↵');
 const argmax = (x) => x.reduce((b, v, i) => (v > x[b] ? i : b), 0);
-/** Clicks Cancel as soon as the bar has moved (in the page: no round trip between seeing and clicking). */
-/** (It fails when the run ends before the bar moved.) */
-const cancelWhenMoving = (page, panel, bar, cancel) => page.evaluate(([p, b, c]) => new Promise((ok, fail) => {
-  const t = setInterval(() => {
-    if (document.querySelector(b).value > 0) { clearInterval(t); document.querySelector(c).click(); ok(); }
-    else if (document.querySelector(p).dataset.state !== 'running') { clearInterval(t); fail(new Error(`the run ended ${document.querySelector(p).dataset.state} before its bar moved`)); }
-  }, 1);
-}), [panel, bar, cancel]);
 async function top(ids) {
   const out = await model.forward(ids, { logits: 'last' });
   return argmax(Array.from(out.logits.data));

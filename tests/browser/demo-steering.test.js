@@ -7,7 +7,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import * as qkv from 'qkv';
-import { ROOT, launch, openPage } from './harness.js';
+import { ROOT, cancelWhenMoving, launch, openPage } from './harness.js';
 import { serveDemo } from '../../tools/serve-demo.mjs';
 
 const MODEL = 'tiny-kjv-bpe';
@@ -49,14 +49,6 @@ async function expected(a, b, layer, scale, o) {
   };
 }
 
-/** Clicks Cancel as soon as the bar has moved (in the page: no round trip between seeing and clicking). */
-/** (It fails when the run ends before the bar moved.) */
-const cancelWhenMoving = (page, panel, bar, cancel) => page.evaluate(([p, b, c]) => new Promise((ok, fail) => {
-  const t = setInterval(() => {
-    if (document.querySelector(b).value > 0) { clearInterval(t); document.querySelector(c).click(); ok(); }
-    else if (document.querySelector(p).dataset.state !== 'running') { clearInterval(t); fail(new Error(`the run ended ${document.querySelector(p).dataset.state} before its bar moved`)); }
-  }, 1);
-}), [panel, bar, cancel]);
 
 async function printed(page) {
   await page.waitForSelector('#steering-panel[data-state=done] #steer-result:not([hidden])', { timeout: 60_000 });

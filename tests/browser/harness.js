@@ -113,3 +113,15 @@ export async function watchMainThread(page) {
     stop: () => cdp.detach().catch(() => {}),
   };
 }
+
+/**
+ * Clicks `cancel` as soon as the progress bar `bar` has moved, while the panel `panel` still says
+ * data-state=running (in the page: no round trip between seeing and clicking). Rejects when the
+ * run ends before its bar moved.
+ */
+export const cancelWhenMoving = (page, panel, bar, cancel) => page.evaluate(([p, b, c]) => new Promise((ok, fail) => {
+  const t = setInterval(() => {
+    if (document.querySelector(b).value > 0) { clearInterval(t); document.querySelector(c).click(); ok(); }
+    else if (document.querySelector(p).dataset.state !== 'running') { clearInterval(t); fail(new Error(`the run ended ${document.querySelector(p).dataset.state} before its bar moved`)); }
+  }, 1);
+}), [panel, bar, cancel]);

@@ -10,6 +10,7 @@
 // copy, B other words of the same length: nothing before the second copy says what comes next.
 import type { DemoModel, Tokenizer } from './api';
 import type { ResidualProgress } from './api-residual';
+import { rng } from './math';
 
 /** The model the guide runs on (web/models/, trained to have an induction head). */
 export const GUIDE_MODEL = 'tiny-kjv-induction';
@@ -36,18 +37,6 @@ export interface GuideSequence {
   targets: number[];
 }
 
-/** A seeded uniform draw in (0, 1) (mulberry32). */
-function uniform(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return (((t ^ (t >>> 14)) >>> 0) + 0.5) / 4294967296;
-  };
-}
-
 /** The text of `ids` that encodes back to them (without the leading space the tokenizer adds, where it adds one), or null. */
 function roundTrip(tok: Tokenizer, ids: number[]): string | null {
   const text = tok.decode(ids);
@@ -60,7 +49,7 @@ export function drawSequence(tok: Tokenizer, vocab: number, length = COPY_LENGTH
   const words: number[] = [];
   for (let id = 0; id < vocab; id++) if (/^ [a-z]{3,}$/.test(tok.tokenText(id))) words.push(id);
   if (words.length < 2 * length) throw new Error(`drawSequence: the vocabulary has ${words.length} ordinary words, fewer than 2 × ${length}`);
-  const draw = uniform(seed);
+  const draw = rng(seed);
   const pick = (avoid: Set<number>) => {
     const pool = words.filter((w) => !avoid.has(w));
     return Array.from({ length }, () => pool.splice(Math.floor(draw() * pool.length), 1)[0]);
