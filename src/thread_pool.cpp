@@ -28,11 +28,8 @@ class Pool {
   // worker number) only while it is open and short of helpers, then claims items until none are
   // left. When the caller has run out of items it closes the job and waits only for the helpers
   // that joined: each of those holds at most the item it claimed. A helper that wakes after the
-  // close finds the job closed and waits for the next one. Before, every helper named in a job
-  // had to check in, even one that came too late to get an item: on a machine busier than its
-  // cores a descheduled helper held the caller for a time slice per job, so 2 threads ran small
-  // products (a decode's) several times slower than 1 (bench/matmul, 2 threads at load ~25:
-  // in-cache GEMVs 0.04-0.3x one thread).
+  // close finds the job closed and waits for the next one. So a helper the system has
+  // descheduled (a machine busier than its cores) never holds the caller for a time slice.
   void run(int64_t items, int threads, const std::function<void(int64_t, int)>& body) {
     std::lock_guard<std::mutex> one_job_at_a_time(job_mutex_);
     int helpers = static_cast<int>(std::min<int64_t>({threads, items, kMaxHelpers + 1})) - 1;
@@ -62,7 +59,8 @@ class Pool {
     // every item is claimed: close the job, then wait for the helpers that joined it
     const uint64_t closed = state_.fetch_or(kClosed, std::memory_order_acq_rel) | kClosed;
     const auto finished = [this] { return active(state_.load(std::memory_order_acquire)) == 0; };
-    if (active(closed) != 0 && !poll_until(finished)) {
+    const auto awake = [this] { return awake_.load(std::memory_order_relaxed) > 0; };
+    if (active(closed) != 0 && !poll_until(finished, awake)) {
       std::unique_lock<std::mutex> lock(mutex_);
       done_.wait(lock, finished);
     }
@@ -79,14 +77,31 @@ class Pool {
   // V8's own threads on 2 cores); callers keep such calls on one thread (useful_threads).
   template <class Ready>
   static bool poll_until(Ready ready) {
+    return poll_until(ready, [] { return false; });
+  }
+
+  // ... and past kPollFor while keep_polling() holds, yielding the core between checks.
+  template <class Ready, class Keep>
+  static bool poll_until(Ready ready, Keep keep_polling) {
     using Clock = std::chrono::steady_clock;
     const auto give_up = Clock::now() + kPollFor;
     do {
       for (int i = 0; i < 64; ++i)
         if (ready()) return true;
     } while (Clock::now() < give_up);
-    return false;
+    while (keep_polling()) {
+      for (int i = 0; i < 64; ++i)
+        if (ready()) return true;
+      std::this_thread::yield();  // a busy machine's other threads run; an idle core returns at once
+    }
+    return ready();
   }
+
+ public:
+  // KeepHelpersAwake's count of open scopes
+  void keep_awake(int delta) { awake_.fetch_add(delta, std::memory_order_relaxed); }
+
+ private:
 
   // state_ = generation << 32 | closed << 31 | joined << 16 | active: the job's generation, whether
   // the caller has closed it, how many helpers joined it (their worker numbers are 1, 2, ...), and
@@ -108,8 +123,9 @@ class Pool {
       state = state_.load(std::memory_order_acquire);
       return stopping_.load(std::memory_order_relaxed) || generation_of(state) != seen;
     };
+    const auto awake = [this] { return awake_.load(std::memory_order_relaxed) > 0; };  // a scope is open
     for (;;) {
-      if (!poll_until(ready)) {
+      if (!poll_until(ready, awake)) {
         std::unique_lock<std::mutex> lock(mutex_);
         wake_.wait(lock, ready);
       }
@@ -162,6 +178,7 @@ class Pool {
   uint64_t generation_ = 0;       // the caller's count of jobs (under job_mutex_)
   std::atomic<uint64_t> state_{0};
   std::atomic<bool> stopping_{false};
+  std::atomic<int> awake_{0};  // open KeepHelpersAwake scopes
   std::exception_ptr error_;
 };
 
@@ -176,6 +193,14 @@ int useful_threads(int threads, int64_t items, int64_t work, int64_t min_work_pe
   int64_t n = std::min<int64_t>(threads, items);
   if (min_work_per_thread > 0) n = std::min(n, work / min_work_per_thread);
   return static_cast<int>(std::max<int64_t>(1, n));
+}
+
+KeepHelpersAwake::KeepHelpersAwake(int threads) : open_(threads > 1) {
+  if (open_) pool().keep_awake(1);
+}
+
+KeepHelpersAwake::~KeepHelpersAwake() {
+  if (open_) pool().keep_awake(-1);
 }
 
 void parallel_for(int64_t items, int threads, const std::function<void(int64_t, int)>& body) {

@@ -1,7 +1,8 @@
 // A small persistent pool of worker threads. parallel_for hands out item indices from an
 // atomic counter; each item is computed by exactly one thread, so a kernel whose items are
 // independent gives the same bits in any thread count. Threads are started once and
-// reused (thread start-up is slow, in wasm especially); between jobs they poll briefly, then sleep.
+// reused (thread start-up is slow, in wasm especially); between jobs they poll briefly, then sleep,
+// or, while a KeepHelpersAwake is open, poll until it closes.
 // A job waits only for the helpers that joined it while it had items left, never for one that
 // is slow to wake (descheduled on a busy machine): the caller then runs the items itself.
 #pragma once
@@ -24,5 +25,22 @@ constexpr int64_t kMinWorkPerThread = int64_t(1) << 18;
 // How many of `threads` are worth using on `items` items of `work` multiply-adds in all: no
 // more than there are items, and each gets at least min_work_per_thread (0: no such floor).
 int useful_threads(int threads, int64_t items, int64_t work, int64_t min_work_per_thread);
+
+// While one is open, the pool's helpers poll between jobs instead of sleeping once they have
+// polled kPollFor (50 us) without a job. A model's forward pass opens one: its jobs (a dozen a
+// layer) are separated by serial steps (norms, rope, quantizing a matrix product's input) that
+// often outlast the short poll, and a helper woken from sleep starts a job tens of microseconds
+// late. A job still never waits for a helper that has not joined it. Scopes nest; with threads
+// <= 1 one does nothing.
+class KeepHelpersAwake {
+ public:
+  explicit KeepHelpersAwake(int threads);
+  ~KeepHelpersAwake();
+  KeepHelpersAwake(const KeepHelpersAwake&) = delete;
+  KeepHelpersAwake& operator=(const KeepHelpersAwake&) = delete;
+
+ private:
+  bool open_;
+};
 
 }  // namespace qkv

@@ -4,9 +4,13 @@
 // widening is done once per tile, not once per tile and group of rows. Internal to src/matmul.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <vector>
 
+#include "matmul/matmul.hpp"
 #include "matmul/weights.hpp"
+#include "thread_pool.hpp"
 
 namespace qkv::detail {
 
@@ -29,11 +33,46 @@ using PanelOf = Int16Panel (*)(const WeightMatrix& w, int64_t g, int count);
 void widen_int8_pairs(const int8_t* q, int64_t pairs, int16_t* out, int64_t stride);
 void widen_scales(const uint16_t* h, int64_t n, float* out);
 
-// y[M, N] = x[M, K] W + bias, x rounded to int16 per row and block of 32 (|xq| <= x_limit:
-// 32767, or 127 for Q4 with the relaxed int8 dot), int32 block sums (exact), each block's sum
-// times d_w d_x into float accumulators. Groups of 4 columns are split over the threads in tiles
-// of whole groups; the thread count changes no bit.
-void gemm_int8(const WeightMatrix& w, const float* x, int64_t M, const float* bias, float* y, int threads,
-               PanelOf panel_of, float x_limit);
+// y_i[M, N_i] = x[M, K] W_i + bias_i for each output (one K, one storage type: one PanelOf), x
+// rounded to int16 per row and block of 32 once for all of them (|xq| <= x_limit: 32767, or 127
+// for Q4 with the relaxed int8 dot), int32 block sums (exact), each block's sum times d_w d_x into
+// float accumulators. The outputs' tiles of kG groups of 4 columns are split over the threads in
+// one job (run_tiles); the thread count changes no bit.
+void gemm_int8(const MatmulOutput* outputs, size_t count, const float* x, int64_t M, int threads, PanelOf panel_of,
+               float x_limit);
+
+// Work items a thread gets in a product's job: enough that the threads finish close together
+// when one joins late or runs slower, few enough that claiming them costs nothing measurable.
+constexpr int64_t kItemsPerThread = 16;
+
+// Rounding x's rows for the integer products: elements a thread gets at least (~30 us in wasm).
+constexpr int64_t kMinRoundingPerThread = int64_t(1) << 15;
+
+// Runs fn(output, t0, t1) on tiles [t0, t1) of each output, the outputs' tiles laid end to end
+// (ends[i]: where output i's tiles end) and split into whole-tile items over `threads` threads.
+template <class Fn>
+void run_tiles(const int64_t* ends, size_t count, int threads, const Fn& fn) {
+  const int64_t tiles = count ? ends[count - 1] : 0;
+  const auto range = [&](int64_t a, int64_t b) {
+    for (size_t i = 0; i < count; ++i) {
+      const int64_t start = i ? ends[i - 1] : 0, t0 = std::max(a, start), t1 = std::min(b, ends[i]);
+      if (t0 < t1) fn(i, t0 - start, t1 - start);
+    }
+  };
+  if (threads <= 1) return range(0, tiles);
+  const int64_t items = std::min(tiles, int64_t(threads) * kItemsPerThread);
+  parallel_for(items, threads, [&](int64_t item, int) { range(tiles * item / items, tiles * (item + 1) / items); });
+}
+
+// Runs round(s0, s1) -> bool on the row sets [0, sets) split over the threads (for M * K
+// elements in all); true when every call returned true.
+template <class Round>
+bool round_rows(int64_t sets, int64_t elements, int threads, const Round& round) {
+  threads = useful_threads(threads, sets, elements, kMinRoundingPerThread);
+  if (threads <= 1) return round(0, sets);
+  std::vector<uint8_t> ok(static_cast<size_t>(threads));
+  parallel_for(threads, threads, [&](int64_t t, int) { ok[size_t(t)] = round(sets * t / threads, sets * (t + 1) / threads); });
+  return std::all_of(ok.begin(), ok.end(), [](uint8_t v) { return v != 0; });
+}
 
 }  // namespace qkv::detail

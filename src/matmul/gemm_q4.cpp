@@ -153,9 +153,9 @@ Int16Panel q4_panel(const WeightMatrix& w, int64_t g, int count) {
 
 }  // namespace
 
-void gemm_q4(const WeightMatrix& w, const float* x, int64_t M, const float* bias, float* y, int threads) {
-  if (relaxed_int8_dot() && gemm_q4_dot(w, x, M, bias, y, threads)) return;
-  gemm_int8(w, x, M, bias, y, threads, q4_panel, q4_x_limit());  // as the decode's x (gemv_q4.cpp)
+void gemm_q4_many(const MatmulOutput* outputs, size_t count, const float* x, int64_t M, int threads) {
+  if (relaxed_int8_dot() && gemm_q4_dot(outputs, count, x, M, threads)) return;
+  gemm_int8(outputs, count, x, M, threads, q4_panel, q4_x_limit());  // as the decode's x (gemv_q4.cpp)
 }
 
 }  // namespace qkv::detail

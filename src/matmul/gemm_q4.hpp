@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "matmul/matmul.hpp"
 #include "matmul/weights.hpp"
 
 namespace qkv::detail {
@@ -17,6 +18,7 @@ void pack_q4(const WeightMatrix& w, int64_t k0, int64_t k1, int64_t j0, int64_t 
 // gemm_q4 with the relaxed int8 dot (gemm_q4_dot.cpp): false, having done nothing, outside the
 // relaxed-SIMD builds and where x's folded scales would overflow (|x| beyond ~2^31); the caller
 // takes the int16 product then. Only while relaxed_int8_dot() is on (x rounded to int8).
-bool gemm_q4_dot(const WeightMatrix& w, const float* x, int64_t M, const float* bias, float* y, int threads);
+// Every output is Q4 with x's K; their sets are split over the threads in one job.
+bool gemm_q4_dot(const MatmulOutput* outputs, size_t count, const float* x, int64_t M, int threads);
 
 }  // namespace qkv::detail

@@ -44,32 +44,37 @@ struct Int8Rows {
   bool wide_finite = true;    // no inf in `wide`
 };
 
-void quantize_rows8(const float* x, int64_t M, int64_t K, Int8Rows& out) {
+void quantize_rows8(const float* x, int64_t M, int64_t K, Int8Rows& out, int threads) {
   const int64_t blocks = (K + 31) / 32, sets = (M + kR - 1) / kR;
   out.blocks = blocks;
   out.q.resize(size_t(sets * blocks * 32 * kR));
   out.sum8.resize(size_t(sets * blocks * kR));
   out.wide.resize(size_t(sets * blocks * kR));
-  out.wide_finite = true;
-  for (int64_t m = 0; m < sets * kR; ++m) {
-    const int64_t set = m / kR, r = m % kR;
-    for (int64_t b = 0; b < blocks; ++b) {
-      float xb[32] = {};  // the block, zeros past K (and for the padding rows)
-      if (m < M) std::copy(x + m * K + b * 32, x + m * K + std::min(K, b * 32 + 32), xb);
-      int16_t q[32];
-      const float d = round_block(xb, q4_x_limit(), q);  // as prepare_q4 (127 while the dot is on)
-      int8_t* dst = out.q.data() + (set * blocks + b) * 32 * kR + r * 4;
-      int32_t sum = 0;
-      for (int i = 0; i < 32; ++i) {
-        dst[(i / 4) * kR * 4 + i % 4] = int8_t(q[i]);  // |q| <= 127
-        sum += q[i];
+  // sets [s0, s1) per call, the calls split over the threads
+  const auto round_sets = [&](int64_t s0, int64_t s1) {
+    bool finite = true;
+    for (int64_t m = s0 * kR; m < s1 * kR; ++m) {
+      const int64_t set = m / kR, r = m % kR;
+      for (int64_t b = 0; b < blocks; ++b) {
+        float xb[32] = {};  // the block, zeros past K (and for the padding rows)
+        if (m < M) std::copy(x + m * K + b * 32, x + m * K + std::min(K, b * 32 + 32), xb);
+        int16_t q[32];
+        const float d = round_block(xb, q4_x_limit(), q);  // as prepare_q4 (127 while the dot is on)
+        int8_t* dst = out.q.data() + (set * blocks + b) * 32 * kR + r * 4;
+        int32_t sum = 0;
+        for (int i = 0; i < 32; ++i) {
+          dst[(i / 4) * kR * 4 + i % 4] = int8_t(q[i]);  // |q| <= 127
+          sum += q[i];
+        }
+        const size_t at = size_t((set * blocks + b) * kR + r);
+        out.sum8[at] = 8 * sum;
+        out.wide[at] = d * halves::kF16Scale;
+        finite = finite && std::isfinite(out.wide[at]);
       }
-      const size_t at = size_t((set * blocks + b) * kR + r);
-      out.sum8[at] = 8 * sum;
-      out.wide[at] = d * halves::kF16Scale;
-      out.wide_finite = out.wide_finite && std::isfinite(out.wide[at]);
     }
-  }
+    return finite;
+  };
+  out.wide_finite = round_rows(sets, M * K, threads, round_sets);
 }
 
 // set s of w unpacked for the micro-kernel, in the calling thread's buffers: bytes
@@ -177,27 +182,28 @@ void sets_dot(const WeightMatrix& w, const Int8Rows& xq, int64_t M, const float*
 
 }  // namespace
 
-bool gemm_q4_dot(const WeightMatrix& w, const float* x, int64_t M, const float* bias, float* y, int threads) {
-  if (M <= 0) return true;
+bool gemm_q4_dot(const MatmulOutput* outputs, size_t count, const float* x, int64_t M, int threads) {
+  if (M <= 0 || count == 0) return true;
+  const int64_t K = outputs[0].w->K;
   thread_local Int8Rows mine;
   Int8Rows& xq = mine;  // read by every worker (see gemm_int8)
-  quantize_rows8(x, M, w.K, xq);
+  quantize_rows8(x, M, K, xq, threads);
   if (!xq.wide_finite) return false;  // |x| beyond ~2^31: the int16 product's plain loop
-  const int64_t sets = Q4Layout::of(w.K, w.N).sets;
-  threads = useful_threads(threads, sets, M * w.K * w.N, kMinWorkPerThread);
-  if (threads <= 1) {
-    sets_dot(w, xq, M, bias, y, 0, sets);
-    return true;
+  // every output's sets of 16 columns, end to end
+  std::vector<int64_t> ends(count);
+  int64_t work = 0;
+  for (size_t i = 0; i < count; ++i) {
+    ends[i] = (i ? ends[i - 1] : 0) + Q4Layout::of(K, outputs[i].w->N).sets;
+    work += M * K * outputs[i].w->N;
   }
-  const int64_t items = std::min<int64_t>(sets, int64_t(threads) * 4);
-  parallel_for(items, threads, [&](int64_t item, int) {
-    const int64_t s0 = sets * item / items, s1 = sets * (item + 1) / items;
-    if (s0 < s1) sets_dot(w, xq, M, bias, y, s0, s1);
+  threads = useful_threads(threads, ends.back(), work, kMinWorkPerThread);
+  run_tiles(ends.data(), count, threads, [&](size_t i, int64_t s0, int64_t s1) {
+    sets_dot(*outputs[i].w, xq, M, outputs[i].bias, outputs[i].y, s0, s1);
   });
   return true;
 }
 #else
-bool gemm_q4_dot(const WeightMatrix&, const float*, int64_t, const float*, float*, int) { return false; }
+bool gemm_q4_dot(const MatmulOutput*, size_t, const float*, int64_t, int) { return false; }
 #endif
 
 }  // namespace qkv::detail

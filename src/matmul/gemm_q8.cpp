@@ -64,37 +64,42 @@ struct QuantizedRows {
   bool wide_finite = true;   // no inf in `wide` (every |x| < ~2^31)
 };
 
-void quantize_rows(const float* x, int64_t M, int64_t K, float limit, QuantizedRows& out) {
+void quantize_rows(const float* x, int64_t M, int64_t K, float limit, QuantizedRows& out, int threads) {
   const int64_t blocks = (K + 31) / 32, Kp = blocks * 32, sets = (M + kR - 1) / kR;
   out.blocks = blocks;
   out.q.resize(size_t(sets * kR * Kp));
   out.scale.resize(size_t(sets * kR * blocks));
   out.wide.resize(size_t(sets * kR * blocks));
-  out.wide_finite = true;
   static const float zeros[32] = {};
-  // every place written once: the rows, then the last set's padding rows as blocks of zeros
-  for (int64_t m = 0; m < sets * kR; ++m) {
-    const int64_t set = m / kR, r = m % kR;
-    for (int64_t b = 0; b < blocks; ++b) {
-      // the block, read in place; the last, short one copied with zeros past K
-      const int64_t n = m < M ? std::min<int64_t>(32, K - b * 32) : 32;
-      float tail[32];  // zeroed only when used: this loop runs for every row and block
-      const float* xb = m < M ? x + m * K + b * 32 : zeros;
-      if (n < 32) {
-        std::fill(std::copy(xb, xb + n, tail), tail + 32, 0.0f);
-        xb = tail;
+  // every place written once: the rows, then the last set's padding rows as blocks of zeros;
+  // sets [s0, s1) per call, the calls split over the threads
+  const auto round_sets = [&](int64_t s0, int64_t s1) {
+    bool finite = true;
+    for (int64_t m = s0 * kR; m < s1 * kR; ++m) {
+      const int64_t set = m / kR, r = m % kR;
+      for (int64_t b = 0; b < blocks; ++b) {
+        // the block, read in place; the last, short one copied with zeros past K
+        const int64_t n = m < M ? std::min<int64_t>(32, K - b * 32) : 32;
+        float tail[32];  // zeroed only when used: this loop runs for every row and block
+        const float* xb = m < M ? x + m * K + b * 32 : zeros;
+        if (n < 32) {
+          std::fill(std::copy(xb, xb + n, tail), tail + 32, 0.0f);
+          xb = tail;
+        }
+        int16_t q[32];
+        const float d = round_block(xb, limit, q);  // as prepare_q8
+        // k-pair p of the block to its place among the set's rows
+        int16_t* dst = out.q.data() + ((set * blocks + b) * 16 * kR + r) * 2;
+        for (int p = 0; p < 16; ++p) std::memcpy(dst + p * kR * 2, q + 2 * p, 4);
+        const size_t at = size_t((set * blocks + b) * kR + r);
+        out.scale[at] = d;
+        out.wide[at] = d * halves::kF16Scale;
+        finite = finite && std::isfinite(out.wide[at]);
       }
-      int16_t q[32];
-      const float d = round_block(xb, limit, q);  // as prepare_q8
-      // k-pair p of the block to its place among the set's rows
-      int16_t* dst = out.q.data() + ((set * blocks + b) * 16 * kR + r) * 2;
-      for (int p = 0; p < 16; ++p) std::memcpy(dst + p * kR * 2, q + 2 * p, 4);
-      const size_t at = size_t((set * blocks + b) * kR + r);
-      out.scale[at] = d;
-      out.wide[at] = d * halves::kF16Scale;
-      out.wide_finite = out.wide_finite && std::isfinite(out.wide[at]);
     }
-  }
+    return finite;
+  };
+  out.wide_finite = round_rows(sets, M * K, threads, round_sets);
 }
 
 // y[m, n] = bias[n] + sum over blocks of sum_b * (d_w * d_x): what each kernel below computes
@@ -290,28 +295,33 @@ void widen_scales(const uint16_t* h, int64_t n, float* out) {
   for (; i < n; ++i) out[i] = halves::f16_to_f32(h[i]) / halves::kF16Scale;
 }
 
-void gemm_int8(const WeightMatrix& w, const float* x, int64_t M, const float* bias, float* y, int threads,
-               PanelOf panel_of, float x_limit) {
-  if (M <= 0) return;
+void gemm_int8(const MatmulOutput* outputs, size_t count, const float* x, int64_t M, int threads, PanelOf panel_of,
+               float x_limit) {
+  if (M <= 0 || count == 0) return;
+  const int64_t K = outputs[0].w->K;
   thread_local QuantizedRows mine;
   // the caller's rows, which every worker reads during the parallel_for (a lambda names a
   // thread_local directly, so each worker would read its own, empty, one: capture a reference)
   QuantizedRows& xq = mine;
-  quantize_rows(x, M, w.K, x_limit, xq);
-  const int64_t groups = (w.N + 3) / 4, tiles = (groups + kG - 1) / kG;
-  threads = useful_threads(threads, tiles, M * w.K * w.N, kMinWorkPerThread);
-  if (threads <= 1) return gemm_int8_groups(w, panel_of, xq, M, bias, y, 0, groups);
-  // work items: runs of whole tiles, 4 per thread (the parts balance over the threads)
-  const int64_t items = std::min<int64_t>(tiles, int64_t(threads) * 4);
-  parallel_for(items, threads, [&](int64_t item, int) {
-    const int64_t g0 = std::min(groups, tiles * item / items * kG),
-                  g1 = std::min(groups, tiles * (item + 1) / items * kG);
-    if (g0 < g1) gemm_int8_groups(w, panel_of, xq, M, bias, y, g0, g1);
+  quantize_rows(x, M, K, x_limit, xq, threads);
+  // every output's tiles of kG groups, end to end
+  std::vector<int64_t> ends(count);
+  int64_t work = 0;
+  for (size_t i = 0; i < count; ++i) {
+    const int64_t groups = (outputs[i].w->N + 3) / 4;
+    ends[i] = (i ? ends[i - 1] : 0) + (groups + kG - 1) / kG;
+    work += M * K * outputs[i].w->N;
+  }
+  threads = useful_threads(threads, ends.back(), work, kMinWorkPerThread);
+  run_tiles(ends.data(), count, threads, [&](size_t i, int64_t t0, int64_t t1) {
+    const MatmulOutput& o = outputs[i];
+    const int64_t groups = (o.w->N + 3) / 4;
+    gemm_int8_groups(*o.w, panel_of, xq, M, o.bias, o.y, t0 * kG, std::min(groups, t1 * kG));
   });
 }
 
-void gemm_q8(const WeightMatrix& w, const float* x, int64_t M, const float* bias, float* y, int threads) {
-  gemm_int8(w, x, M, bias, y, threads, q8_panel, kXqLimit16);
+void gemm_q8_many(const MatmulOutput* outputs, size_t count, const float* x, int64_t M, int threads) {
+  gemm_int8(outputs, count, x, M, threads, q8_panel, kXqLimit16);
 }
 
 }  // namespace qkv::detail

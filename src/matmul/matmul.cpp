@@ -22,14 +22,21 @@ void check(const char* fn, const WeightMatrix& w, const float* x, int64_t M, con
   }
 }
 
-// M > 1: the integer product for 8-bit and 4-bit weights, the float one for the rest
-void prefill(const WeightMatrix& w, const float* x, int64_t M, const float* bias, float* y, int threads) {
-  if (w.type == WeightType::Q8) {
-    detail::gemm_q8(w, x, M, bias, y, threads);
-  } else if (w.type == WeightType::Q4) {
-    detail::gemm_q4(w, x, M, bias, y, threads);
-  } else {
-    detail::gemm(w, x, M, bias, y, threads);
+// M > 1: the integer product for 8-bit and 4-bit weights, the float one for the rest. A run of
+// consecutive outputs of one integer type shares x's rounding and one parallel_for.
+void prefill(const MatmulOutput* outputs, size_t count, const float* x, int64_t M, int threads) {
+  for (size_t i = 0, j; i < count; i = j) {
+    const WeightType type = outputs[i].w->type;
+    j = i + 1;  // outputs [i, j): a run of one integer type, or one float matrix
+    if (type == WeightType::Q8 || type == WeightType::Q4)
+      while (j < count && outputs[j].w->type == type) ++j;
+    if (type == WeightType::Q8) {
+      detail::gemm_q8_many(outputs + i, j - i, x, M, threads);
+    } else if (type == WeightType::Q4) {
+      detail::gemm_q4_many(outputs + i, j - i, x, M, threads);
+    } else {
+      detail::gemm(*outputs[i].w, x, M, outputs[i].bias, outputs[i].y, threads);
+    }
   }
 }
 
@@ -40,7 +47,8 @@ void matmul(const WeightMatrix& w, const float* x, int64_t M, const float* bias,
   if (M == 1) {
     detail::gemv(w, x, bias, y, threads);
   } else if (M > 1) {
-    prefill(w, x, M, bias, y, threads);
+    const MatmulOutput one{&w, bias, y};
+    prefill(&one, 1, x, M, threads);
   }
   add_weight_fixes(w, x, M, y);  // F16 subnormals, which the kernels read as zero
 }
@@ -62,7 +70,7 @@ void matmul_many(const MatmulOutput* outputs, size_t count, const float* x, int6
   if (M == 1) {
     detail::gemv_many(outputs, count, x, threads);
   } else if (M > 1) {
-    for (size_t i = 0; i < count; ++i) prefill(*outputs[i].w, x, M, outputs[i].bias, outputs[i].y, threads);
+    prefill(outputs, count, x, M, threads);
   }
   for (size_t i = 0; i < count; ++i) add_weight_fixes(*outputs[i].w, x, M, outputs[i].y);
 }

@@ -35,7 +35,8 @@ struct MatmulOutput {
 // the same bits as separate calls, in any thread count. Every W must have the same K; no y may
 // alias x or another y. Decoding (M == 1) prepares x once per weight type and splits all the
 // outputs' columns over the threads in one parallel_for (one dispatch instead of one per matrix);
-// M > 1 runs the matrix products one after another.
+// M > 1 does the same for each run of consecutive 8-bit or 4-bit outputs (x rounded once, their
+// tiles in one parallel_for) and runs the float matrix products one after another.
 void matmul_many(const MatmulOutput* outputs, size_t count, const float* x, int64_t M, int threads = 1);
 inline void matmul_many(std::initializer_list<MatmulOutput> outputs, const float* x, int64_t M, int threads = 1) {
   matmul_many(outputs.begin(), outputs.size(), x, M, threads);
@@ -57,11 +58,20 @@ namespace detail {
 void gemv(const WeightMatrix& w, const float* x, const float* bias, float* y, int threads);
 void gemm(const WeightMatrix& w, const float* x, int64_t M, const float* bias, float* y, int threads);
 // Q8 only: x quantized to int16 per row and block of 32, int8 x int16 dot products (gemm_q8.cpp).
-// matmul() takes it for Q8 with M > 1.
-void gemm_q8(const WeightMatrix& w, const float* x, int64_t M, const float* bias, float* y, int threads);
+// matmul() takes it for Q8 with M > 1; matmul_many takes gemm_q8_many for its outputs (one K), x
+// quantized once and their columns in one parallel_for.
+void gemm_q8_many(const MatmulOutput* outputs, size_t count, const float* x, int64_t M, int threads);
+inline void gemm_q8(const WeightMatrix& w, const float* x, int64_t M, const float* bias, float* y, int threads) {
+  const MatmulOutput one{&w, bias, y};
+  gemm_q8_many(&one, 1, x, M, threads);
+}
 // Q4 only: the same integer product over each tile's nibbles unpacked to int8 (gemm_q4.cpp).
-// matmul() takes it for Q4 with M > 1.
-void gemm_q4(const WeightMatrix& w, const float* x, int64_t M, const float* bias, float* y, int threads);
+// matmul() and matmul_many take it (gemm_q4_many) for Q4 with M > 1, as gemm_q8 for Q8.
+void gemm_q4_many(const MatmulOutput* outputs, size_t count, const float* x, int64_t M, int threads);
+inline void gemm_q4(const WeightMatrix& w, const float* x, int64_t M, const float* bias, float* y, int threads) {
+  const MatmulOutput one{&w, bias, y};
+  gemm_q4_many(&one, 1, x, M, threads);
+}
 // y_i = x W_i + bias_i for every output, x prepared once, all columns in one parallel_for.
 void gemv_many(const MatmulOutput* outputs, size_t count, const float* x, int threads);
 

@@ -138,6 +138,7 @@ void GPT2::run(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache>
   check_decoder_ids("GPT2::run", ids, L, pos0, c.vocab_size, c.n_positions, "n_positions");
   check_decoder_caches("GPT2::run", caches, c.n_layer, pos0, L, H, D);
   if (iv) iv->validate("GPT2::run", c.n_layer, H, D, pos0, L, Lk);
+  const KeepHelpersAwake awake(threads_);  // the pool's helpers poll between this forward's jobs
   if (rh) rh->validate("GPT2::run", c.n_layer, E, pos0, L, all_logits);
   std::vector<uint8_t> knockout;  // a layer's knockout mask, when it must be sliced (chunks)
 

@@ -159,6 +159,7 @@ void Bart::encode(const int32_t* ids, int64_t Ls, float* out, float* attentions,
   const int64_t E = c.d_model, H = c.encoder_heads, D = E / H, F = c.encoder_ffn;
   check_ids("Bart::encode", "input ids", ids, Ls, 0);
   if (iv) iv->validate("Bart::encode", c.encoder_layers, H, D, 0, Ls, Ls);
+  const KeepHelpersAwake awake(threads_);  // the pool's helpers poll between this forward's jobs
   std::vector<uint8_t> knockout;
   const size_t n = size_t(Ls);
   std::vector<float> xb(n * E), q(n * E), k(n * E), v(n * E), att(n * E), hb(n * F);
@@ -254,6 +255,7 @@ void Bart::decode(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCac
   }
   if (iv.decoder) iv.decoder->validate("Bart::decode (decoder self-attention)", c.decoder_layers, H, D, pos0, L, Lk);
   if (iv.cross) iv.cross->validate("Bart::decode (cross-attention)", c.decoder_layers, H, D, pos0, L, Ls);
+  const KeepHelpersAwake awake(threads_);  // the pool's helpers poll between this forward's jobs
   std::vector<uint8_t> knockout;
   const size_t n = size_t(L);
   ensure(s.x, n * E);    // x   [L, E]  the residual stream
