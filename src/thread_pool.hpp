@@ -26,6 +26,21 @@ constexpr int64_t kMinWorkPerThread = int64_t(1) << 18;
 // more than there are items, and each gets at least min_work_per_thread (0: no such floor).
 int useful_threads(int threads, int64_t items, int64_t work, int64_t min_work_per_thread);
 
+// A model's row-wise steps (norms, rotary embedding, activations, residual adds): rows of a
+// prefill hold enough elements to share over the threads (~30 us of work in wasm a thread at
+// least); a decoding step's single row runs on the caller alone.
+constexpr int64_t kMinRowElementsPerThread = int64_t(1) << 15;
+
+// Runs fn(r0, r1) on rows [r0, r1) covering [0, rows), each row `width` elements, in one call on
+// the caller or split over up to `threads` threads (one range each).
+template <class Fn>
+void for_rows(int64_t rows, int64_t width, int threads, const Fn& fn) {
+  if (rows <= 0) return;
+  threads = useful_threads(threads, rows, rows * width, kMinRowElementsPerThread);
+  if (threads <= 1) return fn(int64_t(0), rows);
+  parallel_for(threads, threads, [&](int64_t t, int) { fn(rows * t / threads, rows * (t + 1) / threads); });
+}
+
 // While one is open, the pool's helpers poll between jobs instead of sleeping once they have
 // polled kPollFor (50 us) without a job. A model's forward pass opens one: its jobs (a dozen a
 // layer) are separated by serial steps (norms, rope, quantizing a matrix product's input) that

@@ -39,55 +39,70 @@ Llama Llama::load(std::string_view config_json, const uint8_t* bytes, size_t siz
 
 namespace {
 
-// out[r, :] = x[r, :] / sqrt(mean(x[r, :]^2) + eps) * w, rows r < n (the sum of squares in double)
-void rmsnorm(float* out, const float* x, const float* w, int64_t n, int64_t E, double eps) {
-  for (int64_t r = 0; r < n; ++r) {
-    const float* xr = x + r * E;
-    double ss = 0.0;
-    for (int64_t i = 0; i < E; ++i) ss += double(xr[i]) * double(xr[i]);
-    const float inv = float(1.0 / std::sqrt(ss / double(E) + eps));
-    for (int64_t i = 0; i < E; ++i) out[r * E + i] = w[i] * (xr[i] * inv);
-  }
+// out[r, :] = x[r, :] / sqrt(mean(x[r, :]^2) + eps) * w, rows r < n (the sum of squares in double);
+// the rows split over the threads
+void rmsnorm(float* out, const float* x, const float* w, int64_t n, int64_t E, double eps, int threads) {
+  for_rows(n, E, threads, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* xr = x + r * E;
+      double ss = 0.0;
+      for (int64_t i = 0; i < E; ++i) ss += double(xr[i]) * double(xr[i]);
+      const float inv = float(1.0 / std::sqrt(ss / double(E) + eps));
+      for (int64_t i = 0; i < E; ++i) out[r * E + i] = w[i] * (xr[i] * inv);
+    }
+  });
 }
 
 // Rotates every head of rows x [L, heads, D] in place, row t by cos/sin [L, D/2] (HF's
 // rotate_half: element i pairs with i + D/2):
 //   x'[i]       = x[i] cos - x[i + D/2] sin
 //   x'[i + D/2] = x[i + D/2] cos + x[i] sin
-void rope(float* x, int64_t L, int64_t heads, int64_t D, const float* cos, const float* sin) {
+// (rows split over the threads)
+void rope(float* x, int64_t L, int64_t heads, int64_t D, const float* cos, const float* sin, int threads) {
   const int64_t half = D / 2;
-  for (int64_t t = 0; t < L; ++t) {
-    const float* c = cos + t * half;
-    const float* s = sin + t * half;
-    for (int64_t h = 0; h < heads; ++h) {
-      float* v = x + (t * heads + h) * D;
-      for (int64_t i = 0; i < half; ++i) {
-        const float a = v[i], b = v[i + half];
-        v[i] = a * c[i] - b * s[i];
-        v[i + half] = b * c[i] + a * s[i];
+  for_rows(L, heads * D, threads, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const float* c = cos + t * half;
+      const float* s = sin + t * half;
+      for (int64_t h = 0; h < heads; ++h) {
+        float* v = x + (t * heads + h) * D;
+        for (int64_t i = 0; i < half; ++i) {
+          const float a = v[i], b = v[i + half];
+          v[i] = a * c[i] - b * s[i];
+          v[i + half] = b * c[i] + a * s[i];
+        }
       }
     }
-  }
+  });
 }
 
-// dst [heads, L, D] from src [L, heads, D]
-void split_heads(float* dst, const float* src, int64_t L, int64_t heads, int64_t D) {
-  for (int64_t t = 0; t < L; ++t) {
+// dst [heads, L, D] from src [L, heads, D] (rows t split over the threads)
+void split_heads(float* dst, const float* src, int64_t L, int64_t heads, int64_t D, int threads) {
+  for_rows(L, heads * D, threads, [&](int64_t t0, int64_t t1) {
     for (int64_t h = 0; h < heads; ++h) {
-      const float* s = src + (t * heads + h) * D;
-      std::copy(s, s + D, dst + (h * L + t) * D);
+      for (int64_t t = t0; t < t1; ++t) {
+        const float* s = src + (t * heads + h) * D;
+        std::copy(s, s + D, dst + (h * L + t) * D);
+      }
     }
-  }
+  });
 }
 
-// dst [L, heads, D] from src [heads, L, D]
-void merge_heads(float* dst, const float* src, int64_t L, int64_t heads, int64_t D) {
-  for (int64_t h = 0; h < heads; ++h) {
-    for (int64_t t = 0; t < L; ++t) {
-      const float* s = src + (h * L + t) * D;
-      std::copy(s, s + D, dst + (t * heads + h) * D);
+// dst [L, heads, D] from src [heads, L, D] (rows t split over the threads)
+void merge_heads(float* dst, const float* src, int64_t L, int64_t heads, int64_t D, int threads) {
+  for_rows(L, heads * D, threads, [&](int64_t t0, int64_t t1) {
+    for (int64_t h = 0; h < heads; ++h) {
+      for (int64_t t = t0; t < t1; ++t) {
+        const float* s = src + (h * L + t) * D;
+        std::copy(s, s + D, dst + (t * heads + h) * D);
+      }
     }
-  }
+  });
+}
+
+// x [n, E] += y [n, E], the residual add (rows split over the threads)
+void add_rows(float* x, const float* y, int64_t n, int64_t E, int threads) {
+  for_rows(n, E, threads, [&](int64_t r0, int64_t r1) { add_in_place(x + r0 * E, y + r0 * E, (r1 - r0) * E); });
 }
 
 void ensure(std::vector<float>& v, size_t n) {
@@ -193,25 +208,25 @@ void Llama::run(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache
       std::copy(rh->start_att, rh->start_att + n * H * D, att);
     } else {
       // xb [L, E] = rmsnorm(x) * input_layernorm
-      rmsnorm(xb, x, w.input_layernorm, L, E, c.rms_norm_eps);
+      rmsnorm(xb, x, w.input_layernorm, L, E, c.rms_norm_eps, threads_);
       // q [L, H*D], k [L, Hkv*D], v [L, Hkv*D] = xb @ W^T (+ bias: Qwen2, attention_bias), in one
       // call (decoding: xb prepared once, the three matrices' columns split over the threads at once)
       matmul_many({{&w.q_proj, w.q_bias, q}, {&w.k_proj, w.k_bias, k}, {&w.v_proj, w.v_bias, v}}, xb, L, threads_);
       // Qwen3, Gemma 3: RMSNorm over each head's D values of q and k (rows [L*H, D], [L*Hkv, D])
       if (c.qk_norm) {
-        rmsnorm(q, q, w.q_norm, L * H, D, c.rms_norm_eps);
-        rmsnorm(k, k, w.k_norm, L * Hkv, D, c.rms_norm_eps);
+        rmsnorm(q, q, w.q_norm, L * H, D, c.rms_norm_eps, threads_);
+        rmsnorm(k, k, w.k_norm, L * Hkv, D, c.rms_norm_eps, threads_);
       }
       // rotary embedding of q and k, every head, at positions pos0 + t
       const bool local = c.uses_local_rope(l);
       const float* cos = local ? s.cos_local.data() : s.cos.data();
       const float* sin = local ? s.sin_local.data() : s.sin.data();
-      rope(q, L, H, D, cos, sin);
-      rope(k, L, Hkv, D, cos, sin);
+      rope(q, L, H, D, cos, sin, threads_);
+      rope(k, L, Hkv, D, cos, sin, threads_);
       // split heads: qh [H, L, D], kh / vh [Hkv, L, D] (K/V once per kv head: never repeated per query head)
-      split_heads(qh, q, L, H, D);
-      split_heads(kh, k, L, Hkv, D);
-      split_heads(vh, v, L, Hkv, D);
+      split_heads(qh, q, L, H, D, threads_);
+      split_heads(kh, k, L, Hkv, D, threads_);
+      split_heads(vh, v, L, Hkv, D, threads_);
       // queries [n_layer, H, L, D], keys [n_layer, Hkv, L, D] if asked: after rotation, q unscaled
       if (queries) std::copy(qh, qh + H * L * D, queries + l * H * L * D);
       if (keys) std::copy(kh, kh + Hkv * L * D, keys + l * Hkv * L * D);
@@ -232,35 +247,37 @@ void Llama::run(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache
     const int64_t r0 = rh && rh->last_row_only && l == c.num_hidden_layers - 1 ? L - 1 : 0, Lr = L - r0;
     float* xr = x + r0 * E;
     // merge heads: xb [L, H*D] from att [H, L, D]; rows r0.. read on
-    merge_heads(xb, att, L, H, D);
+    merge_heads(xb, att, L, H, D, threads_);
     // xb2 [Lr, E] = xb[r0..] @ o_proj^T (+ bias); residual: x += xb2
     matmul(w.o_proj, xb + r0 * H * D, Lr, w.o_bias, xb2, threads_);
     if (w.attn_output_norm) {  // Gemma 3: post_attention_layernorm on the sub-block's output
       if (rh) rh->output_norm_scale(l, 0, xb2, pos0 + r0, Lr, c.rms_norm_eps);
-      rmsnorm(xb2, xb2, w.attn_output_norm, Lr, E, c.rms_norm_eps);
+      rmsnorm(xb2, xb2, w.attn_output_norm, Lr, E, c.rms_norm_eps, threads_);
     }
     if (rh) rh->at(ResidSite::AttnOut, l, xb2, pos0 + r0, Lr);
-    for (int64_t i = 0; i < Lr * E; ++i) xr[i] += xb2[i];
+    add_rows(xr, xb2, Lr, E, threads_);
     if (rh) rh->at(ResidSite::ResidMid, l, xr, pos0 + r0, Lr);
 
     // xb [Lr, E] = rmsnorm(x) * post_attention_layernorm (Gemma 3: pre_feedforward_layernorm)
-    rmsnorm(xb, xr, w.post_attention_layernorm, Lr, E, c.rms_norm_eps);
+    rmsnorm(xb, xr, w.post_attention_layernorm, Lr, E, c.rms_norm_eps, threads_);
     // SwiGLU: hb [Lr, I] = silu(xb @ gate^T) * (xb @ up^T), silu(g) = g / (1 + e^-g); Gemma's GeGLU:
     // gelu_tanh(gate) * up
     matmul_many({{&w.gate_proj, nullptr, hb}, {&w.up_proj, nullptr, hb2}}, xb, Lr, threads_);
-    if (c.activation == MlpActivation::GeluTanh) {
-      geglu_tanh(hb, hb2, Lr * I);
-    } else {
-      swiglu(hb, hb2, Lr * I);
-    }
+    for_rows(Lr, I, threads_, [&](int64_t r0, int64_t r1) {
+      if (c.activation == MlpActivation::GeluTanh) {
+        geglu_tanh(hb + r0 * I, hb2 + r0 * I, (r1 - r0) * I);
+      } else {
+        swiglu(hb + r0 * I, hb2 + r0 * I, (r1 - r0) * I);
+      }
+    });
     // xb2 [Lr, E] = hb @ down^T; residual: x += xb2
     matmul(w.down_proj, hb, Lr, nullptr, xb2, threads_);
     if (w.mlp_output_norm) {  // Gemma 3: post_feedforward_layernorm on the sub-block's output
       if (rh) rh->output_norm_scale(l, 1, xb2, pos0 + r0, Lr, c.rms_norm_eps);
-      rmsnorm(xb2, xb2, w.mlp_output_norm, Lr, E, c.rms_norm_eps);
+      rmsnorm(xb2, xb2, w.mlp_output_norm, Lr, E, c.rms_norm_eps, threads_);
     }
     if (rh) rh->at(ResidSite::MlpOut, l, xb2, pos0 + r0, Lr);
-    for (int64_t i = 0; i < Lr * E; ++i) xr[i] += xb2[i];
+    add_rows(xr, xb2, Lr, E, threads_);
     if (rh) rh->at(ResidSite::ResidPost, l, xr, pos0 + r0, Lr);
     if (rh) rh->block_output(l, x, pos0, L);  // hidden_states[l + 1]
   }
@@ -270,7 +287,7 @@ void Llama::run(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache
   if (rh) rh->final_input(x, pos0, L, false, c.rms_norm_eps);  // ln_final.hook_scale
   const int64_t first = all_logits || (rh && rh->hidden) ? 0 : L - 1;
   const int64_t rows = L - first;
-  rmsnorm(xb, x + first * E, W.norm, rows, E, c.rms_norm_eps);
+  rmsnorm(xb, x + first * E, W.norm, rows, E, c.rms_norm_eps, threads_);
   if (rh) rh->final_output(xb, pos0, L);                                     // hidden_states[num_hidden_layers]
   if (!all_logits && rows > 1) std::copy(xb + (L - 1) * E, xb + L * E, xb);  // the last row's logits only
   // a few tokens' logits of the last row, not the LM head
@@ -286,7 +303,7 @@ void Llama::unembed(const float* x, int64_t n, float* logits) const {
   const int64_t E = c.hidden_size;
   // xn [n, E] = rmsnorm(x) * norm, row by row
   std::vector<float> xn(size_t(std::max<int64_t>(n, 0) * E));
-  rmsnorm(xn.data(), x, store_.weights().norm, n, E, c.rms_norm_eps);
+  rmsnorm(xn.data(), x, store_.weights().norm, n, E, c.rms_norm_eps, threads_);
   // logits [n, V] = xn @ lm_head^T: one matrix product over every row
   matmul(store_.weights().lm_head, xn.data(), n, nullptr, logits, threads_);
   if (c.final_logit_softcapping > 0) softcap(logits, n * c.vocab_size, float(c.final_logit_softcapping));
