@@ -102,7 +102,6 @@ class Pool {
   void keep_awake(int delta) { awake_.fetch_add(delta, std::memory_order_relaxed); }
 
  private:
-
   // state_ = generation << 32 | closed << 31 | joined << 16 | active: the job's generation, whether
   // the caller has closed it, how many helpers joined it (their worker numbers are 1, 2, ...), and
   // how many of those are still in it. One word, so that a join sees the generation, the close and

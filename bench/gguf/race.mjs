@@ -3,7 +3,8 @@
 // Qwen3-0.6B-shaped, random weights, Q8_0 and Q4_0). One command:
 //
 //   node bench/gguf/race.mjs [--models smollm2-135m,qwen3-0.6b] [--types Q8_0,Q4_0] [--threads 1,2]
-//        [--runtimes qkv,wllama-2.3] [--reps 3] [--prompt 8] [--tokens 32] [--prefill 128] [--budget-s 20] [--out gguf-race-chromium]
+//        [--runtimes qkv,wllama-2.3] [--reps 3] [--rounds 1] [--prompt 8] [--tokens 32] [--prefill 128] [--budget-s 20]
+//        [--out gguf-race-chromium]
 //
 // --runtimes names pages: qkv (qkv_page.js: its fastest build, relaxed SIMD where Chromium has
 // it) and wllama, wllama-compat, wllama-2.3 (wllama_page.js: wllama's three builds). A local
@@ -17,6 +18,10 @@
 // the same run: the machine's wasm read bandwidth and f32x4 mul+add peak (bench/matmul/,
 // LIMITS: 1 thread; 2 threads' bandwidth before and after the runs), the load average around
 // every browser, and the decode bound the bandwidth sets (bandwidth / the file's bytes).
+// --rounds N runs every (model, type, runtime) N times, its thread counts back to back in each
+// round, so that a machine whose speed drifts over minutes weighs on 1 and 2 threads alike: a
+// figure is then the median of all rounds' reps, and thread_gains holds each round's 2-thread /
+// 1-thread ratio (wall time) with their median and range.
 // Prints a table; writes bench/results/<out>.json.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -34,6 +39,7 @@ const TYPES = list('--types', 'Q8_0,Q4_0');
 const THREADS = list('--threads', '1,2').map(Number);
 const RUNTIMES = list('--runtimes', 'qkv,wllama-2.3');
 const REPS = Number(arg('--reps', 3));
+const ROUNDS = Number(arg('--rounds', 1));
 const PROMPT = Number(arg('--prompt', 8)), TOKENS = Number(arg('--tokens', 32)), PREFILL = Number(arg('--prefill', 128));
 const OUT = arg('--out', 'gguf-race-chromium');  // bench/results/<out>.json (a machine in the name: tools/bench-report/results.mjs)
 const BUDGET_S = Number(arg('--budget-s', 20));  // a decode stops after the step that passes it (a loaded machine)
@@ -68,8 +74,11 @@ function rate(regions, n, threads) {
   const ms = (r) => (clock === 'cpu' ? cpu(r) : r.wall);
   const tps = regions.map((r) => (1000 * (r.steps ?? n)) / ms(r));
   const wall = regions.map((r) => (1000 * (r.steps ?? n)) / r.wall);
-  return { clock, median: median(tps), min: Math.min(...tps), max: Math.max(...tps), reps: tps, wall_median: median(wall) };
+  return summary(clock, tps, wall);
 }
+const summary = (clock, tps, wall) => ({ clock, median: median(tps), min: Math.min(...tps), max: Math.max(...tps), reps: tps, wall_median: median(wall), wall_reps: wall });
+/** One rate over the reps of several rounds' rates. */
+const merged = (rates) => summary(rates[0].clock, rates.flatMap((x) => x.reps), rates.flatMap((x) => x.wall_reps));
 
 async function runOne(origin, spec) {
   marks = [];
@@ -105,24 +114,44 @@ const machine = { cpu: os.cpus()[0]?.model, cores: os.availableParallelism?.() ?
 const limits1 = limits(1);
 const twoThreads = THREADS.some((t) => t > 1) ? [limits(2).read_bandwidth_all_threads_gbs] : [];
 const server = await serve({ mounts: { '/gguf/': DIR }, dynamic: { '/mark': mark } });
-const runs = [];
+const rounds = [];  // every browser's run, in order
+// one round: the thread counts outermost (a single round: as before); several: each (model, type,
+// runtime)'s thread counts back to back
+const order = ROUNDS > 1
+  ? MODEL_NAMES.flatMap((model) => TYPES.flatMap((type) => RUNTIMES.flatMap((runtime) => THREADS.map((threads) => ({ model, type, threads, runtime })))))
+  : THREADS.flatMap((threads) => MODEL_NAMES.flatMap((model) => TYPES.flatMap((type) => RUNTIMES.map((runtime) => ({ model, type, threads, runtime })))));
 try {
-  for (const threads of THREADS) {
-    for (const model of MODEL_NAMES) {
-      for (const type of TYPES) {
-        for (const runtime of RUNTIMES) {
-          console.error(`  ${model} ${type} ${threads}t ${runtime} ...`);
-          const r = await runOne(server.url, { model, type, threads, runtime });
-          console.error(`  ${model} ${type} ${threads}t ${runtime} (${r.build}): decode ${r.decode_tps.median.toFixed(1)} tok/s, prefill ${r.prefill_tps.median.toFixed(0)} tok/s, load ${r.load_average.map((x) => x.toFixed(1)).join('->')} (${r.run_s.toFixed(0)} s)`);
-          runs.push(r);
-          writeFileSync(path.join(DIR, `${OUT}.partial.json`), JSON.stringify(runs) + '\n');
-        }
-      }
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const spec of order) {
+      const { model, type, threads, runtime } = spec;
+      console.error(`  ${ROUNDS > 1 ? `round ${round + 1}: ` : ''}${model} ${type} ${threads}t ${runtime} ...`);
+      const r = await runOne(server.url, spec);
+      console.error(`  ${model} ${type} ${threads}t ${runtime} (${r.build}): decode ${r.decode_tps.median.toFixed(1)} tok/s, prefill ${r.prefill_tps.median.toFixed(0)} tok/s, load ${r.load_average.map((x) => x.toFixed(1)).join('->')} (${r.run_s.toFixed(0)} s)`);
+      rounds.push({ round, ...r });
+      writeFileSync(path.join(DIR, `${OUT}.partial.json`), JSON.stringify(rounds) + '\n');
     }
   }
 } finally {
   await server.close();
 }
+const same = (a, b) => a.model === b.model && a.type === b.type && a.threads === b.threads && a.runtime === b.runtime;
+// per (model, type, threads, runtime): the first round's run, its figures over every round's reps
+const runs = rounds.filter((r) => r.round === 0).map((first) => {
+  const all = rounds.filter((r) => same(r, first));
+  if (all.length === 1) return { ...first, round: undefined };
+  return {
+    ...first, round: undefined, rounds: all.map((r) => ({ decode_tps: r.decode_tps, prefill_tps: r.prefill_tps, load_average: r.load_average, run_s: r.run_s, marks_cpu_ms: r.marks_cpu_ms })),
+    marks_cpu_ms: undefined, load_average: [Math.min(...all.flatMap((r) => r.load_average)), Math.max(...all.flatMap((r) => r.load_average))],
+    run_s: all.reduce((t, r) => t + r.run_s, 0), prefill_tps: merged(all.map((r) => r.prefill_tps)), decode_tps: merged(all.map((r) => r.decode_tps)),
+  };
+});
+// each round's 2-thread / 1-thread gain per (model, type, runtime), on wall time
+const ratioSpread = (xs) => ({ median: median(xs), min: Math.min(...xs), max: Math.max(...xs), rounds: xs });
+const threadGains = THREADS.includes(1) && THREADS.includes(2) ? MODEL_NAMES.flatMap((model) => TYPES.flatMap((type) => RUNTIMES.flatMap((runtime) => {
+  const pairs = [...Array(ROUNDS).keys()].map((round) => [1, 2].map((threads) => rounds.find((r) => r.round === round && same(r, { model, type, threads, runtime }))));
+  const gain = (k) => pairs.map(([a, b]) => b[k].wall_median / a[k].wall_median);
+  return pairs.every(([a, b]) => a && b) ? [{ model, type, runtime, decode: ratioSpread(gain('decode_tps')), prefill: ratioSpread(gain('prefill_tps')) }] : [];
+}))) : [];
 if (twoThreads.length) twoThreads.push(limits(2).read_bandwidth_all_threads_gbs);
 machine.load_average.after = os.loadavg();
 const files = Object.fromEntries(MODEL_NAMES.flatMap((m) => TYPES.map((t) => [`${m}-${t}`, statSync(path.join(DIR, `${m}-${t}.gguf`)).size])));
@@ -141,9 +170,11 @@ const out = {
   file_bytes: files,
   method: `one browser per (model, type, threads, runtime), the GGUF fetched from a local COOP/COEP server; a warm-up, then ${REPS} prefills of ${PREFILL} token ids ` +
     `and ${REPS} greedy decodes of ${TOKENS} tokens after ${PROMPT} (tokens/s over the ${TOKENS - 1} steps after the prompt's token); 1 thread: the renderer's CPU time ` +
-    '(all its threads, /proc schedstat), 2 threads: wall time (runs[].*_tps.clock; wall_median beside); median and min..max of the reps',
-  reps: REPS, prompt: PROMPT, tokens: TOKENS, prefill: PREFILL, decode_budget_s: BUDGET_S,
+    '(all its threads, /proc schedstat), 2 threads: wall time (runs[].*_tps.clock; wall_median beside); median and min..max of the reps' +
+    (ROUNDS > 1 ? `; ${ROUNDS} rounds, each (model, type, runtime)'s thread counts back to back in each, the figures over all rounds' reps, thread_gains per round on wall time` : ''),
+  reps: REPS, rounds: ROUNDS, prompt: PROMPT, tokens: TOKENS, prefill: PREFILL, decode_budget_s: BUDGET_S,
   runs,
+  thread_gains: threadGains,
   total_s: (performance.now() - t0) / 1000,
 };
 mkdirSync(path.join(ROOT, 'bench', 'results'), { recursive: true });
@@ -171,9 +202,9 @@ for (const m of MODEL_NAMES) {
         if (a) console.log(`${m} ${t} ${th}t: ${a.runtime} / ${b.runtime}: decode ${f(a.decode_tps.median / b.decode_tps.median, 2)}x, prefill ${f(a.prefill_tps.median / b.prefill_tps.median, 2)}x`);
       }
     }
-    for (const rt of RUNTIMES) {
-      const one = find(m, t, 1, rt), two = find(m, t, 2, rt);
-      if (one && two) console.log(`${m} ${t} ${rt}: 2 threads / 1: decode ${f(two.decode_tps.median / one.decode_tps.median, 2)}x, prefill ${f(two.prefill_tps.median / one.prefill_tps.median, 2)}x`);
+    for (const g of threadGains.filter((x) => x.model === m && x.type === t)) {
+      const c = (x) => `${f(x.median, 2)}x (${f(x.min, 2)}..${f(x.max, 2)})`;
+      console.log(`${m} ${t} ${g.runtime}: 2 threads / 1, wall, per round: decode ${c(g.decode)}, prefill ${c(g.prefill)}`);
     }
   }
 }

@@ -71,7 +71,8 @@ bool round_rows(int64_t sets, int64_t elements, int threads, const Round& round)
   threads = useful_threads(threads, sets, elements, kMinRoundingPerThread);
   if (threads <= 1) return round(0, sets);
   std::vector<uint8_t> ok(static_cast<size_t>(threads));
-  parallel_for(threads, threads, [&](int64_t t, int) { ok[size_t(t)] = round(sets * t / threads, sets * (t + 1) / threads); });
+  parallel_for(threads, threads,
+               [&](int64_t t, int) { ok[size_t(t)] = round(sets * t / threads, sets * (t + 1) / threads); });
   return std::all_of(ok.begin(), ok.end(), [](uint8_t v) { return v != 0; });
 }
 

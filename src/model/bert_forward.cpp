@@ -55,7 +55,7 @@ void Encoder::forward(const int32_t* ids, int64_t B, int64_t L, const int32_t* t
                                 " checkpoint without a masked-LM head (no " +
                                 (c.roberta() ? "lm_head.*" : "cls.predictions.*") + " tensors)");
   }
-  const int64_t N = B * L;  // rows: every token of every sequence
+  const int64_t N = B * L;                 // rows: every token of every sequence
   const KeepHelpersAwake awake(threads_);  // the pool's helpers poll between this forward's jobs
   for (int64_t i = 0; i < N; ++i) {
     if (ids[i] < 0 || ids[i] >= V) {

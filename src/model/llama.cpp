@@ -159,7 +159,7 @@ void Llama::run(const int32_t* ids, int64_t L, int64_t pos0, std::vector<KVCache
   if (iv) iv->validate("Llama::run", c.num_hidden_layers, H, D, pos0, L, Lk);
   if (rh) rh->validate("Llama::run", c.num_hidden_layers, E, pos0, L, all_logits);
   const KeepHelpersAwake awake(threads_);  // the pool's helpers poll between this forward's jobs
-  std::vector<uint8_t> knockout;  // a layer's knockout mask, when it must be sliced (chunks)
+  std::vector<uint8_t> knockout;           // a layer's knockout mask, when it must be sliced (chunks)
 
   const size_t n = size_t(L);
   ensure(s.x, n * E);                    // x   [L, E]        the residual stream

@@ -273,12 +273,10 @@ TEST_CASE("matmul_many: the bits of separate matmul calls, any thread count, mix
   const int64_t K = 520;
   // sum N * K > 3 * 2^18: three threads really run, and their ranges end inside matrices
   const int64_t widths[] = {1100, 404, 13};
-  const WeightType mixes[][3] = {{WeightType::F32, WeightType::F32, WeightType::F32},
-                                 {WeightType::Q8, WeightType::Q8, WeightType::Q8},
-                                 {WeightType::F16, WeightType::BF16, WeightType::F16},
-                                 {WeightType::Q8, WeightType::F32, WeightType::F16},
-                                 {WeightType::Q4, WeightType::Q8, WeightType::Q4},
-                                 {WeightType::Q4, WeightType::Q4, WeightType::Q4}};
+  const WeightType mixes[][3] = {
+      {WeightType::F32, WeightType::F32, WeightType::F32},  {WeightType::Q8, WeightType::Q8, WeightType::Q8},
+      {WeightType::F16, WeightType::BF16, WeightType::F16}, {WeightType::Q8, WeightType::F32, WeightType::F16},
+      {WeightType::Q4, WeightType::Q8, WeightType::Q4},     {WeightType::Q4, WeightType::Q4, WeightType::Q4}};
   const auto integer = [](WeightType t) { return t == WeightType::Q8 || t == WeightType::Q4; };
   for (WeightLayout layout : {WeightLayout::InOut, WeightLayout::OutIn, WeightLayout::Panels}) {  // Panels: floats'
     for (const auto& types : mixes) {

@@ -1,12 +1,15 @@
 // The thread pool: every item runs exactly once on a worker < threads, errors reach the caller,
-// back-to-back jobs (the pool polls between them) and jobs after a sleep all complete; and
+// back-to-back jobs (the pool polls between them), jobs after a sleep and jobs in KeepHelpersAwake
+// scopes all complete, and the helpers sleep once the scopes close; for_rows' ranges; and
 // useful_threads' floor on work per thread, which attention() applies.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <future>
 #include <stdexcept>
 #include <thread>
@@ -63,6 +66,59 @@ TEST_CASE("parallel_for: jobs with few helpers then many, back to back (a helper
     std::_Exit(1);  // the pool is stuck; nothing after this could run
   }
   CHECK(run.get() == 0);
+}
+
+// the process's CPU time (every thread's), in ms
+double process_cpu_ms() { return 1000.0 * double(std::clock()) / CLOCKS_PER_SEC; }
+
+TEST_CASE("KeepHelpersAwake: jobs in nested scopes, with serial work between them, and after the last scope") {
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));  // the helpers asleep
+  std::atomic<int64_t> sum{0};
+  {
+    const KeepHelpersAwake outer(2);
+    for (int job = 0; job < 50; ++job) {
+      const KeepHelpersAwake inner(2);  // a forward inside a forward (a patching sweep's runs)
+      parallel_for(4, 2, [&](int64_t item, int) { sum += item; });
+      std::this_thread::sleep_for(std::chrono::microseconds(200));  // past the 50 us poll
+    }
+    const KeepHelpersAwake one(1);  // nothing with one thread
+    parallel_for(4, 2, [&](int64_t item, int) { sum += item; });
+  }
+  CHECK(sum.load() == 51 * 6);
+  // every scope closed: the helpers sleep again after their short poll, so the process spends
+  // almost no CPU time while this thread sleeps (a helper polling on would spend most of 100 ms)
+  std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  const double before = process_cpu_ms();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  CHECK(process_cpu_ms() - before < 20.0);
+  parallel_for(4, 2, [&](int64_t item, int) { sum += item; });
+  CHECK(sum.load() == 52 * 6);
+}
+
+TEST_CASE("for_rows: ranges that cover every row once, one call where the rows are few") {
+  for (int threads : {1, 2, 3}) {
+    for (int64_t rows : {1, 5, 128}) {
+      CAPTURE(threads);
+      CAPTURE(rows);
+      std::vector<std::atomic<int>> seen(static_cast<size_t>(rows));
+      std::atomic<int> calls{0};
+      for_rows(rows, kMinRowElementsPerThread, threads, [&](int64_t r0, int64_t r1) {
+        calls++;
+        for (int64_t r = r0; r < r1; ++r) seen[static_cast<size_t>(r)]++;
+      });
+      for (auto& r : seen) CHECK(r.load() == 1);
+      CHECK(calls.load() == std::min<int64_t>(threads, rows));  // a row each holds a thread's share
+    }
+  }
+  std::atomic<int> calls{0};  // 64 rows of 8: too little to share
+  for_rows(64, 8, 4, [&](int64_t r0, int64_t r1) {
+    calls++;
+    CHECK(r0 == 0);
+    CHECK(r1 == 64);
+  });
+  CHECK(calls.load() == 1);
+  for_rows(0, 8, 4, [&](int64_t, int64_t) { calls++; });  // no rows: no call
+  CHECK(calls.load() == 1);
 }
 
 TEST_CASE("parallel_for rethrows an item's exception in the caller") {

@@ -48,10 +48,16 @@ const raceBuild = (r) => r.json.runs.find((x) => x.runtime === 'wllama').build;
 function threadsTable(r) {
   const by = new Map();
   for (const x of raceRows(r)) by.set(`${x.m} ${x.t}`, [...(by.get(`${x.m} ${x.t}`) ?? []), x]);
+  // several rounds (race.mjs --rounds): each round's gain, median (min-max); one: the medians' ratio
+  const rounds = r.json.rounds ?? 1;
+  const gain = (a, b, k, which) => {
+    const g = r.json.thread_gains?.find((x) => x.model === a[k].model && x.type === a[k].type && x.runtime === a[k].runtime);
+    return rounds > 1 && g ? `${ratio(g[which].median)} (${range([g[which].min, g[which].max], f2)})` : ratio(b[k][`${which}_tps`].wall_median / a[k][`${which}_tps`].wall_median);
+  };
   const rows = [...by.values()].filter((g) => g.length === 2).flatMap(([a, b]) => ['q', 'w'].map((k) => [a.m, a.t, k === 'q' ? `qkv (${a[k].build}, ${b[k].build})` : raceBuild(r),
-    f1(a[k].decode_tps.wall_median), f1(b[k].decode_tps.wall_median), ratio(b[k].decode_tps.wall_median / a[k].decode_tps.wall_median),
-    ratio(b[k].prefill_tps.wall_median / a[k].prefill_tps.wall_median)]));
-  return { columns: ['model shape', 'file', 'runtime', 'decode 1t tok/s (wall)', 'decode 2t tok/s (wall)', 'decode 2t / 1t', 'prefill 2t / 1t'], rows, files: [r] };
+    f1(a[k].decode_tps.wall_median), f1(b[k].decode_tps.wall_median), gain(a, b, k, 'decode'), gain(a, b, k, 'prefill')]));
+  const per = rounds > 1 ? `, ${rounds} rounds: median (range)` : '';
+  return { columns: ['model shape', 'file', 'runtime', 'decode 1t tok/s (wall)', 'decode 2t tok/s (wall)', `decode 2t / 1t${per}`, `prefill 2t / 1t${per}`], rows, files: [r] };
 }
 /** Per (model, file, threads): the qkv run and the wllama run. */
 const raceRows = (r) => {
