@@ -92,7 +92,7 @@ class Pool {
     while (keep_polling()) {
       for (int i = 0; i < 64; ++i)
         if (ready()) return true;
-      std::this_thread::yield();  // a busy machine's other threads run; an idle core returns at once
+      std::this_thread::yield();  // natively, a busy machine's other threads run (wasm has no yield)
     }
     return ready();
   }
