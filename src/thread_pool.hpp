@@ -26,9 +26,9 @@ constexpr int64_t kMinWorkPerThread = int64_t(1) << 18;
 // more than there are items, and each gets at least min_work_per_thread (0: no such floor).
 int useful_threads(int threads, int64_t items, int64_t work, int64_t min_work_per_thread);
 
-// A model's row-wise steps (norms, rotary embedding, activations, residual adds): rows of a
-// prefill hold enough elements to share over the threads (~30 us of work in wasm a thread at
-// least); a decoding step's single row runs on the caller alone.
+// Row-wise work (a model's norms, rotary embedding, activations, residual adds; the integer
+// products' rounding of x): rows of a prefill hold enough elements to share over the threads
+// (~30 us of work in wasm a thread at least); a decoding step's single row runs on the caller.
 constexpr int64_t kMinRowElementsPerThread = int64_t(1) << 15;
 
 // Runs fn(r0, r1) on rows [r0, r1) covering [0, rows), each row `width` elements, in one call on

@@ -5,8 +5,8 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
-#include <vector>
 
 #include "matmul/matmul.hpp"
 #include "matmul/weights.hpp"
@@ -45,9 +45,6 @@ void gemm_int8(const MatmulOutput* outputs, size_t count, const float* x, int64_
 // when one joins late or runs slower, few enough that claiming them costs nothing measurable.
 constexpr int64_t kItemsPerThread = 16;
 
-// Rounding x's rows for the integer products: elements a thread gets at least (~30 us in wasm).
-constexpr int64_t kMinRoundingPerThread = int64_t(1) << 15;
-
 // Runs fn(output, t0, t1) on tiles [t0, t1) of each output, the outputs' tiles laid end to end
 // (ends[i]: where output i's tiles end) and split into whole-tile items over `threads` threads.
 template <class Fn>
@@ -64,16 +61,15 @@ void run_tiles(const int64_t* ends, size_t count, int threads, const Fn& fn) {
   parallel_for(items, threads, [&](int64_t item, int) { range(tiles * item / items, tiles * (item + 1) / items); });
 }
 
-// Runs round(s0, s1) -> bool on the row sets [0, sets) split over the threads (for M * K
-// elements in all); true when every call returned true.
+// Runs round(s0, s1) -> bool on the row sets [0, sets) of `width` elements each, split over the
+// threads as a model's row-wise steps are (for_rows); true when every call returned true.
 template <class Round>
-bool round_rows(int64_t sets, int64_t elements, int threads, const Round& round) {
-  threads = useful_threads(threads, sets, elements, kMinRoundingPerThread);
-  if (threads <= 1) return round(0, sets);
-  std::vector<uint8_t> ok(static_cast<size_t>(threads));
-  parallel_for(threads, threads,
-               [&](int64_t t, int) { ok[size_t(t)] = round(sets * t / threads, sets * (t + 1) / threads); });
-  return std::all_of(ok.begin(), ok.end(), [](uint8_t v) { return v != 0; });
+bool round_rows(int64_t sets, int64_t width, int threads, const Round& round) {
+  std::atomic<bool> all{true};
+  for_rows(sets, width, threads, [&](int64_t s0, int64_t s1) {
+    if (!round(s0, s1)) all.store(false, std::memory_order_relaxed);
+  });
+  return all.load(std::memory_order_relaxed);
 }
 
 }  // namespace qkv::detail

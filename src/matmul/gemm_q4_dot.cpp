@@ -74,7 +74,7 @@ void quantize_rows8(const float* x, int64_t M, int64_t K, Int8Rows& out, int thr
     }
     return finite;
   };
-  out.wide_finite = round_rows(sets, M * K, threads, round_sets);
+  out.wide_finite = round_rows(sets, kR * K, threads, round_sets);
 }
 
 // set s of w unpacked for the micro-kernel, in the calling thread's buffers: bytes

@@ -99,7 +99,7 @@ void quantize_rows(const float* x, int64_t M, int64_t K, float limit, QuantizedR
     }
     return finite;
   };
-  out.wide_finite = round_rows(sets, M * K, threads, round_sets);
+  out.wide_finite = round_rows(sets, kR * K, threads, round_sets);
 }
 
 // y[m, n] = bias[n] + sum over blocks of sum_b * (d_w * d_x): what each kernel below computes

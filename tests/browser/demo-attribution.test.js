@@ -13,7 +13,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import * as qkv from 'qkv';
-import { ROOT, launch, openPage } from './harness.js';
+import { ROOT, hash, launch, openPage, shownNumber } from './harness.js';
 import { serveDemo } from '../../tools/serve-demo.mjs';
 
 const DESKTOP = { width: 1280, height: 1000 };
@@ -29,9 +29,6 @@ before(async () => {
 });
 after(async () => { await browser?.close(); server?.close(); model?.dispose(); });
 
-const hash = (o) => '#' + new URLSearchParams(o).toString();
-/** "+1.234" / "−0.020" -> number */
-const num = (s) => Number(s.replace('−', '-').replace('+', ''));
 
 async function open(h, viewport = DESKTOP, b = browser) {
   const page = await openPage(b, url + 'index.html' + h, { viewport });
@@ -61,19 +58,19 @@ function assertList(p, r, label) {
   p.parts.forEach((x, i) => {
     assert.equal(x.name, x.part, `${label}: the label starts with the library's name`);
     assert.ok(byName.has(x.name), `${label}: ${x.name} is a part`);
-    assert.ok(Math.abs(num(x.value) - byName.get(x.name)) <= tol, `${label}: ${x.name} ${x.value} vs ${byName.get(x.name)}`);
+    assert.ok(Math.abs(shownNumber(x.value) - byName.get(x.name)) <= tol, `${label}: ${x.name} ${x.value} vs ${byName.get(x.name)}`);
     // ranked by |value| (a swap only between parts equal to within the tolerance)
     assert.ok(Math.abs(Math.abs(byName.get(x.name)) - Math.abs(ranked[i].value)) <= 2e-4, `${label}: rank ${i + 1} is ${x.name}, Node's ${ranked[i].name}`);
   });
   const listed = new Set(p.parts.map((x) => x.name));
   const rest = r.parts.filter((x) => !listed.has(x.name));
   assert.equal(p.rest[1], `the other ${rest.length} parts`);
-  assert.ok(Math.abs(num(p.rest[2]) - rest.reduce((s, x) => s + x.value, 0)) <= tol, `${label}: the rest ${p.rest[2]}`);
+  assert.ok(Math.abs(shownNumber(p.rest[2]) - rest.reduce((s, x) => s + x.value, 0)) <= tol, `${label}: the rest ${p.rest[2]}`);
   assert.equal(p.sum[1], `sum of all ${r.parts.length} parts`);
   // the printed sum equals the printed logit to the last digit, and both are Node's total
   assert.equal(p.sum[2], p.total[2], `${label}: sum ${p.sum[2]} = logit ${p.total[2]}`);
   assert.ok(digits >= 3);
-  assert.ok(Math.abs(num(p.total[2]) - r.total) <= tol, `${label}: logit ${p.total[2]} vs Node ${r.total}`);
+  assert.ok(Math.abs(shownNumber(p.total[2]) - r.total) <= tol, `${label}: logit ${p.total[2]} vs Node ${r.total}`);
 }
 
 test('the list and the grid = logitAttribution in Node (the top prediction at the last position, then A rather than B at position 9); a head click; the URL', async () => {
@@ -96,7 +93,7 @@ test('the list and the grid = logitAttribution in Node (the top prediction at th
   for (const c of cells) {
     const v = part.get(`L${c.l}H${c.h}`);
     assert.ok(Math.abs(c.v - v) <= 1e-4, `L${c.l}H${c.h}: ${c.v} vs ${v}`);
-    assert.ok(Math.abs(num(c.text) - v) <= 0.005 + 1e-4, `L${c.l}H${c.h} printed ${c.text} vs ${v}`);
+    assert.ok(Math.abs(shownNumber(c.text) - v) <= 0.005 + 1e-4, `L${c.l}H${c.h} printed ${c.text} vs ${v}`);
   }
   // hover shows the value; a click shows the head in the model view
   await page.hover('#attr-grid button.attr-head[data-layer="2"][data-head="0"]');

@@ -14,7 +14,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import * as qkv from 'qkv';
-import { ROOT, launch, openPage } from './harness.js';
+import { ROOT, hash, launch, openPage } from './harness.js';
 import { assertMatches } from './test-head-asserts.js';
 import { assertMapModes } from './map-mode-asserts.js';
 import { serveDemo } from '../../tools/serve-demo.mjs';
@@ -32,7 +32,6 @@ before(async () => {
 });
 after(async () => { await browser?.close(); server?.close(); bert?.dispose(); });
 
-const hash = (o) => '#' + new URLSearchParams(o).toString();
 async function open(h = '', b = browser) {
   const page = await openPage(b, url + 'encoders.html' + h, { viewport: DESKTOP });
   await page.waitForSelector('body[data-ready=true]', { timeout: 60_000 });

@@ -15,7 +15,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import * as qkv from 'qkv';
-import { ROOT, launch, openPage } from './harness.js';
+import { ROOT, hash, launch, openPage } from './harness.js';
 import { assertMatches } from './test-head-asserts.js';
 import { assertMapModes } from './map-mode-asserts.js';
 import { serveDemo } from '../../tools/serve-demo.mjs';
@@ -34,7 +34,6 @@ before(async () => {
 });
 after(async () => { await browser?.close(); server?.close(); model?.dispose(); });
 
-const hash = (o) => '#' + new URLSearchParams(o).toString();
 const shownTokens = (page, n) => page.waitForFunction((k) => document.body.dataset.tokens === String(k), n, { timeout: 30_000 });
 async function open(h, b = browser, tokens = ids.length) {
   const page = await openPage(b, url + 'index.html' + h, { viewport: DESKTOP });

@@ -13,7 +13,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import * as qkv from 'qkv';
-import { ROOT, launch, openPage } from './harness.js';
+import { ROOT, launch, openPage, shownNumber } from './harness.js';
 import { serveDemo } from '../../tools/serve-demo.mjs';
 
 const DESKTOP = { width: 1280, height: 1000 };
@@ -28,13 +28,12 @@ before(async () => {
 });
 after(async () => { await browser?.close(); server?.close(); model?.dispose(); });
 
-const num = (s) => Number(s.replace('−', '-'));
 const show = (t) => `"${t.replace(/ /g, '␣').replace(/\n/g, '↵')}"`;
 const tok = (id) => show(model.tokenizer.decode([id]));
 const name = (l, h) => `L${l}H${h}`;
 /** |printed - exact| within the printed rounding (and float32 slack between the page's wasm and Node's). */
 function near(printed, exact, digits, what) {
-  assert.ok(Math.abs(num(printed) - exact) <= 0.5 * 10 ** -digits + 2e-4, `${what}: printed ${printed}, qkv in Node ${exact}`);
+  assert.ok(Math.abs(shownNumber(printed) - exact) <= 0.5 * 10 ** -digits + 2e-4, `${what}: printed ${printed}, qkv in Node ${exact}`);
 }
 const argmax = (xs) => xs.reduce((k, x, i) => (x > xs[k] ? i : k), 0);
 

@@ -16,7 +16,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import * as qkv from 'qkv';
-import { ROOT, launch, openPage } from './harness.js';
+import { ROOT, hash, launch, openPage } from './harness.js';
 import { serveDemo } from '../../tools/serve-demo.mjs';
 
 const DESKTOP = { width: 1280, height: 1000 };
@@ -33,7 +33,6 @@ before(async () => {
 });
 after(async () => { await browser?.close(); server?.close(); model?.dispose(); bert?.dispose(); });
 
-const hash = (o) => '#' + new URLSearchParams(o).toString();
 const show = (t) => t.replace(/ /g, '␣').replace(/\n/g, '↵').replace(/\t/g, '⇥');
 
 /** argmax of each position's logits (the first of equal values) */

@@ -14,7 +14,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import * as qkv from 'qkv';
-import { ROOT, cancelWhenMoving, launch, openPage } from './harness.js';
+import { ROOT, cancelWhenMoving, hash, launch, openPage, shownNumber } from './harness.js';
 import { serveDemo } from '../../tools/serve-demo.mjs';
 
 const MODEL = 'tiny-kjv-induction';
@@ -49,7 +49,6 @@ before(async () => {
 });
 after(async () => { await browser?.close(); server?.close(); model?.dispose(); });
 
-const hash = (o) => '#' + new URLSearchParams(o).toString();
 async function open(h, viewport = DESKTOP, tokens = cleanIds.length) {
   const page = await openPage(browser, url + 'index.html' + h, { viewport });
   await page.waitForSelector('body[data-ready=true]', { timeout: 60_000 });
@@ -71,8 +70,7 @@ async function printed(page) {
   const metrics = await page.textContent('#patch-metrics');
   const m = /m\(clean\) = (−?[\d.]+), m\(corrupted\) = (−?[\d.]+)/.exec(metrics);
   assert.ok(m, `metrics line: ${metrics}`);
-  const num = (s) => Number(s.replace('−', '-'));
-  return { name: hot[1], value: num(hot[2]), mClean: num(m[1]), mCorr: num(m[2]), metrics };
+    return { name: hot[1], value: shownNumber(hot[2]), mClean: shownNumber(m[1]), mCorr: shownNumber(m[2]), metrics };
 }
 
 /** The expected hottest cell of a sweep in Node: its name as the panel prints it, and its value. */

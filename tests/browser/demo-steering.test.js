@@ -7,7 +7,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import * as qkv from 'qkv';
-import { ROOT, cancelWhenMoving, launch, openPage } from './harness.js';
+import { ROOT, cancelWhenMoving, hash, launch, openPage } from './harness.js';
 import { serveDemo } from '../../tools/serve-demo.mjs';
 
 const MODEL = 'tiny-kjv-bpe';
@@ -22,7 +22,6 @@ before(async () => {
 });
 after(async () => { await browser?.close(); server?.close(); model?.dispose(); });
 
-const hash = (o) => '#' + new URLSearchParams(o).toString();
 async function open(h, viewport = DESKTOP) {
   const page = await openPage(browser, url + 'index.html' + h, { viewport });
   await page.waitForSelector('body[data-ready=true]', { timeout: 60_000 });

@@ -125,3 +125,9 @@ export const cancelWhenMoving = (page, panel, bar, cancel) => page.evaluate(([p,
     else if (document.querySelector(p).dataset.state !== 'running') { clearInterval(t); fail(new Error(`the run ended ${document.querySelector(p).dataset.state} before its bar moved`)); }
   }, 1);
 }), [panel, bar, cancel]);
+
+/** A demo page's URL fragment from its fields: hash({ model, prompt }) -> '#model=...&prompt=...'. */
+export const hash = (fields) => '#' + new URLSearchParams(fields).toString();
+
+/** A number as the demo prints it ("+1.234", "−0.020": a minus sign, not a hyphen) -> 1.234, -0.02. */
+export const shownNumber = (text) => Number(text.replace('−', '-'));

@@ -8,7 +8,7 @@ import type { LogitAttributionResult } from 'qkv';
 import type { DemoModel } from './api';
 import { argmaxRows } from './lens-panel';
 import { renderHeadGrid, renderPartList, signed, sumDigits } from './attribution-view';
-import { PanelProgress, modelTokens, readToken, stopReason, writeToken, type TokenText } from './panel-parts';
+import { PanelProgress, modelTokens, readToken, showStop, writeToken, type TokenText } from './panel-parts';
 import type { ViewState } from './url-state';
 import { $, el, message } from './ui';
 
@@ -153,11 +153,7 @@ export class AttributionPanel {
       this.#draw(ids, pos, idA, b?.id, !a, result);
       this.panel.dataset.state = 'done';
     } catch (e) {
-      const why = stopReason(e);
-      if (why === 'replaced' || m !== this.#model) return; // a newer run, or another model, draws
-      this.panel.dataset.state = why ?? 'error';
-      if (why === 'cancelled') message(this.#msg, 'Cancelled: the attribution was not computed. Run computes it again.', 'info');
-      else message(this.#msg, `The attribution failed: ${(e as Error).message}`, 'error');
+      showStop(e, m !== this.#model, this.panel, this.#msg, 'the attribution');
     }
   }
 

@@ -7,7 +7,7 @@
 import type { LogitLensOptions, LogitLensResult } from 'qkv';
 import type { DemoModel } from './api';
 import { renderLensGrid, type LensCellAt } from './lens-grid';
-import { PanelProgress, modelTokens, readToken, stopReason, writeToken, type Report, type TokenText } from './panel-parts';
+import { PanelProgress, modelTokens, readToken, showStop, writeToken, type Report, type TokenText } from './panel-parts';
 import type { ViewState } from './url-state';
 import { $, el, message } from './ui';
 
@@ -166,11 +166,7 @@ export class LensPanel {
       this.#draw(ids, result, target);
       this.panel.dataset.state = 'done';
     } catch (e) {
-      const why = stopReason(e);
-      if (why === 'replaced' || src !== this.#source) return; // a newer run, or another model, draws
-      this.panel.dataset.state = why ?? 'error';
-      if (why === 'cancelled') message(this.#msg, 'Cancelled: the lens was not computed. Run computes it again.', 'info');
-      else message(this.#msg, `The lens failed: ${(e as Error).message}`, 'error');
+      showStop(e, src !== this.#source, this.panel, this.#msg, 'the lens');
     }
   }
 

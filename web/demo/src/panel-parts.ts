@@ -3,7 +3,7 @@
 // so; a link's token id is shown as its text and kept as that id), and a run with a progress bar
 // and Cancel that appears only when the run takes longer than a glance.
 import type { DemoModel } from './api';
-import { el, progress, showToken } from './ui';
+import { el, message, progress, showToken } from './ui';
 
 /** Encodes and shows tokens: the loaded model's tokenizer, as the panels see it. */
 export interface TokenText {
@@ -106,7 +106,20 @@ export class PanelProgress {
 }
 
 /** Whether `e` is a run's cancellation ('cancelled'), its replacement by a newer run ('replaced'), or neither (null). */
-export function stopReason(e: unknown): 'cancelled' | 'replaced' | null {
+function stopReason(e: unknown): 'cancelled' | 'replaced' | null {
   if (!(e instanceof DOMException) || e.name !== 'AbortError') return null;
   return e.message.startsWith('Replaced') ? 'replaced' : 'cancelled';
+}
+
+/**
+ * Shows why a panel's run (`what`: "the lens") ended without a result: cancelled (an info line),
+ * or failed (an error line), and sets the panel's data-state. Nothing for a run a newer one
+ * replaced, or one whose model has changed (`stale`): the newer run draws.
+ */
+export function showStop(e: unknown, stale: boolean, panel: HTMLElement, msg: HTMLElement, what: string): void {
+  const why = stopReason(e);
+  if (why === 'replaced' || stale) return;
+  panel.dataset.state = why ?? 'error';
+  if (why === 'cancelled') message(msg, `Cancelled: ${what} was not computed. Run computes it again.`, 'info');
+  else message(msg, `${what[0].toUpperCase()}${what.slice(1)} failed: ${(e as Error).message}`, 'error');
 }
